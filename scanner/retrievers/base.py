@@ -1,0 +1,53 @@
+"""The retriever interface: query text and a limit in, ranked hits out.
+
+Scoring never looks past this interface, so a new way of answering queries
+(HTTP service, external command, precomputed run file) plugs in without
+touching metrics, the quote scan or the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One ranked result, as the retriever returned it."""
+
+    rank: int
+    """1-based position in the returned list."""
+    path: str
+    """KB-relative path with `/` separators, the form the golden file uses."""
+    heading: str
+    """Heading of the returned section; empty for text before the first heading or when unknown."""
+    score: float | None
+    """The retriever's own score (higher is better), or None when it gives none."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """One golden query as a retriever sees it."""
+
+    query_id: str
+    text: str
+    limit: int
+
+
+class Retriever(Protocol):
+    """Answers golden queries. Implementations live one per module in this package."""
+
+    def describe(self) -> dict[str, object]:
+        """What identifies this retriever and its settings, for the run fingerprint.
+
+        Must never contain secrets (tokens, header values, credentials in URLs).
+        """
+        ...
+
+    def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
+        """Answer every request; the result list is in the order of `requests`.
+
+        Raises `scanner.errors.InputError` when a query cannot be answered, so a
+        failure is never scored as a silent miss.
+        """
+        ...
