@@ -1,0 +1,188 @@
+"""One eval run: read the golden set and the corpus, index, search, score, scan, report.
+
+This module wires the stages in order and times them; it holds no rule of its
+own. The CLI (and the Action through it) calls `run_eval` and decides what to
+print and which exit code to return.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import report as report_module
+from .corpus import Chunk, Corpus, read_corpus
+from .diagnostics import Diagnostics
+from .errors import InputError
+from .golden import GoldenQuery, GoldenSet, find_golden, load_golden
+from .index import Index
+from .metrics import METRIC_VERSION, AggregateMetrics, QueryMetrics, aggregate, score_query
+from .query_compiler import QUERY_COMPILER_VERSION, compile_query
+from .quotes import Finding, QuoteLocation, locate, normalise, scan
+from .retrievers.base import Hit, Retriever, SearchRequest
+from .retrievers.builtin import BuiltinRetriever, FieldWeights, Tokenization
+
+DEFAULT_LIMIT = 10
+DEFAULT_KS = (1, 5, 10)
+
+RetrieverFactory = Callable[[], Retriever]
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    kb_path: Path
+    golden_path: Path | None = None
+    exclude: tuple[str, ...] = ()
+    limit: int | None = None
+    """None: the golden file's `defaults.limit`, else DEFAULT_LIMIT."""
+    ks: tuple[int, ...] = DEFAULT_KS
+    weights: FieldWeights = FieldWeights()
+    tokenization: Tokenization = Tokenization.FUSED
+    external_retriever: RetrieverFactory | None = None
+    """None: the built-in FTS5 retriever answers the queries."""
+    timestamp: datetime | None = None
+    """Fixed in tests; the current UTC time otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    query: GoldenQuery
+    hits: tuple[Hit, ...]
+    metrics: QueryMetrics
+
+
+@dataclass(frozen=True, slots=True)
+class LocatedFinding:
+    finding: Finding
+    locations: tuple[QuoteLocation, ...]
+    """One per quoted query, in the same order as `finding.quoted`."""
+
+
+@dataclass
+class EvalOutcome:
+    report: dict[str, object]
+    golden: GoldenSet
+    results: list[QueryResult]
+    aggregate: AggregateMetrics
+    findings: list[LocatedFinding]
+    diagnostics: Diagnostics
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> EvalOutcome:
+    diagnostics = diagnostics if diagnostics is not None else Diagnostics()
+    clock = _PhaseClock()
+    golden_file = find_golden(options.kb_path, options.golden_path)
+    golden = load_golden(golden_file, shown=str(golden_file))
+    refuse_unsearchable_queries(golden)
+    limit = options.limit or golden.default_limit or DEFAULT_LIMIT
+    ks = tuple(sorted(set(options.ks)))
+    if ks[-1] > limit:
+        diagnostics.warn("k-over-limit", f"k={ks[-1]} is larger than the limit {limit}: @{ks[-1]} sees only {limit} hits")
+
+    corpus = read_corpus(options.kb_path, options.exclude, diagnostics)
+    clock.lap("walk_parse")
+    index = Index.build(corpus, full_text=options.external_retriever is None)
+    clock.lap("index")
+    warn_expected_not_in_corpus(golden, corpus, diagnostics)
+
+    retriever: Retriever = (
+        options.external_retriever() if options.external_retriever is not None
+        else BuiltinRetriever(index, options.weights, options.tokenization)
+    )
+    requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
+    with index.read_snapshot():
+        lists = retriever.search_all(requests)
+        clock.lap("search")
+        returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}
+        findings = scan(index.chunks_by_document(), golden.queries, returned)
+    located = locate_findings(findings, corpus, golden)
+    clock.lap("scan")
+
+    results = [
+        QueryResult(q, tuple(returned[q.id]), score_query(returned[q.id], q.expected, ks)) for q in golden.queries
+    ]
+    overall = aggregate((r.metrics for r in results), ks)
+    fingerprint = {
+        "retriever": retriever.describe(),
+        "limit": limit,
+        "k": list(ks),
+        "golden_sha256": golden.sha256,
+        "metric_version": METRIC_VERSION,
+        "query_compiler_version": QUERY_COMPILER_VERSION,
+    }
+    timestamp = options.timestamp or datetime.now(timezone.utc)
+    report = report_module.build_report(
+        timestamp=timestamp,
+        fingerprint=fingerprint,
+        corpus=index.corpus,
+        results=results,
+        overall=overall,
+        by_tag=aggregate_by_tag(results, ks),
+        findings=located,
+        diagnostics=diagnostics,
+    )
+    clock.lap("report")
+    return EvalOutcome(report, golden, results, overall, located, diagnostics, clock.seconds)
+
+
+def refuse_unsearchable_queries(golden: GoldenSet) -> None:
+    """A query from which no searchable fragment survives would score a silent zero."""
+    for query in golden.queries:
+        if compile_query(query.text) is None:
+            raise InputError(
+                f"query {query.id!r} has no letters or digits to search for",
+                file=golden.path, line=query.line, field=f"queries[{query.id}].query",
+                hint="write the query as words; punctuation and search operators alone match nothing",
+            )
+
+
+def warn_expected_not_in_corpus(golden: GoldenSet, corpus: Corpus, diagnostics: Diagnostics) -> None:
+    """A labelling mistake the person wants to see; the query is still scored (and misses)."""
+    indexed = {document.path for document in corpus.documents}
+    for query in golden.queries:
+        for entry in query.expected:
+            if entry.path not in indexed:
+                diagnostics.warn(
+                    "expected-not-in-corpus",
+                    f"query {query.id!r} expects {entry.path!r}, which is not in the indexed corpus",
+                    golden.path, entry.line,
+                )
+
+
+def aggregate_by_tag(results: Sequence[QueryResult], ks: Sequence[int]) -> dict[str, AggregateMetrics]:
+    tags = sorted({tag for r in results for tag in r.query.tags})
+    return {tag: aggregate((r.metrics for r in results if tag in r.query.tags), ks) for tag in tags}
+
+
+def locate_findings(findings: Sequence[Finding], corpus: Corpus, golden: GoldenSet) -> list[LocatedFinding]:
+    # Index chunk ids are assigned 1..N in corpus order (Index.build), so id - 1 finds the Chunk
+    # with its line numbers without storing them in SQLite.
+    if not findings:
+        return []
+    chunks: list[Chunk] = [chunk for document in corpus.documents for chunk in document.chunks]
+    text_of = {q.id: normalise(q.text) for q in golden.queries}
+    return [
+        LocatedFinding(
+            finding,
+            tuple(
+                locate(chunks[quoted.first_quote_chunk - 1], quoted.first_quote_field, text_of[quoted.query_id])
+                for quoted in finding.quoted
+            ),
+        )
+        for finding in findings
+    ]
+
+
+class _PhaseClock:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = now - self._last
+        self._last = now

@@ -1,0 +1,278 @@
+"""golden-queries-quoted: documents that quote two or more golden queries verbatim.
+
+The specification is decision record 0006 (`shared/seed/0006-report-a-corpus-that-quotes-the-golden-set.txt`).
+Each of its rules is one function or constant below, with the reason beside it.
+The scan decides with no I/O: it is given the indexed chunks (read inside the
+same snapshot the searches used) and each query's returned list, and returns
+findings. Rendering the warning is separate (`render_warning`), so is locating
+the quote in the source file (`locate`).
+
+The finding reports an observation, never a cause: a note about the test and
+the source a query was written from look identical, and only the person who
+wrote the golden set can tell them apart. It never changes the exit status.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import ahocorasick
+
+from .chunking import BREADCRUMB_SEPARATOR
+from .corpus import Chunk
+from .golden import GoldenQuery
+from .index import INDEXED_FIELDS, IndexedChunk
+from .retrievers.base import Hit
+
+CHECK_NAME = "golden-queries-quoted"
+
+MIN_QUOTE_CHARS = 12
+"""Queries shorter than this (in characters, after normalisation) are not matched: short queries
+appear in many documents by chance and only add noise to the count the rule depends on. Measured
+on the reference corpus (662 documents, 26 queries): 8 and 12 give identical results, 16 loses the
+one true finding, because golden queries skew short. Not configurable, by decision."""
+
+MIN_QUOTED_QUERIES = 2
+"""A document is a finding only when it quotes at least this many distinct queries. One verbatim
+match is what a document about a topic looks like (a one-quote rule gave 8 findings, all false,
+on the reference corpus); quoting several is what a note about the test looks like (exactly the
+one true finding). Not configurable, by decision: no threshold option, no allow-list."""
+
+# Fields are joined with a line break for one automaton pass per document. Normalised text never
+# contains a line break (whitespace runs become one space) and neither does a needle, so no match
+# can span two fields or two chunks: the seam rule holds by construction, not by a check.
+_SEAM = "\n"
+
+
+def normalise(text: str) -> str:
+    """Runs of any Unicode whitespace become one space, ends are trimmed, text is lower-cased.
+    Applied identically to queries and to field text."""
+    return " ".join(text.split()).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Needle:
+    """One distinct normalised query wording, standing for every golden entry that has it."""
+
+    text: str
+    representative: GoldenQuery
+    """The first golden entry with this wording: its id and its ranks are reported."""
+    order: int
+    """Golden-file position of the representative, for reporting in golden order."""
+    exempt_paths: frozenset[str]
+    """Documents that are a labelled answer for this wording (in any folded entry's `expected`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteLocation:
+    field: str
+    """`heading`, `breadcrumb` or `body`."""
+    line: int
+    column: int | None
+    """1-based column in the source line, when the quote maps onto one line's text."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuotedQuery:
+    query_id: str
+    rank_in_top_k: int | None
+    """Best rank of any chunk of this document in the query's returned list; None when the
+    document is not in it (a measured fact, not missing data)."""
+    first_quote_chunk: int
+    """Index-chunk id holding the first quotation (resolved to a source line by `locate`)."""
+    first_quote_field: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    path: str
+    quoted: tuple[QuotedQuery, ...]
+    """In golden order."""
+
+
+def fold_needles(queries: Sequence[GoldenQuery]) -> list[Needle]:
+    """Entries whose wording normalises to the same text become one needle before counting.
+
+    The golden loader accepts duplicate wording, and counting near-duplicates separately would let
+    one quotation satisfy the two-query threshold on its own. The needle is exempt for a document if
+    any folded entry expects it: same wording, same 'this is a labelled answer'."""
+    by_text: dict[str, tuple[GoldenQuery, int, set[str]]] = {}
+    for order, query in enumerate(queries):
+        text = normalise(query.text)
+        if not is_long_enough(text):
+            continue
+        representative, first, exempt = by_text.setdefault(text, (query, order, set()))
+        exempt.update(entry.path for entry in query.expected)
+    return [
+        Needle(text, representative, first, frozenset(exempt))
+        for text, (representative, first, exempt) in by_text.items()
+    ]
+
+
+def is_long_enough(normalised_query: str) -> bool:
+    return len(normalised_query) >= MIN_QUOTE_CHARS
+
+
+def is_exempt(needle: Needle, path: str) -> bool:
+    """A document listed in the query's `expected` contains the wording because it is the answer.
+    The exemption covers the whole document even when the entry pins a heading: narrowing it to
+    the section would start counting 'a topic name appears in another section of the document
+    about that topic', the population that made the one-quote rule useless."""
+    return path in needle.exempt_paths
+
+
+def drop_explained_matches(matched: Sequence[Needle]) -> list[Needle]:
+    """A match whose text is a substring of another match in the same document is dropped: one
+    quotation of 'how does cross-encoder reranking work?' also matches 'cross-encoder reranking',
+    and is still one piece of evidence. Without occurrence positions this also drops a shorter
+    query quoted elsewhere, erring toward under-counting, the same trade the threshold makes."""
+    return [n for n in matched if not any(n is not m and n.text in m.text for m in matched)]
+
+
+def is_finding(independent: Sequence[Needle]) -> bool:
+    return len(independent) >= MIN_QUOTED_QUERIES
+
+
+class QuoteScanner:
+    """Multi-pattern search over every field of every indexed chunk in one pass per document.
+
+    Aho-Corasick makes the cost linear in the corpus text plus the matches, whatever the number of
+    golden queries; a loop of `needle in text` grows with queries x corpus (the reference in tests)."""
+
+    def __init__(self, queries: Sequence[GoldenQuery]) -> None:
+        self.needles = fold_needles(queries)
+        self.automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
+        for number, needle in enumerate(self.needles):
+            self.automaton.add_word(needle.text, number)
+        if self.needles:
+            self.automaton.make_automaton()
+
+    def matches_in_document(self, chunks: Sequence[IndexedChunk]) -> dict[int, tuple[int, str]]:
+        """needle number -> (chunk id, field) of its first occurrence in this document."""
+        if not self.needles:
+            return {}
+        texts: list[str] = []
+        starts: list[int] = []
+        where: list[tuple[int, str]] = []
+        offset = 0
+        for chunk in chunks:
+            for field in INDEXED_FIELDS:
+                text = normalise(getattr(chunk, field))
+                starts.append(offset)
+                where.append((chunk.id, field))
+                texts.append(text)
+                offset += len(text) + len(_SEAM)
+        first: dict[int, tuple[int, int]] = {}
+        for end, number in self.automaton.iter(_SEAM.join(texts)):
+            start = end - len(self.needles[number].text) + 1
+            if number not in first or start < first[number][0]:
+                first[number] = (start, bisect_right(starts, start) - 1)
+        return {number: where[segment] for number, (_, segment) in first.items()}
+
+
+def scan(
+    chunks_by_document: Iterable[tuple[str, Sequence[IndexedChunk]]],
+    queries: Sequence[GoldenQuery],
+    returned: Mapping[str, Sequence[Hit]],
+) -> list[Finding]:
+    """Scan every indexed document once. `returned` maps query id to the list that query got."""
+    scanner = QuoteScanner(queries)
+    findings = []
+    for path, chunks in chunks_by_document:
+        matches = scanner.matches_in_document(chunks)
+        matched = [scanner.needles[n] for n in matches if not is_exempt(scanner.needles[n], path)]
+        independent = drop_explained_matches(matched)
+        if not is_finding(independent):
+            continue
+        number_of = {id(needle): n for n, needle in enumerate(scanner.needles)}
+        quoted = tuple(
+            QuotedQuery(
+                query_id=needle.representative.id,
+                rank_in_top_k=best_rank(returned.get(needle.representative.id, ()), path),
+                first_quote_chunk=matches[number_of[id(needle)]][0],
+                first_quote_field=matches[number_of[id(needle)]][1],
+            )
+            for needle in sorted(independent, key=lambda n: n.order)
+        )
+        findings.append(Finding(path, quoted))
+    findings.sort(key=lambda f: f.path)
+    return findings
+
+
+def best_rank(hits: Sequence[Hit], path: str) -> int | None:
+    return min((hit.rank for hit in hits if hit.path == path), default=None)
+
+
+def locate_in_text(raw: str, needle: str) -> tuple[int, int] | None:
+    """(line offset, 0-based column) of the first occurrence of a normalised needle in raw text.
+
+    Normalisation is rebuilt here with a map back to raw offsets; this runs only for findings."""
+    normalised: list[str] = []
+    origin: list[int] = []
+    pending_space = False
+    for position, char in enumerate(raw):
+        if char.isspace():
+            pending_space = bool(normalised)
+            continue
+        if pending_space:
+            normalised.append(" ")
+            origin.append(position)
+            pending_space = False
+        for lowered in char.lower():
+            normalised.append(lowered)
+            origin.append(position)
+    found = "".join(normalised).find(needle)
+    if found < 0:
+        return None
+    raw_offset = origin[found]
+    before = raw[:raw_offset]
+    line_offset = before.count("\n")
+    column = raw_offset - (before.rfind("\n") + 1)
+    return line_offset, column
+
+
+def locate(chunk: Chunk, field: str, needle_text: str) -> QuoteLocation:
+    """Where in the source file the first quotation in `field` of `chunk` is.
+
+    Body text is the source lines unchanged, so line and column are exact. A heading gives its
+    line. A breadcrumb match points at the part it starts in: an enclosing heading's line, the
+    frontmatter `title:` line, or line 1 when the title is the file name."""
+    if field == "body":
+        found = locate_in_text(chunk.body, needle_text)
+        if found is not None:
+            return QuoteLocation(field, chunk.body_start_line + found[0], found[1] + 1)
+        return QuoteLocation(field, chunk.body_start_line, None)
+    if field == "heading":
+        found = locate_in_text(chunk.heading, needle_text)
+        line = chunk.heading_line if chunk.heading_line is not None else chunk.start_line
+        return QuoteLocation(field, line + (found[0] if found else 0), None)
+    found = locate_in_text(chunk.breadcrumb, needle_text)
+    part = 0
+    if found is not None:
+        offset = found[1]  # the breadcrumb is one line
+        end = 0
+        for part, text in enumerate(chunk.breadcrumb_parts):
+            end += len(text) + len(BREADCRUMB_SEPARATOR)
+            if offset < end:
+                break
+    return QuoteLocation(field, chunk.breadcrumb_lines[part], None)
+
+
+def render_warning(findings: Sequence[Finding]) -> str:
+    """The stderr warning. ASCII framing; names the check, each path, each query with its rank,
+    and both possible causes without choosing one. Empty when there is nothing to say."""
+    if not findings:
+        return ""
+    lines = [
+        f"kb-eval: {len(findings)} document(s) quote {MIN_QUOTED_QUERIES} or more golden queries verbatim ({CHECK_NAME})."
+    ]
+    for finding in findings:
+        lines.append(f"  {finding.path}")
+        for quoted in finding.quoted:
+            rank = f"rank {quoted.rank_in_top_k}" if quoted.rank_in_top_k is not None else "not in top_k"
+            lines.append(f"    {quoted.query_id} ({rank})")
+    lines.append("  Either these notes leaked into the corpus, or the queries came from them")
+    lines.append("  and the documents belong in `expected`. kb-eval changes neither.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""Retrievers: one module per way of answering golden queries, behind `base.Retriever`."""
