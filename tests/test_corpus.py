@@ -1,0 +1,84 @@
+"""Walking the KB: what is indexed, what is skipped, and that every skip is said."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from scanner.corpus import MAX_DOCUMENT_BYTES, compile_excludes, read_corpus
+from scanner.diagnostics import Diagnostics
+from tests.conftest import write_tree
+
+
+def paths(root: Path, exclude: tuple[str, ...] = ()) -> tuple[list[str], Diagnostics]:
+    diagnostics = Diagnostics()
+    corpus = read_corpus(root, exclude, diagnostics)
+    return [d.path for d in corpus.documents], diagnostics
+
+
+def test_markdown_and_text_files_are_indexed_recursively_with_slash_paths(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"a.md": "x", "b/c.markdown": "x", "b/d/e.txt": "x", "f.rst": "x", "g.MD": "x"})
+    assert paths(tmp_path)[0] == ["a.md", "b/c.markdown", "b/d/e.txt", "g.MD"]
+
+
+def test_dot_folders_are_skipped(tmp_path: Path) -> None:
+    write_tree(tmp_path, {".git/x.md": "x", ".github/y.md": "x", "notes/.obsidian/z.md": "x", "ok.md": "x"})
+    assert paths(tmp_path)[0] == ["ok.md"]
+
+
+def test_excludes_match_names_at_any_depth_and_anchored_paths_from_the_root(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"drafts/a.md": "x", "x/drafts/b.md": "x", "keep/c.md": "x", "keep/d.tmp.md": "x"})
+    assert paths(tmp_path, ("drafts", "*.tmp.md"))[0] == ["keep/c.md"]
+    assert paths(tmp_path, ("x/drafts",))[0] == ["drafts/a.md", "keep/c.md", "keep/d.tmp.md"]
+    assert paths(tmp_path, ("**/b.md",))[0] == ["drafts/a.md", "keep/c.md", "keep/d.tmp.md"]
+
+
+def test_a_star_does_not_cross_folders() -> None:
+    pattern = compile_excludes(["a/*.md"])
+    assert pattern is not None
+    assert pattern.fullmatch("a/x.md") and not pattern.fullmatch("a/b/x.md")
+
+
+def test_symlinks_out_of_the_kb_are_not_followed_and_are_reported(tmp_path: Path) -> None:
+    outside = write_tree(tmp_path / "outside", {"secret.md": "secret text"})
+    kb = write_tree(tmp_path / "kb", {"inside.md": "x"})
+    (kb / "leak.md").symlink_to(outside / "secret.md")
+    (kb / "leakdir").symlink_to(outside)
+    found, diagnostics = paths(kb)
+    assert found == ["inside.md"]
+    assert {(w.code, w.file) for w in diagnostics.items} == {("symlink-skipped", "leak.md"), ("symlink-skipped", "leakdir")}
+
+
+def test_a_symlink_to_a_file_inside_the_kb_is_indexed_under_its_own_name(tmp_path: Path) -> None:
+    kb = write_tree(tmp_path, {"real.md": "x"})
+    (kb / "alias.md").symlink_to(kb / "real.md")
+    assert paths(kb)[0] == ["alias.md", "real.md"]
+
+
+def test_unreadable_content_is_skipped_with_a_warning_naming_the_file(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"latin1.md": b"caf\xe9", "nul.md": b"a\x00b", "ok.md": "fine"})
+    with open(tmp_path / "big.md", "wb") as handle:
+        handle.truncate(MAX_DOCUMENT_BYTES + 1)
+    os.mkfifo(tmp_path / "pipe.md")
+    found, diagnostics = paths(tmp_path)
+    assert found == ["ok.md"]
+    reasons = {w.file: w.message for w in diagnostics.items}
+    assert set(reasons) == {"latin1.md", "nul.md", "big.md", "pipe.md"}
+    assert "UTF-8" in reasons["latin1.md"] and "NUL" in reasons["nul.md"]
+    assert "limit" in reasons["big.md"] and "regular file" in reasons["pipe.md"]
+    assert all(w.code == "file-skipped" for w in diagnostics.items)
+
+
+def test_a_file_exactly_at_the_size_cap_is_still_indexed(tmp_path: Path) -> None:
+    (tmp_path / "edge.md").write_bytes(b"a" * MAX_DOCUMENT_BYTES)
+    assert paths(tmp_path)[0] == ["edge.md"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_an_unreadable_file_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"locked.md": "x"})
+    (tmp_path / "locked.md").chmod(0)
+    found, diagnostics = paths(tmp_path)
+    assert found == [] and diagnostics.items[0].file == "locked.md"

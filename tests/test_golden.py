@@ -1,0 +1,118 @@
+"""The golden loader: format, errors that name file, line and field, and what is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scanner.errors import InputError
+from scanner.golden import MAX_GOLDEN_BYTES, MAX_QUERY_CHARS, find_golden, load_golden
+
+
+def load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    path = tmp_path / "golden.yml"
+    path.write_text(text, encoding="utf-8")
+    return load_golden(path, shown="golden.yml")
+
+
+def error_of(tmp_path: Path, text: str) -> InputError:
+    with pytest.raises(InputError) as caught:
+        load(tmp_path, text)
+    return caught.value
+
+
+def test_a_full_golden_file_loads_with_lines_ids_tags_and_defaults(tmp_path: Path) -> None:
+    golden = load(
+        tmp_path,
+        "defaults:\n  limit: 5\n  rerank: false\nqueries:\n"
+        "  - id: a\n    query: first question\n    expected:\n      - path: x.md\n        heading: Intro\n    tags: [t]\n"
+        "  - query: a question without an id that is longer than thirty-two characters\n    expected: [y.md]\n",
+    )
+    assert golden.default_limit == 5
+    first, second = golden.queries
+    assert (first.id, first.line, first.tags) == ("a", 5, ("t",))
+    assert (first.expected[0].path, first.expected[0].heading, first.expected[0].line) == ("x.md", "Intro", 8)
+    assert second.id == "a question without an id that is" and len(second.id) == 32
+    assert second.expected[0].path == "y.md" and second.expected[0].heading is None
+    assert len(golden.sha256) == 64
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "words"),
+    [
+        ("queries:\n  - query: q\n    expected: [a.md]\n    colour: red\n", 4, "queries[0].colour", "unknown key"),
+        ("queries:\n  - id: x\n    query: '  '\n    expected: [a.md]\n", 3, "queries[0].query", "empty"),
+        ("queries:\n  - id: x\n    query: q\n    expected: []\n", 4, "queries[x].expected", "non-empty"),
+        ("queries:\n  - id: x\n    query: q\n    expected: [/etc/passwd]\n", 4, "queries[x].expected[0].path", "absolute"),
+        ("queries:\n  - id: x\n    query: q\n    expected:\n      - path: a/../../b.md\n", 5, "queries[x].expected[0].path", ".."),
+        ("queries:\n  - {id: x, query: q, expected: [a.md]}\n  - {id: x, query: r, expected: [a.md]}\n", 3, "queries[x].id", "duplicate"),
+        ("queries:\n  - id: x\n    query: [not, text]\n    expected: [a.md]\n", 3, "queries[0].query", "string"),
+        ("queries: {}\n", 1, "queries", "list"),
+        ("defaults:\n  limit: many\nqueries: []\n", 2, "defaults.limit", "integer"),
+        ("queries:\n  - id: x\n    query: q\n    expected:\n      - {path: a.md, weight: 2}\n", 5, "queries[x].expected[0].weight", "unknown key"),
+        ("queries:\n  - id: x\n    query: q\n", 2, "queries[x].expected", "missing"),
+        ("extra: 1\nqueries: []\n", 1, "the top level.extra", "unknown key"),
+    ],
+)
+def test_each_shape_error_names_the_field_and_the_line(tmp_path: Path, text: str, line: int, field: str, words: str) -> None:
+    error = error_of(tmp_path, text)
+    assert (error.file, error.line, error.field) == ("golden.yml", line, field)
+    assert words in error.message
+
+
+def test_yaml_syntax_errors_name_the_line(tmp_path: Path) -> None:
+    error = error_of(tmp_path, "queries:\n  - id: x\n    query: 'unclosed\n")
+    assert error.file == "golden.yml" and error.line is not None and "YAML" in error.message
+
+
+def test_aliases_are_refused_so_a_billion_laughs_costs_nothing(tmp_path: Path) -> None:
+    bomb = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8)
+    )
+    error = error_of(tmp_path, bomb + "queries: []\n")
+    assert "aliases" in error.message and error.line == 2
+
+
+def test_tags_that_would_construct_objects_are_refused(tmp_path: Path) -> None:
+    error = error_of(tmp_path, "queries:\n  - id: x\n    query: !!python/object/apply:os.system ['true']\n    expected: [a.md]\n")
+    assert error.line == 3 and "string" in error.message
+
+
+def test_an_over_long_query_is_refused_with_its_line(tmp_path: Path) -> None:
+    error = error_of(tmp_path, f"queries:\n  - id: x\n    query: {'a' * (MAX_QUERY_CHARS + 1)}\n    expected: [a.md]\n")
+    assert error.line == 3 and "limit" in error.message
+
+
+def test_a_query_exactly_at_the_length_limit_loads(tmp_path: Path) -> None:
+    golden = load(tmp_path, f"queries:\n  - id: x\n    query: {'a' * MAX_QUERY_CHARS}\n    expected: [a.md]\n")
+    assert len(golden.queries[0].text) == MAX_QUERY_CHARS
+
+
+def test_symlinked_oversized_and_non_regular_golden_files_are_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real.yml"
+    real.write_text("queries:\n  - {query: q, expected: [a.md]}\n", encoding="utf-8")
+    link = tmp_path / "link.yml"
+    link.symlink_to(real)
+    with pytest.raises(InputError, match="symbolic link"):
+        load_golden(link)
+    big = tmp_path / "big.yml"
+    big.write_bytes(b"#" * (MAX_GOLDEN_BYTES + 1))
+    with pytest.raises(InputError, match="limit"):
+        load_golden(big)
+    with pytest.raises(InputError, match="regular file"):
+        load_golden(tmp_path)
+
+
+def test_the_default_golden_names_are_tried_in_order_and_a_miss_says_where_it_looked(tmp_path: Path) -> None:
+    (tmp_path / ".groove-eval.yml").write_text("x", encoding="utf-8")
+    assert find_golden(tmp_path, None).name == ".groove-eval.yml"
+    (tmp_path / ".kb-mcp-eval.yml").write_text("x", encoding="utf-8")
+    assert find_golden(tmp_path, None).name == ".kb-mcp-eval.yml"
+    (tmp_path / ".kb-eval.yml").write_text("x", encoding="utf-8")
+    assert find_golden(tmp_path, None).name == ".kb-eval.yml"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError) as caught:
+        find_golden(empty, None)
+    assert ".kb-eval.yml" in str(caught.value) and ".groove-eval.yml" in str(caught.value)
