@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
+from .analysis import has_cjk, with_cjk_bigrams
 from .corpus import Corpus
 
 INDEXED_FIELDS = ("heading", "breadcrumb", "body")
@@ -77,14 +78,27 @@ class Index:
         connection.execute("BEGIN")
         connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)", rows)
         if full_text:
-            for name, tokenizer in (("fts_word", WORD_TOKENIZER), ("fts_trigram", TRIGRAM_TOKENIZER)):
-                connection.execute(
-                    f"CREATE VIRTUAL TABLE {name} USING fts5(heading, breadcrumb, body,"
-                    f" content='chunks', content_rowid='id', tokenize='{tokenizer}', detail=full)"
-                )
-                connection.execute(
-                    f"INSERT INTO {name}(rowid, heading, breadcrumb, body) SELECT id, heading, breadcrumb, body FROM chunks"
-                )
+            # The word index holds the same three fields with CJK runs spelled as bigrams (see
+            # analysis.py), so it is contentless; the trigram index reads the chunks table as is.
+            connection.execute(
+                "CREATE VIRTUAL TABLE fts_word USING fts5(heading, breadcrumb, body,"
+                f" content='', tokenize='{WORD_TOKENIZER}')"
+            )
+            connection.executemany(
+                "INSERT INTO fts_word(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)",
+                (
+                    (row[0], with_cjk_bigrams(row[2]), with_cjk_bigrams(row[3]), with_cjk_bigrams(row[4]))
+                    if any(has_cjk(value) for value in row[2:]) else (row[0], row[2], row[3], row[4])
+                    for row in rows
+                ),
+            )
+            connection.execute(
+                "CREATE VIRTUAL TABLE fts_trigram USING fts5(heading, breadcrumb, body,"
+                f" content='chunks', content_rowid='id', tokenize='{TRIGRAM_TOKENIZER}')"
+            )
+            connection.execute(
+                "INSERT INTO fts_trigram(rowid, heading, breadcrumb, body) SELECT id, heading, breadcrumb, body FROM chunks"
+            )
         connection.execute("COMMIT")
         snapshot = CorpusSnapshot(len(corpus.documents), len(rows), "sha256:" + digest.hexdigest())
         return cls(connection, snapshot, full_text)

@@ -12,17 +12,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-QUERY_COMPILER_VERSION = 1
+from .analysis import has_cjk, with_cjk_bigrams
+
+QUERY_COMPILER_VERSION = 2
 """Recorded in the fingerprint: a change here changes the numbers."""
 
 MAX_TERMS = 64
 """Fragments kept per index. An OR of n phrases costs n posting-list reads; questions
 have well under 64 words, so this only bounds hostile or pasted-paragraph queries."""
 
-_QUOTED = re.compile(r'"([^"]*)"')
-# A word as SQLite's unicode61 tokenizer sees it: letters and digits (underscore separates).
+# A quoted phrase, or a word as SQLite's unicode61 tokenizer sees it (letters and digits;
+# underscore and punctuation separate words).
+_TOKEN = re.compile(r'"([^"]*)"|[^\W_]+')
 _WORD = re.compile(r"[^\W_]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,40 +36,33 @@ class CompiledQuery:
 
 
 def compile_query(text: str) -> CompiledQuery | None:
-    """None when nothing searchable survives (the golden loader refuses such a query)."""
-    phrases: list[list[str]] = []
-    rest = []
-    last = 0
-    for match in _QUOTED.finditer(text):
-        rest.append(text[last : match.start()])
-        words = _WORD.findall(match.group(1))
+    """None when nothing searchable survives (the run refuses such a query up front)."""
+    phrases: list[str] = []
+    for match in _TOKEN.finditer(text):
+        words = _WORD.findall(match.group(1)) if match.group(1) is not None else [match.group(0)]
         if words:
-            phrases.append(words)
-        last = match.end()
-    rest.append(text[last:])
-    for segment in rest:
-        phrases.extend([word] for word in _WORD.findall(segment))
+            phrases.append(" ".join(words).lower())
     if not phrases:
         return None
-
-    word_terms = _unique(" ".join(words).lower() for words in phrases)
-    trigram_terms = _unique(
-        fragment
-        for words in phrases
-        for fragment in _trigram_fragments(" ".join(words).lower())
-    )
+    word_terms = _unique(term for phrase in phrases for term in _word_terms(phrase))
+    trigram_terms = _unique(fragment for phrase in phrases for fragment in _trigram_fragments(phrase))
     return CompiledQuery(_or(word_terms), _or(trigram_terms))
+
+
+def _word_terms(phrase: str) -> list[str]:
+    """A phrase as the word index holds it. A CJK run becomes its bigrams, each its own OR term:
+    a question in Japanese is one 'word' to unicode61, and must match by shared parts."""
+    if not has_cjk(phrase):
+        return [phrase]
+    return with_cjk_bigrams(phrase).split()
 
 
 def _trigram_fragments(phrase: str) -> list[str]:
     """Latin words stay whole (a word is a run of adjacent trigrams); a CJK run is cut into
-    overlapping three-character windows, because CJK text has no spaces and a paraphrased
-    question shares short character runs with its answer, not the whole sentence."""
-    if not _CJK.search(phrase):
-        return [phrase] if len(phrase) >= 3 else []
+    overlapping three-character windows, so a paraphrase that shares only parts still matches."""
     fragments = []
     for word in phrase.split(" "):
-        if _CJK.search(word) and len(word) > 3:
+        if has_cjk(word) and len(word) > 3:
             fragments.extend(word[i : i + 3] for i in range(len(word) - 2))
         elif len(word) >= 3:
             fragments.append(word)

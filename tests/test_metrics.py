@@ -1,0 +1,120 @@
+"""Metric definitions: hand-computed cases, and agreement with trec_eval where the definitions coincide."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import pytrec_eval
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scanner.golden import ExpectedEntry
+from scanner.metrics import aggregate, hit_matches, ndcg_at_k, recall_at_k, reciprocal_rank, score_query
+from scanner.retrievers.base import Hit
+
+
+def hits(*items: str | tuple[str, str]) -> list[Hit]:
+    out = []
+    for rank, item in enumerate(items, 1):
+        path, heading = (item, "") if isinstance(item, str) else item
+        out.append(Hit(rank, path, heading, float(100 - rank)))
+    return out
+
+
+def exp(path: str, heading: str | None = None) -> ExpectedEntry:
+    return ExpectedEntry(path, heading, 1)
+
+
+def test_a_heading_pinned_entry_matches_only_that_heading_after_trimming_and_lower_casing() -> None:
+    assert hit_matches(Hit(1, "a.md", "  Rollback ", None), exp("a.md", "rollback"))
+    assert not hit_matches(Hit(1, "a.md", "Rollbacks", None), exp("a.md", "rollback"))
+    assert not hit_matches(Hit(1, "b.md", "Rollback", None), exp("a.md", "rollback"))
+    assert hit_matches(Hit(1, "a.md", "anything", None), exp("a.md"))
+
+
+def test_recall_counts_entries_not_hits_so_duplicate_chunks_of_one_document_count_once() -> None:
+    ranked = hits("a.md", "a.md", "x.md", "b.md")
+    expected = [exp("a.md"), exp("b.md")]
+    assert recall_at_k(ranked, expected, 2) == 0.5
+    assert recall_at_k(ranked, expected, 3) == 0.5
+    assert recall_at_k(ranked, expected, 4) == 1.0
+
+
+def test_reciprocal_rank_looks_at_the_whole_returned_list_not_only_k() -> None:
+    assert reciprocal_rank(hits("x.md", "y.md", "z.md", "a.md"), [exp("a.md")]) == 0.25
+    assert reciprocal_rank(hits("x.md"), [exp("a.md")]) == 0.0
+
+
+def test_ndcg_credits_a_second_chunk_of_the_same_document_nothing() -> None:
+    # a.md at 1 and 2, b.md at 3: DCG = 1 + 1/log2(4); IDCG(2) = 1 + 1/log2(3)
+    value = ndcg_at_k(hits("a.md", "a.md", "b.md"), [exp("a.md"), exp("b.md")], 3)
+    assert value == pytest.approx((1 + 1 / math.log2(4)) / (1 + 1 / math.log2(3)), abs=1e-15)
+
+
+def test_ndcg_offers_heading_pinned_entries_first_so_a_path_only_entry_is_left_for_another_chunk() -> None:
+    # Entries in file order: path-only a.md, then a.md#Setup. The first hit is a.md#Setup: it
+    # consumes the pinned entry, leaving the path-only one for the next a.md chunk at rank 2.
+    expected = [exp("a.md"), exp("a.md", "Setup")]
+    ranked = hits(("a.md", "Setup"), ("a.md", "Other"))
+    assert ndcg_at_k(ranked, expected, 2) == pytest.approx(1.0, abs=1e-15)
+    # Were file order used, rank 1 would take the path-only entry and rank 2 could not match Setup.
+    assert ndcg_at_k(hits(("a.md", "Other"), ("a.md", "Setup")), expected, 2) == pytest.approx(1.0)
+
+
+def test_ndcg_ideal_is_capped_at_k_when_there_are_more_expected_entries() -> None:
+    expected = [exp("a.md"), exp("b.md"), exp("c.md")]
+    assert ndcg_at_k(hits("a.md"), expected, 1) == 1.0
+    assert ndcg_at_k(hits("x.md", "a.md"), expected, 1) == 0.0
+
+
+def test_aggregates_are_means_over_queries() -> None:
+    ks = (1, 2)
+    rows = [score_query(hits("a.md"), [exp("a.md")], ks), score_query(hits("x.md", "a.md"), [exp("a.md")], ks)]
+    total = aggregate(rows, ks)
+    assert total.query_count == 2
+    assert total.mrr == 0.75
+    assert total.recall_at_k == {1: 0.5, 2: 1.0}
+
+
+# --- Differential test against trec_eval (pytrec_eval), where definitions coincide ----------------
+# Path-only expected entries and one chunk per document: each hit is a distinct docno.
+
+_DOCS = [f"d{i}.md" for i in range(12)]
+
+
+@st.composite
+def ranked_case(draw):  # type: ignore[no-untyped-def]
+    ranking = draw(st.lists(st.sampled_from(_DOCS), unique=True, max_size=12))
+    relevant = draw(st.lists(st.sampled_from(_DOCS), unique=True, min_size=1, max_size=6))
+    return ranking, relevant
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ranked_case(), min_size=1, max_size=5))
+def test_recall_mrr_and_ndcg_equal_trec_eval(cases) -> None:  # type: ignore[no-untyped-def]
+    ks = (1, 3, 5, 10)
+    qrels = {f"q{n}": {doc: 1 for doc in relevant} for n, (_, relevant) in enumerate(cases)}
+    run = {f"q{n}": {doc: float(100 - r) for r, doc in enumerate(ranking)} for n, (ranking, _) in enumerate(cases)}
+    measures = {"recip_rank", "recall_1", "recall_3", "recall_5", "recall_10",
+                "ndcg_cut_1", "ndcg_cut_3", "ndcg_cut_5", "ndcg_cut_10"}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "recall.1,3,5,10", "ndcg_cut.1,3,5,10"})
+    theirs = evaluator.evaluate({q: r for q, r in run.items()})
+    for n, (ranking, relevant) in enumerate(cases):
+        ours = score_query(hits(*ranking), [exp(p) for p in relevant], ks)
+        # trec_eval leaves out a query with no retrieved documents; both sides score it 0.
+        reference = theirs.get(f"q{n}", {m: 0.0 for m in measures})
+        assert ours.reciprocal_rank == pytest.approx(reference["recip_rank"], abs=1e-12)
+        for k in ks:
+            assert ours.recall_at_k[k] == pytest.approx(reference[f"recall_{k}"], abs=1e-12)
+            assert ours.ndcg_at_k[k] == pytest.approx(reference[f"ndcg_cut_{k}"], abs=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ranked_case(), st.integers(min_value=1, max_value=12))
+def test_every_metric_stays_within_zero_and_one(case, k) -> None:  # type: ignore[no-untyped-def]
+    ranking, relevant = case
+    ranked = hits(*ranking, *ranking)  # duplicated chunks must not push anything past 1
+    expected = [exp(p) for p in relevant]
+    for value in (recall_at_k(ranked, expected, k), ndcg_at_k(ranked, expected, k), reciprocal_rank(ranked, expected)):
+        assert 0.0 <= value <= 1.0
