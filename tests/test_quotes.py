@@ -1,0 +1,290 @@
+"""golden-queries-quoted, rule by rule (decision 0006): each finding next to the near miss that must not fire."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scanner.corpus import Corpus, build_document
+from scanner.diagnostics import Diagnostics
+from scanner.golden import ExpectedEntry, GoldenQuery
+from scanner.index import INDEXED_FIELDS, Index, IndexedChunk
+from scanner.quotes import (
+    MIN_QUOTE_CHARS,
+    Finding,
+    QuoteLocation,
+    QuoteScanner,
+    fold_needles,
+    locate,
+    normalise,
+    render_warning,
+    scan,
+)
+from scanner.retrievers.base import Hit
+from tests.conftest import golden_yaml, run_cli, write_tree
+
+Q_ROLLBACK = "how to roll back a database migration"
+Q_IMAGES = "which tag do container images get"
+Q_RERANK = "what reranks the search candidates"
+
+
+def query(query_id: str, text: str, *expected: str, heading: str | None = None) -> GoldenQuery:
+    return GoldenQuery(query_id, text, tuple(ExpectedEntry(p, heading, 1) for p in expected), (), 1)
+
+
+def findings_for(files: dict[str, str], queries: Sequence[GoldenQuery], returned: dict[str, list[Hit]] | None = None) -> list[Finding]:
+    documents = tuple(build_document(path, text, Diagnostics()) for path, text in sorted(files.items()))
+    index = Index.build(Corpus(documents), full_text=False)
+    with index.read_snapshot():
+        return scan(index.chunks_by_document(), queries, returned or {})
+
+
+GOLDEN = [
+    query("rollback", Q_ROLLBACK, "deploy.md"),
+    query("images", Q_IMAGES, "deploy.md"),
+    query("rerank", Q_RERANK, "search.md"),
+]
+
+
+def test_a_document_quoting_two_golden_queries_is_a_finding_and_one_quoting_one_is_not() -> None:
+    files = {
+        "notes/two.md": f"I wrote down '{Q_ROLLBACK}' and also '{Q_IMAGES}'.",
+        "notes/one.md": f"Only this: {Q_RERANK}.",
+    }
+    found = findings_for(files, GOLDEN)
+    assert [(f.path, [q.query_id for q in f.quoted]) for f in found] == [("notes/two.md", ["rollback", "images"])]
+
+
+def test_every_document_is_scanned_not_only_the_retrieved_ones() -> None:
+    files = {"never-retrieved.md": f"{Q_ROLLBACK}\n{Q_IMAGES}"}
+    found = findings_for(files, GOLDEN, returned={"rollback": [], "images": []})
+    assert [f.path for f in found] == ["never-retrieved.md"]
+    assert [q.rank_in_top_k for q in found[0].quoted] == [None, None]
+
+
+def test_rank_in_top_k_is_the_documents_best_rank_in_that_querys_list() -> None:
+    files = {"n.md": f"# A\n{Q_ROLLBACK}\n# B\n{Q_IMAGES}"}
+    returned = {
+        "rollback": [Hit(1, "x.md", "", 1.0), Hit(2, "n.md", "B", 0.9), Hit(3, "n.md", "A", 0.8)],
+        "images": [Hit(1, "x.md", "", 1.0)],
+    }
+    found = findings_for(files, GOLDEN, returned)
+    assert [(q.query_id, q.rank_in_top_k) for q in found[0].quoted] == [("rollback", 2), ("images", None)]
+
+
+def test_quotes_count_in_heading_breadcrumb_and_body_each_on_its_own() -> None:
+    files = {
+        "h.md": f"# {Q_ROLLBACK}\ntext\n# {Q_IMAGES}\ntext",
+        "b.md": f"---\ntitle: {Q_ROLLBACK}\n---\n# Section\n{Q_IMAGES}\n",
+    }
+    found = {f.path: [(q.query_id, q.first_quote_field) for q in f.quoted] for f in findings_for(files, GOLDEN)}
+    assert found == {
+        "b.md": [("rollback", "breadcrumb"), ("images", "body")],
+        "h.md": [("rollback", "heading"), ("images", "heading")],
+    }
+
+
+def test_a_quote_split_across_heading_and_body_is_not_seen() -> None:
+    head, tail = Q_IMAGES.split(" do ")
+    files = {"seam.md": f"# {head}\ndo {tail}\n\n{Q_ROLLBACK}"}
+    assert findings_for(files, GOLDEN) == []
+    files = {"noseam.md": f"# x\n{head} do {tail}\n\n{Q_ROLLBACK}"}
+    assert [f.path for f in findings_for(files, GOLDEN)] == ["noseam.md"]
+
+
+def test_a_quote_split_across_two_chunks_is_not_seen() -> None:
+    # The first chunk's body ends where the next chunk's heading goes on: adjacent in the file.
+    files = {"chunks.md": f"# A\nwhich tag do\n# container images get\n{Q_ROLLBACK}"}
+    assert findings_for(files, GOLDEN) == []
+    files = {"chunks.md": f"# A\nwhich tag do container images get\n# B\n{Q_ROLLBACK}"}
+    assert [f.path for f in findings_for(files, GOLDEN)] == ["chunks.md"]
+
+
+def test_whitespace_runs_newlines_tabs_and_ideographic_spaces_and_case_do_not_hide_a_quote() -> None:
+    spaced = Q_ROLLBACK.replace(" ", "\n\t ").upper()
+    assert normalise("  A\u3000b\n\tC  ") == "a b c"
+    files = {"ws.md": f"{spaced}\n{Q_IMAGES.replace(' ', chr(0x3000) + ' ')}"}
+    assert [f.path for f in findings_for(files, GOLDEN)] == ["ws.md"]
+
+
+def test_queries_shorter_than_twelve_characters_after_normalisation_are_not_matched() -> None:
+    eleven, twelve = "abcde fghij", "abcde fghijk"
+    assert len(eleven) == MIN_QUOTE_CHARS - 1 and len(twelve) == MIN_QUOTE_CHARS
+    short = [query("s", "  " + eleven.replace(" ", "\n  ") + " ", "x.md"), query("r", Q_ROLLBACK, "x.md")]
+    assert findings_for({"d.md": f"{eleven} {Q_ROLLBACK}"}, short) == []
+    exact = [query("s", twelve, "x.md"), query("r", Q_ROLLBACK, "x.md")]
+    assert [f.path for f in findings_for({"d.md": f"{twelve} {Q_ROLLBACK}"}, exact)] == ["d.md"]
+
+
+def test_the_length_floor_counts_characters_not_bytes() -> None:
+    japanese = "検索の精度を上げる方法は何か"  # 14 characters, 42 bytes
+    too_short = "検索の精度を上げる方法"  # 11 characters, 33 bytes
+    queries = [query("ja", japanese, "x.md"), query("short", too_short + "か", "x.md"), query("r", Q_ROLLBACK, "x.md")]
+    found = findings_for({"d.md": f"{japanese}\n{Q_ROLLBACK}"}, queries)
+    assert [q.query_id for q in found[0].quoted] == ["ja", "r"]
+    assert findings_for({"d.md": f"{too_short}\n{Q_ROLLBACK}"}, [query("s", too_short, "x.md"), query("r", Q_ROLLBACK, "x.md")]) == []
+
+
+def test_entries_with_the_same_normalised_wording_fold_into_one_needle() -> None:
+    queries = [query("first", Q_ROLLBACK, "x.md"), query("dup", Q_ROLLBACK.upper() + "  ", "y.md")]
+    assert findings_for({"d.md": Q_ROLLBACK}, queries) == []
+    needles = fold_needles(queries)
+    assert len(needles) == 1 and needles[0].representative.id == "first"
+    # Without folding, those two entries would be two needles; a second real quote makes a finding.
+    queries.append(query("other", Q_IMAGES, "x.md"))
+    found = findings_for({"d.md": f"{Q_ROLLBACK}\n{Q_IMAGES}"}, queries)
+    assert [q.query_id for q in found[0].quoted] == ["first", "other"]
+
+
+def test_a_folded_needle_is_exempt_where_any_of_its_entries_expects_the_document() -> None:
+    queries = [query("first", Q_ROLLBACK, "x.md"), query("dup", Q_ROLLBACK, "d.md"), query("other", Q_IMAGES, "x.md")]
+    assert findings_for({"d.md": f"{Q_ROLLBACK}\n{Q_IMAGES}"}, queries) == []
+
+
+def test_a_document_in_a_querys_expected_is_exempt_for_that_query_even_when_a_heading_is_pinned() -> None:
+    queries = [query("rollback", Q_ROLLBACK, "deploy.md", heading="Database"), query("images", Q_IMAGES, "x.md")]
+    files = {"deploy.md": f"# Database\nx\n# Unrelated section\n{Q_ROLLBACK}\n{Q_IMAGES}"}
+    assert findings_for(files, queries) == []
+    # The near miss: the same text in a document that is not expected is counted.
+    files = {"other.md": files["deploy.md"]}
+    assert [f.path for f in findings_for(files, queries)] == ["other.md"]
+
+
+def test_a_match_contained_in_another_match_is_not_independent_evidence() -> None:
+    short, long = "cross-encoder reranking", "how does cross-encoder reranking work?"
+    queries = [query("short", short, "x.md"), query("long", long, "x.md"), query("r", Q_ROLLBACK, "x.md")]
+    assert findings_for({"d.md": f"Someone asked: {long}"}, queries) == []
+    found = findings_for({"d.md": f"Someone asked: {long}\n{Q_ROLLBACK}"}, queries)
+    assert [q.query_id for q in found[0].quoted] == ["long", "r"]
+
+
+def test_two_matches_that_only_overlap_both_count() -> None:
+    a, b = "alpha beta gamma delta", "gamma delta epsilon zeta"
+    found = findings_for({"d.md": "alpha beta gamma delta epsilon zeta"}, [query("a", a, "x.md"), query("b", b, "x.md")])
+    assert [q.query_id for q in found[0].quoted] == ["a", "b"]
+
+
+def test_quoted_queries_are_reported_in_golden_order_and_findings_in_path_order() -> None:
+    files = {"z.md": f"{Q_RERANK} {Q_ROLLBACK}", "a.md": f"{Q_IMAGES} {Q_RERANK}"}
+    found = findings_for(files, GOLDEN)
+    assert [(f.path, [q.query_id for q in f.quoted]) for f in found] == [
+        ("a.md", ["images", "rerank"]),
+        ("z.md", ["rollback", "rerank"]),
+    ]
+
+
+def test_the_location_points_at_the_line_and_column_of_the_first_quotation() -> None:
+    document = build_document(
+        "n.md",
+        f"---\ntitle: {Q_IMAGES}\n---\n# Notes\nintro\n  see: {Q_ROLLBACK.upper()}\n## {Q_RERANK}\n",
+        Diagnostics(),
+    )
+    notes, rerank = document.chunks
+    assert locate(notes, "body", normalise(Q_ROLLBACK)) == QuoteLocation("body", 6, 8)
+    assert locate(rerank, "heading", normalise(Q_RERANK)) == QuoteLocation("heading", 7, None)
+    assert locate(rerank, "breadcrumb", normalise(Q_IMAGES)) == QuoteLocation("breadcrumb", 2, None)
+    by_name = build_document("which tag do container images get.md", "# Notes\n## Sub\nx", Diagnostics())
+    assert locate(by_name.chunks[1], "breadcrumb", normalise(Q_IMAGES)) == QuoteLocation("breadcrumb", 1, None)
+
+
+def test_the_warning_names_the_check_each_path_each_query_and_both_causes() -> None:
+    found = findings_for({"notes/about-the-eval.md": f"{Q_ROLLBACK}\n{Q_IMAGES}"}, GOLDEN, {"rollback": [Hit(1, "notes/about-the-eval.md", "", 1.0)]})
+    assert render_warning(found) == (
+        "kb-eval: 1 document(s) quote 2 or more golden queries verbatim (golden-queries-quoted).\n"
+        "  notes/about-the-eval.md\n"
+        "    rollback (rank 1)\n"
+        "    images (not in top_k)\n"
+        "  Either these notes leaked into the corpus, or the queries came from them\n"
+        "  and the documents belong in `expected`. kb-eval changes neither.\n"
+    )
+    assert render_warning([]) == ""
+
+
+# --- The multi-pattern scan agrees with the plain reference on random corpora -----------------
+
+def reference_matches(chunks: Sequence[IndexedChunk], needles: Sequence[str]) -> set[int]:
+    """The naive definition: a needle matches if it is inside any one field's normalised text."""
+    return {
+        n for n, needle in enumerate(needles)
+        if any(needle in normalise(getattr(chunk, field)) for chunk in chunks for field in INDEXED_FIELDS)
+    }
+
+
+_ALPHABET = st.sampled_from(list("ab \n\tA") + ["\u3000", "é", "検"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.text(_ALPHABET, max_size=30), st.text(_ALPHABET, max_size=30), st.text(_ALPHABET, max_size=60)), min_size=1, max_size=4),
+    st.lists(st.text(_ALPHABET, min_size=12, max_size=16), min_size=1, max_size=6),
+)
+def test_aho_corasick_finds_exactly_what_the_naive_scan_finds(fields, texts) -> None:  # type: ignore[no-untyped-def]
+    chunks = [IndexedChunk(n + 1, "d.md", h, b, body) for n, (h, b, body) in enumerate(fields)]
+    queries = [query(f"q{n}", text, "x.md") for n, text in enumerate(texts)]
+    scanner = QuoteScanner(queries)
+    found = set(scanner.matches_in_document(chunks))
+    expected = reference_matches(chunks, [needle.text for needle in scanner.needles])
+    assert found == expected
+
+
+# --- End to end, in the shape of the original incident ---------------------------------------
+
+def incident_kb(root: Path) -> Path:
+    return write_tree(
+        root,
+        {
+            "guides/rrf.md": "# Fusion\nReciprocal rank fusion combines rankings from several retrievers.\n",
+            "guides/chunks.md": "# Chunking\nDocuments are split into chunks at headings before indexing.\n",
+            "guides/deploy.md": "# Deploy\nImages are tagged with the commit.\n",
+            ".kb-eval.yml": golden_yaml(
+                ("rrf-q", "how does reciprocal rank fusion combine rankings", ["guides/rrf.md"]),
+                ("chunks-q", "where are documents split into chunks", ["guides/chunks.md"]),
+                ("deploy-q", "what are images tagged with", ["guides/deploy.md"]),
+            ),
+        },
+    )
+
+
+def test_a_clean_corpus_reports_no_findings_and_prints_no_warning(tmp_path: Path) -> None:
+    kb = incident_kb(tmp_path / "kb")
+    result = run_cli("--kb-path", kb, "--format", "json")
+    assert result.code == 0
+    assert result.json()["findings"] == []
+    assert "golden-queries-quoted" not in result.stderr
+
+
+def test_a_note_quoting_one_query_in_a_heading_and_another_in_its_body_is_reported_exit_zero(tmp_path: Path) -> None:
+    kb = incident_kb(tmp_path / "kb")
+    clean = run_cli("--kb-path", kb, "--format", "json").json()
+    write_tree(kb, {"notes/about-the-eval.md": (
+        "# How does reciprocal rank fusion combine rankings\n"
+        "Notes on the golden set.\n"
+        "The second query reads: `where are documents split into chunks`.\n"
+    )})
+    result = run_cli("--kb-path", kb, "--format", "json")
+    assert result.code == 0
+    report = result.json()
+    [finding] = report["findings"]
+    assert finding["path"] == "notes/about-the-eval.md"
+    assert [(q["query_id"], q["field"], q["line"]) for q in finding["quoted"]] == [
+        ("rrf-q", "heading", 1),
+        ("chunks-q", "body", 3),
+    ]
+    assert finding["quoted"][0]["rank_in_top_k"] == 1  # the note displaced the labelled answer
+    assert "kb-eval: 1 document(s) quote 2 or more golden queries verbatim (golden-queries-quoted)." in result.stderr
+    assert "    rrf-q (rank 1)" in result.stderr
+    # The rest of the report is intact, and the finding stays out of the fingerprint.
+    assert report["fingerprint"] == clean["fingerprint"]
+    assert [q["id"] for q in report["per_query"]] == ["rrf-q", "chunks-q", "deploy-q"]
+    assert report["corpus"]["documents"] == clean["corpus"]["documents"] + 1
+
+
+def test_the_text_report_lists_the_findings_too(tmp_path: Path) -> None:
+    kb = incident_kb(tmp_path / "kb")
+    write_tree(kb, {"notes/q.md": "how does reciprocal rank fusion combine rankings\nwhere are documents split into chunks\n"})
+    result = run_cli("--kb-path", kb)
+    assert result.code == 0
+    assert "findings (golden-queries-quoted)" in result.stdout and "notes/q.md" in result.stdout
