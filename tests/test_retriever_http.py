@@ -14,9 +14,21 @@ import pytest
 
 from scanner.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
-from scanner.retrievers.http import HeaderSpec, HttpMethod, HttpRetriever, HttpSettings, parse_header
+from scanner.retrievers.http import (
+    HeaderSpec,
+    HttpMethod,
+    HttpRetriever,
+    HttpSettings,
+    parse_header,
+)
 from scanner.retrievers.mapping import ResponseMapping
-from tests.loopback_server import Received, Reply, running, sequence_per_query, serve_rankings
+from tests.loopback_server import (
+    Received,
+    Reply,
+    running,
+    sequence_per_query,
+    serve_rankings,
+)
 
 FAST = {"timeout_s": 2.0, "retries": 2, "backoff_s": 0.01, "backoff_cap_s": 0.05}
 TOKEN = "tok-7f3a9c-SECRET"

@@ -365,7 +365,7 @@ def _retry_after_s(value: str | None) -> float | None:
 def _as_params(rendered: object) -> list[tuple[str, str]]:
     """A flat rendered template as query parameters; a list value repeats its name, null drops it."""
     if not isinstance(rendered, dict):
-        raise AssertionError("GET templates are checked to be objects at construction")
+        raise TypeError("GET templates are checked to be objects at construction")
     params: list[tuple[str, str]] = []
     for key, value in rendered.items():
         for item in value if isinstance(value, list) else [value]:
