@@ -18,6 +18,7 @@ from scanner.retrievers.factory import (
     add_retriever_arguments,
     build_retriever,
     choose_kind,
+    external_retriever_factory,
     options_from_namespace,
 )
 from scanner.retrievers.http import HttpRetriever
@@ -132,3 +133,17 @@ def test_an_unknown_http_method_is_refused() -> None:
 def test_a_concurrency_below_one_is_refused() -> None:
     with pytest.raises(InputError, match="at least 1"):
         build_retriever(parse("--http-url", "http://127.0.0.1:9/", "--concurrency", "0"), never_builtin, env={})
+
+
+def test_the_external_factory_is_none_for_builtin_and_builds_the_others(tmp_path: Path) -> None:
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 a.md 1 1 t\n")
+    assert external_retriever_factory(parse()) is None
+    factory = external_retriever_factory(parse("--run", str(run)))
+    assert factory is not None
+    assert isinstance(factory(), RunFileRetriever)
+
+
+def test_the_external_factory_checks_the_flags_before_building() -> None:
+    with pytest.raises(InputError, match="--concurrency"):
+        external_retriever_factory(parse("--run", "absent.trec", "--concurrency", "2"))

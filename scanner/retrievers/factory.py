@@ -197,6 +197,27 @@ def build_retriever(
     raise AssertionError(f"unhandled retriever kind {kind}")
 
 
+def external_retriever_factory(
+    options: RetrieverOptions, env: Mapping[str, str] | None = None
+) -> Callable[[], Retriever] | None:
+    """None when the built-in retriever is chosen, else a factory for the external one.
+
+    The choice and the flags are checked now, so a usage error surfaces before
+    the corpus is read; the retriever itself is built when the factory is called.
+    """
+    if choose_kind(options) is RetrieverKind.BUILTIN:
+        return None
+
+    def build() -> Retriever:
+        return build_retriever(options, _builtin_not_expected, env)
+
+    return build
+
+
+def _builtin_not_expected() -> Retriever:
+    raise AssertionError("choose_kind said the retriever is external")
+
+
 def _mapping(options: RetrieverOptions) -> ResponseMapping:
     defaults = ResponseMapping()
     return ResponseMapping(
