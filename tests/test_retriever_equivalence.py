@@ -13,7 +13,7 @@ import json
 import shlex
 import sys
 import urllib.parse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from tests.loopback_server import Received, Reply, running, serve_rankings
 
 EXAMPLE_KB = REPO / "examples" / "kb"
 FAKE = Path(__file__).with_name("fake_kb_search.py")
-WHEN = datetime(2026, 12, 2, 12, 0, tzinfo=timezone.utc)
+WHEN = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
 def evaluate(kb: Path, options: RetrieverOptions | None = None) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def test_a_trec_run_of_the_builtin_rankings_reproduces_its_lists_and_metrics(
     assert report["aggregate"] == builtin_report["aggregate"]
 
 
-QUOTING_KB = {
+QUOTING_KB: dict[str, str | bytes] = {
     ".kb-eval.yml": """
         queries:
           - id: rollback
