@@ -119,9 +119,14 @@ def test_an_elasticsearch_style_answer_is_read_through_the_mapping() -> None:
         hits_path="hits.hits", path_field="_source.path", heading_field="_source.title",
         score_field="_score", path_prefix_strip=("/srv/kb",),
     )
+    # The README's Elasticsearch example, body template as written there.
+    body = '{"size": {limit}, "query": {"multi_match": {"query": "{query}", "fields": ["title^2", "body"]}}}'
     with running(elastic) as server:
-        results = retriever(server.url, mapping).search_all(one())
+        results = retriever(server.url + "/kb/_search", mapping, body_template=body).search_all(one(text='a "b"'))
     assert results == [[Hit(1, "guide.md", "Setup", 4.5), Hit(2, "faq.md", "", 1.0)]]
+    assert server.received[0].json() == {
+        "size": 3, "query": {"multi_match": {"query": 'a "b"', "fields": ["title^2", "body"]}}
+    }
 
 
 def test_a_hit_without_a_path_names_the_query_and_the_hit_index() -> None:
