@@ -1,0 +1,42 @@
+"""Answering queries on a thread pool while keeping golden order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from scanner.errors import InputError
+
+Request = TypeVar("Request")
+Answer = TypeVar("Answer")
+
+
+def validate_concurrency(value: int) -> int:
+    if value < 1:
+        raise InputError(
+            f"--concurrency must be at least 1, got {value}",
+            field="--concurrency",
+            hint="use 1 to send one query at a time",
+        )
+    return value
+
+
+def map_in_order(
+    answer: Callable[[Request], Answer], requests: Sequence[Request], concurrency: int
+) -> list[Answer]:
+    """`[answer(r) for r in requests]`, with up to `concurrency` calls in flight.
+
+    The result is in input order whatever the completion order. When calls
+    fail, the error raised is the one of the earliest failing request in input
+    order (every request before it succeeded), so the message does not depend
+    on thread timing; requests not yet started are cancelled.
+    """
+    if concurrency <= 1 or len(requests) <= 1:
+        return [answer(request) for request in requests]
+    executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="kb-eval-retriever")
+    try:
+        futures = [executor.submit(answer, request) for request in requests]
+        return [future.result() for future in futures]
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)

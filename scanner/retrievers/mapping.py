@@ -1,0 +1,271 @@
+"""Turning a search service's JSON answer into ranked hits.
+
+Shared by the http and command retrievers (and the JSONL run file), so every
+external answer is read by the same rules: where the hit list is, which
+fields hold path, heading and score, and how a service's absolute paths or
+URLs become the KB-relative paths the golden file uses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scanner.errors import InputError
+from scanner.retrievers.base import Hit, SearchRequest
+
+DEFAULT_HITS_KEY = "results"
+"""kb-mcp/grooveseek answer `{"results": [...]}`; a bare JSON list is also accepted by default."""
+
+DEFAULT_PATH_FIELD = "path"
+DEFAULT_HEADING_FIELD = "heading"
+DEFAULT_SCORE_FIELD = "score"
+
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseMapping:
+    """Where the hits are in an answer and which fields of a hit mean what."""
+
+    hits_path: str | None = None
+    """Dotted path to the hit list; None means `results` when the body is an object holding it,
+    or the body itself when it is a JSON list."""
+    path_field: str = DEFAULT_PATH_FIELD
+    """Dotted path, inside one hit, to the document path (required in every hit)."""
+    heading_field: str = DEFAULT_HEADING_FIELD
+    """Dotted path, inside one hit, to the section heading (missing or null means "")."""
+    score_field: str = DEFAULT_SCORE_FIELD
+    """Dotted path, inside one hit, to the score (missing or null means no score)."""
+    path_prefix_strip: tuple[str, ...] = ()
+    """Prefixes (absolute directories or URL prefixes) removed from returned paths, longest first."""
+
+    def describe(self) -> dict[str, object]:
+        """The mapping for the run fingerprint: it decides which documents count as returned."""
+        return {
+            "hits_path": self.hits_path,
+            "path_field": self.path_field,
+            "heading_field": self.heading_field,
+            "score_field": self.score_field,
+            "path_prefix_strip": [redact_url(prefix) for prefix in self.path_prefix_strip],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorContext:
+    """Where an answer came from, so a refusal can name it."""
+
+    source: str
+    """Human name of the producer, e.g. `http POST http://host/search` (never with secrets)."""
+    file: str | None = None
+    line: int | None = None
+
+
+_MISSING = object()
+
+
+def dotted_get(value: object, dotted: str) -> object:
+    """Follow `a.b.0.c` through objects (by key) and lists (by index); `_MISSING` when absent."""
+    current = value
+    for segment in dotted.split("."):
+        if isinstance(current, dict):
+            if segment not in current:
+                return _MISSING
+            current = current[segment]
+        elif isinstance(current, list) and segment.isdigit():
+            index = int(segment)
+            if index >= len(current):
+                return _MISSING
+            current = current[index]
+        else:
+            return _MISSING
+    return current
+
+
+def validate_dotted_path(dotted: str, flag: str) -> str:
+    """Refuse an empty path or empty segment (`a..b`), which could never match anything."""
+    if not dotted or any(segment == "" for segment in dotted.split(".")):
+        raise InputError(
+            f"{flag} {dotted!r} is not a dotted path",
+            field=flag,
+            hint="write field names separated by dots, e.g. hits.hits or _source.path",
+        )
+    return dotted
+
+
+def locate_hit_list(
+    body: object, mapping: ResponseMapping, request: SearchRequest, where: ErrorContext
+) -> list[object]:
+    """The hit list inside one answer, by `mapping.hits_path` or the defaults."""
+    if mapping.hits_path is None:
+        if isinstance(body, list):
+            return body
+        if isinstance(body, dict) and DEFAULT_HITS_KEY in body:
+            found: object = body[DEFAULT_HITS_KEY]
+            shown = DEFAULT_HITS_KEY
+        else:
+            raise _refuse(
+                f"answer to query {request.query_id!r} is neither a JSON list nor an object "
+                f"with {DEFAULT_HITS_KEY!r}",
+                where,
+                hint="say where the hit list is with --hits-path (e.g. hits.hits)",
+            )
+    else:
+        found = dotted_get(body, mapping.hits_path)
+        shown = mapping.hits_path
+        if found is _MISSING:
+            raise _refuse(
+                f"answer to query {request.query_id!r} has no {shown!r}",
+                where,
+                hint="check --hits-path against what the service returns",
+            )
+    if not isinstance(found, list):
+        raise _refuse(
+            f"answer to query {request.query_id!r}: {shown!r} is a {_json_type(found)}, not a list",
+            where,
+            hint="--hits-path must point at the list of hits",
+        )
+    return found
+
+
+def map_hits(
+    raw_hits: Sequence[object], mapping: ResponseMapping, request: SearchRequest, where: ErrorContext
+) -> list[Hit]:
+    """Hits in list order, ranked 1.. and cut to `request.limit`.
+
+    Only the first `limit` entries are read: a service that ignores the limit
+    is scored on what a caller asking for `limit` results would see.
+    """
+    hits: list[Hit] = []
+    for index, raw in enumerate(raw_hits[: request.limit]):
+        hits.append(_map_one_hit(raw, index, mapping, request, where))
+    return hits
+
+
+def map_response(
+    body: object, mapping: ResponseMapping, request: SearchRequest, where: ErrorContext
+) -> list[Hit]:
+    """A whole parsed answer to ranked hits."""
+    return map_hits(locate_hit_list(body, mapping, request, where), mapping, request, where)
+
+
+def strip_path_prefix(path: str, prefixes: Sequence[str]) -> str:
+    """Map a returned path to a KB-relative one by removing the longest matching prefix.
+
+    A URL prefix also drops the remainder's query and fragment and percent-decodes
+    it (`https://kb.example/docs/a%20b.md#x` -> `a b.md` with prefix `https://kb.example/docs`).
+    A leading `/` or `./` left over is removed, so `/srv/kb` and `/srv/kb/` both work.
+    """
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        if prefix and path.startswith(prefix):
+            rest = path[len(prefix) :]
+            if _URL_SCHEME.match(prefix):
+                rest = urllib.parse.unquote(urllib.parse.urldefrag(rest.split("?", 1)[0]).url)
+            path = rest.lstrip("/")
+            break
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+def looks_absolute(path: str) -> bool:
+    """True for paths no golden entry can match: `/x`, `C:\\x`, `\\\\server`, `scheme://...`."""
+    return (
+        path.startswith(("/", "\\")) or bool(_WINDOWS_DRIVE.match(path)) or bool(_URL_SCHEME.match(path))
+    )
+
+
+def redact_url(url: str) -> str:
+    """A URL safe to record: no user or password, query values replaced, no fragment.
+
+    Query parameter NAMES stay (they say which endpoint variant was used);
+    their values may be API keys, so they never reach a report or a message.
+    Strings that are not URLs come back unchanged.
+    """
+    if not _URL_SCHEME.match(url):
+        return url
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal lost its brackets in .hostname
+        host = f"[{host}]"
+    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    query = "&".join(
+        f"{name}=REDACTED" if value else name
+        for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def _map_one_hit(
+    raw: object, index: int, mapping: ResponseMapping, request: SearchRequest, where: ErrorContext
+) -> Hit:
+    position = f"query {request.query_id!r}, hit {index}"
+    if not isinstance(raw, dict):
+        raise _refuse(f"{position} is a {_json_type(raw)}, not an object", where)
+
+    path_value = dotted_get(raw, mapping.path_field)
+    if path_value is _MISSING or path_value is None or path_value == "":
+        raise _refuse(
+            f"{position} has no path ({mapping.path_field!r})",
+            where,
+            hint="every hit needs a document path; set --path-field to where the service puts it",
+        )
+    if not isinstance(path_value, str):
+        raise _refuse(f"{position}: path is a {_json_type(path_value)}, not a string", where)
+    path = strip_path_prefix(path_value, mapping.path_prefix_strip)
+    # An absolute path or URL can never equal a golden KB-relative path: scoring
+    # it would turn every answer into a silent miss, so refuse instead.
+    if not path or looks_absolute(path):
+        raise _refuse(
+            f"{position}: path {redact_url(path_value)!r} is not relative to the knowledge base",
+            where,
+            hint="map it with --path-prefix-strip PREFIX (the directory or URL the KB lives under)",
+        )
+
+    heading_value = dotted_get(raw, mapping.heading_field)
+    if heading_value is _MISSING or heading_value is None:
+        heading = ""
+    elif isinstance(heading_value, str):
+        heading = heading_value
+    else:
+        raise _refuse(f"{position}: heading is a {_json_type(heading_value)}, not a string", where)
+
+    score_value = dotted_get(raw, mapping.score_field)
+    score: float | None
+    if score_value is _MISSING or score_value is None:
+        score = None
+    elif isinstance(score_value, (int, float)) and not isinstance(score_value, bool):
+        score = float(score_value)
+        if not math.isfinite(score):
+            raise _refuse(f"{position}: score {score_value!r} is not a finite number", where)
+    else:
+        raise _refuse(
+            f"{position}: score is a {_json_type(score_value)}, not a number",
+            where,
+            hint="point --score-field at a numeric field",
+        )
+    return Hit(rank=index + 1, path=path, heading=heading, score=score)
+
+
+def _refuse(message: str, where: ErrorContext, hint: str | None = None) -> InputError:
+    return InputError(f"{where.source}: {message}", file=where.file, line=where.line, hint=hint)
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__

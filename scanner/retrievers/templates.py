@@ -1,0 +1,148 @@
+"""Placeholder substitution for request templates: `{query}`, `{limit}` and `${ENV_NAME}`.
+
+Substitution happens inside already-split structures (JSON values, argument
+lists), never in raw text, so a query holding quotes, `;` or `$(...)` cannot
+change the structure it is put into. Each string is substituted in one pass,
+so a query that itself contains `{limit}` or `${HOME}` stays literal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+from scanner.errors import InputError
+
+PLACEHOLDER = re.compile(r"\{(query|limit)\}")
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def substitute_placeholders(text: str, query: str, limit: int) -> str:
+    """`{query}` -> query, `{limit}` -> limit, in one pass over `text`."""
+    values = {"query": query, "limit": str(limit)}
+    return PLACEHOLDER.sub(lambda match: values[match.group(1)], text)
+
+
+def resolve_env(text: str, env: Mapping[str, str], what: str) -> tuple[str, list[str]]:
+    """Replace `${NAME}` with the environment's value; return the text and the values used.
+
+    The values are returned so the caller can scrub them from any message.
+    A missing variable is refused by NAME only (its value is what must stay secret).
+    """
+    used: list[str] = []
+
+    def value_of(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in env:
+            raise InputError(
+                f"{what} refers to ${{{name}}}, but the environment variable {name} is not set",
+                field=what,
+                hint=f"export {name} (in a workflow: env: {name}: ${{{{ secrets.{name} }}}})",
+            )
+        used.append(env[name])
+        return env[name]
+
+    return ENV_REFERENCE.sub(value_of, text), used
+
+
+def quote_bare_placeholders(template: str) -> str:
+    """Turn `{"limit": {limit}}` into `{"limit": "{limit}"}` so it parses as JSON.
+
+    Only placeholders outside JSON strings are quoted; a placeholder inside a
+    string is left for substitution into that string.
+    """
+    out: list[str] = []
+    in_string = False
+    escaped = False
+    i = 0
+    while i < len(template):
+        char = template[i]
+        if in_string:
+            out.append(char)
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            i += 1
+            continue
+        if char == '"':
+            in_string = True
+            out.append(char)
+            i += 1
+            continue
+        match = PLACEHOLDER.match(template, i)
+        if match:
+            out.append(f'"{match.group(0)}"')
+            i = match.end()
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def parse_json_template(template: str, flag: str) -> object:
+    """Parse a JSON template that may use bare `{query}`/`{limit}` as values."""
+    try:
+        parsed: object = json.loads(quote_bare_placeholders(template))
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{flag} is not valid JSON: {exc.msg} at column {exc.colno}",
+            field=flag,
+            hint='e.g. {"query": "{query}", "limit": {limit}}',
+        ) from exc
+    if not _mentions_query(parsed):
+        raise InputError(
+            f"{flag} never uses {{query}}, so every query would send the same request",
+            field=flag,
+            hint='put "{query}" where the service expects the query text',
+        )
+    return parsed
+
+
+def render_json_template(template: object, query: str, limit: int) -> object:
+    """The template with placeholders filled in; a string that is exactly `{limit}` becomes a number."""
+    if isinstance(template, str):
+        if template == "{limit}":
+            return limit
+        return substitute_placeholders(template, query, limit)
+    if isinstance(template, list):
+        return [render_json_template(item, query, limit) for item in template]
+    if isinstance(template, dict):
+        return {key: render_json_template(value, query, limit) for key, value in template.items()}
+    return template
+
+
+def resolve_env_in_json(template: object, env: Mapping[str, str], flag: str) -> tuple[object, list[str]]:
+    """`${NAME}` resolved in every string value of a JSON template (keys are left alone)."""
+    if isinstance(template, str):
+        return resolve_env(template, env, flag)
+    if isinstance(template, list):
+        items: list[object] = []
+        used: list[str] = []
+        for item in template:
+            resolved, item_used = resolve_env_in_json(item, env, flag)
+            items.append(resolved)
+            used.extend(item_used)
+        return items, used
+    if isinstance(template, dict):
+        mapping: dict[str, object] = {}
+        used = []
+        for key, value in template.items():
+            resolved, value_used = resolve_env_in_json(value, env, flag)
+            mapping[key] = resolved
+            used.extend(value_used)
+        return mapping, used
+    return template, []
+
+
+def _mentions_query(template: object) -> bool:
+    if isinstance(template, str):
+        return "{query}" in template
+    if isinstance(template, list):
+        return any(_mentions_query(item) for item in template)
+    if isinstance(template, dict):
+        return any(_mentions_query(value) for value in template.values())
+    return False
