@@ -20,6 +20,7 @@ from .evaluate import DEFAULT_KS, EvalOptions, EvalOutcome, run_eval
 from .quotes import render_warning
 from .report import ReportInvalid, render_text, to_json, validate_report
 from .retrievers.builtin import FieldWeights, Tokenization
+from .retrievers.factory import add_retriever_arguments, external_retriever_factory, options_from_namespace
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--weights", type=_weights, default=FieldWeights(),
         help="built-in retriever bm25 weights heading,breadcrumb,body (default: 2,1,1)",
     )
+    add_retriever_arguments(parser)
     return parser
 
 
@@ -91,6 +93,7 @@ def options_from_args(args: argparse.Namespace) -> EvalOptions:
         ks=tuple(args.k),
         weights=args.weights,
         tokenization=Tokenization(args.tokenization),
+        external_retriever=external_retriever_factory(options_from_namespace(args)),
     )
 
 

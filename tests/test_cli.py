@@ -167,3 +167,20 @@ def test_the_console_script_and_entrypoint_run_the_same_code(tmp_path: Path) -> 
     assert via_entrypoint.returncode == 0
     strip = lambda r: {k: v for k, v in json.loads(r).items() if k != "timestamp"}  # noqa: E731
     assert strip(via_entrypoint.stdout) == strip(via_module.stdout)
+
+
+def test_an_external_retriever_is_chosen_by_its_flag_and_a_missing_query_is_exit_2(tmp_path: Path) -> None:
+    kb = small_kb(tmp_path / "kb")
+    run = tmp_path / "run.jsonl"
+    run.write_text(
+        '{"id": "q1", "hits": [{"path": "a.md", "heading": "Alpha"}]}\n{"id": "q2", "hits": [{"path": "a.md"}]}\n',
+        encoding="utf-8",
+    )
+    result = run_cli("--kb-path", kb, "--run", run, "--format", "json")
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["fingerprint"]["retriever"]["name"] == "run"
+    assert [q["metrics"]["rr"] for q in report["per_query"]] == [1.0, 0.0]
+    run.write_text('{"id": "q1", "hits": []}\n', encoding="utf-8")
+    missing = run_cli("--kb-path", kb, "--run", run)
+    assert missing.code == 2 and "q2" in missing.stderr
