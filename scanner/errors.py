@@ -22,7 +22,9 @@ class ExitCode(enum.IntEnum):
     """A bug in kb-eval (including a report that fails its own schema)."""
 
 
-@dataclass(frozen=True)
+# Not frozen: raising sets __traceback__ on the instance, and a frozen dataclass refuses that
+# when the error is re-raised from a worker thread (concurrent retrievers).
+@dataclass(eq=False)
 class InputError(Exception):
     """Bad input or usage: stops the run with exit 2.
 
