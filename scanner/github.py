@@ -26,7 +26,7 @@ import html
 import os
 import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -138,6 +138,17 @@ def format_command(
 
 def format_annotation(annotation: Annotation) -> str:
     return format_command(annotation.kind, annotation.properties, annotation.message)
+
+
+def write_annotations(stream: IO[str], annotations: Iterable[Annotation]) -> None:
+    """Print each annotation as one command line ending in `\n`, then flush.
+
+    Flushing matters when stdout is a pipe (the runner gives no TTY): the
+    runner interleaves stdout and stderr as they arrive.
+    """
+    for annotation in annotations:
+        stream.write(format_annotation(annotation) + "\n")
+    stream.flush()
 
 
 def _int_property(value: int | None) -> str:

@@ -53,7 +53,10 @@ def test_image_has_the_runtime_dependencies_on_debian_python_311(
 
 
 def test_image_holds_only_the_action_code(image: BuiltImage, tmp_path: Path) -> None:
-    script = "import os; print('\\n'.join(sorted(os.listdir('/app'))))"
+    script = (
+        "import os; print('\\n'.join(sorted(os.listdir('/app'))));"
+        "print(sum('__pycache__' in dirs for _, dirs, _ in os.walk('/app')))"
+    )
     run = run_action(
         image.tag,
         RunnerLayout(tmp_path),
@@ -62,7 +65,7 @@ def test_image_holds_only_the_action_code(image: BuiltImage, tmp_path: Path) -> 
         args=["-c", script],
     )
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["entrypoint.py", "scanner", "schema"]
+    assert run.stdout.split() == ["entrypoint.py", "scanner", "schema", "0"]  # no stale bytecode either
 
 
 def test_image_is_small(image: BuiltImage) -> None:

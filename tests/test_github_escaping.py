@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from tests.runner_log import RUNNER_COMMANDS, parse_log, parse_v2
 
 ACTIONS_CORE_VERSION = "3.0.1"
 """Latest @actions/core on the npm registry on 2026-12-02 (`npm view @actions/core version`)."""
+ROOT = Path(__file__).resolve().parent.parent
 NPM_CACHE_ROOT = Path(tempfile.gettempdir()) / "kb-eval-npm"
 
 HOSTILE = [
@@ -216,6 +218,54 @@ def test_annotation_lines_equal_what_actions_core_prints_for_hostile_strings(
         assert mine == theirs, case
 
 
+PYTHON_ANNOTATIONS = """
+import json, sys
+from scanner.github import Annotation, AnnotationKind, AnnotationProperties, write_annotations
+cases = json.load(open(sys.argv[1], encoding="utf-8"))
+write_annotations(sys.stdout, [
+    Annotation(AnnotationKind(c["kind"]), c["message"], AnnotationProperties(**c["ours"])) for c in cases
+])
+"""
+
+
+def test_bytes_printed_by_a_python_process_equal_actions_cores_in_the_c_locale(
+    actions_core: Path, tmp_path: Path
+) -> None:
+    # The image sets no locale: the printed bytes must still be UTF-8 and the
+    # same as node's, hostile unicode included.
+    cases = annotation_cases()
+    spec = tmp_path / "cases.json"
+    spec.write_text(
+        json.dumps(
+            [
+                {
+                    "kind": kind.value,
+                    "message": message,
+                    "properties": node_properties(properties),
+                    "ours": {
+                        "title": properties.title,
+                        "file": properties.file,
+                        "line": properties.line,
+                        "end_line": properties.end_line,
+                        "column": properties.column,
+                        "end_column": properties.end_column,
+                    },
+                }
+                for kind, properties, message in cases
+            ]
+        ),
+        encoding="utf-8",
+    )
+    reference = run_node(actions_core, NODE_ANNOTATIONS, str(spec)).encode("utf-8")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT)}
+    ours = subprocess.run(
+        [sys.executable, "-c", PYTHON_ANNOTATIONS, str(spec)],
+        check=True, cwd=tmp_path, capture_output=True, timeout=60, env=env,
+    ).stdout  # fmt: skip
+    assert ours == reference
+    assert "🚀".encode() in ours
+
+
 def test_the_comparison_would_catch_a_missing_escape(
     actions_core: Path, tmp_path: Path
 ) -> None:
@@ -229,6 +279,20 @@ def test_the_comparison_would_catch_a_missing_escape(
     reference = run_node(actions_core, NODE_ANNOTATIONS, str(spec)).rstrip("\n")
     assert reference == "::warning title=a%3Ab%2Cc::m"
     assert reference != "::warning title=" + escape_data("a:b,c") + "::m"
+
+
+def test_all_empty_properties_differ_from_toolkit_only_by_a_space_the_runner_ignores(
+    actions_core: Path, tmp_path: Path
+) -> None:
+    spec = tmp_path / "one.json"
+    spec.write_text(
+        json.dumps([{"kind": "warning", "message": "m", "properties": {"title": ""}}])
+    )
+    theirs = run_node(actions_core, NODE_ANNOTATIONS, str(spec)).rstrip("\n")
+    ours = format_command("warning", AnnotationProperties(title=""), "m")
+    assert (theirs, ours) == ("::warning ::m", "::warning::m")
+    parsed = [parse_log(line).commands[0] for line in (theirs, ours)]
+    assert parsed[0] == parsed[1]
 
 
 def test_read_input_trims_and_names_variables_exactly_as_getinput(
