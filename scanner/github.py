@@ -67,9 +67,7 @@ class AnnotationProperties:
             value = getattr(self, name)
             # bool is an int subclass; True would print as "1" only by accident.
             if value is not None and (isinstance(value, bool) or value < 1):
-                raise ValueError(
-                    f"annotation {name} must be a 1-based int, got {value!r}"
-                )
+                raise ValueError(f"annotation {name} must be a 1-based int, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +98,7 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _format_workflow_command(
-    name: str, properties: Sequence[tuple[str, str]], data: str
-) -> str:
+def _format_workflow_command(name: str, properties: Sequence[tuple[str, str]], data: str) -> str:
     """`::name k=v,k=v::data` with empty values left out, as toolkit's Command.toString."""
     pairs = [f"{key}={escape_property(value)}" for key, value in properties if value]
     head = f"::{name}"
@@ -244,9 +240,7 @@ class UntrustedWriter:
 
 
 @contextlib.contextmanager
-def commands_stopped(
-    stream: IO[str], token: str | None = None
-) -> Iterator[UntrustedWriter]:
+def commands_stopped(stream: IO[str], token: str | None = None) -> Iterator[UntrustedWriter]:
     """Stop command processing on `stream` for the duration of the block.
 
     Write the untrusted text through the yielded writer, on the same stream:
@@ -312,20 +306,12 @@ def budget_annotations(
     limits[AnnotationKind.NOTICE] = max_per_kind - 1
     kept, cut = take(limits)
     total = sum(cut.values())
-    parts = [
-        f"{cut[kind]} {kind.value}{'s' if cut[kind] != 1 else ''}"
-        for kind in AnnotationKind
-        if cut[kind]
-    ]
+    parts = [f"{cut[kind]} {kind.value}{'s' if cut[kind] != 1 else ''}" for kind in AnnotationKind if cut[kind]]
     message = (
         f"{total} more annotation{'s' if total != 1 else ''} left out ({', '.join(parts)}): "
         f"max-annotations is {max_per_kind} per kind; {listed_in} list them all."
     )
-    kept.append(
-        Annotation(
-            AnnotationKind.NOTICE, message, AnnotationProperties(title="kb-eval")
-        )
-    )
+    kept.append(Annotation(AnnotationKind.NOTICE, message, AnnotationProperties(title="kb-eval")))
     return kept
 
 
@@ -385,9 +371,7 @@ def bound_summary(markdown: str, budget_bytes: int) -> str:
         "\n\n> [!WARNING]\n> Summary truncated: {shown} of {total} bytes shown "
         "(GitHub shows at most 1 MiB per step). The JSON report has everything.\n"
     )
-    reserve = len(
-        note_template.format(shown=budget_bytes, total=len(data)).encode("utf-8")
-    )
+    reserve = len(note_template.format(shown=budget_bytes, total=len(data)).encode("utf-8"))
     room = max(budget_bytes - reserve, 0)
     head = data[:room]
     cut_at = head.rfind(b"\n")
@@ -473,9 +457,7 @@ _TRUE = ("true", "True", "TRUE")
 _FALSE = ("false", "False", "FALSE")
 
 
-def read_bool_input(
-    environ: Mapping[str, str], name: str, default: bool | None = None
-) -> bool:
+def read_bool_input(environ: Mapping[str, str], name: str, default: bool | None = None) -> bool:
     """Input `name` as YAML 1.2 core-schema boolean, exactly toolkit's getBooleanInput.
 
     `default` is used only when the variable is absent altogether (a local

@@ -34,9 +34,7 @@ def _default(value: object) -> str:
 def inputs_table(action: dict[str, Any]) -> str:
     lines = ["| Input | Default | Description |", "| --- | --- | --- |"]
     for name, spec in action["inputs"].items():
-        lines.append(
-            f"| `{name}` | {_default(spec.get('default', ''))} | {_cell(spec['description'])} |"
-        )
+        lines.append(f"| `{name}` | {_default(spec.get('default', ''))} | {_cell(spec['description'])} |")
     return "\n".join(lines) + "\n"
 
 

@@ -80,9 +80,7 @@ def unavailable(reason: str) -> NoReturn:
 def podman() -> str:
     path = shutil.which("podman")
     if path is None:
-        unavailable(
-            "podman is not installed: run `bash ../shared/tools/container-base.sh`"
-        )
+        unavailable("podman is not installed: run `bash ../shared/tools/container-base.sh`")
     return path
 
 
@@ -103,9 +101,7 @@ def build_image(context: Path = ROOT, tag: str = IMAGE_TAG) -> BuiltImage:
     executable = podman()
     missing = [name for name in CONTEXT_FILES if not (context / name).exists()]
     if missing:
-        unavailable(
-            f"cannot build the image yet, missing in {context}: {', '.join(missing)}"
-        )
+        unavailable(f"cannot build the image yet, missing in {context}: {', '.join(missing)}")
     exists = subprocess.run(
         [executable, "image", "exists", BASE_IMAGE],
         check=False,
@@ -113,9 +109,7 @@ def build_image(context: Path = ROOT, tag: str = IMAGE_TAG) -> BuiltImage:
         timeout=60,
     )
     if exists.returncode != 0:
-        unavailable(
-            f"{BASE_IMAGE} is not available: run `bash ../shared/tools/container-base.sh`"
-        )
+        unavailable(f"{BASE_IMAGE} is not available: run `bash ../shared/tools/container-base.sh`")
     started = time.monotonic()
     result = subprocess.run(
         [
@@ -136,9 +130,7 @@ def build_image(context: Path = ROOT, tag: str = IMAGE_TAG) -> BuiltImage:
     elapsed = time.monotonic() - started
     if result.returncode != 0:
         # A build that fails is a real failure, never a skip.
-        pytest.fail(
-            f"podman build failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-        )
+        pytest.fail(f"podman build failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
     size = subprocess.run(
         [executable, "image", "inspect", tag, "--format", "{{.Size}}"],
         check=True,
@@ -149,9 +141,7 @@ def build_image(context: Path = ROOT, tag: str = IMAGE_TAG) -> BuiltImage:
     return BuiltImage(tag, elapsed, int(size.stdout.strip()))
 
 
-def action_inputs(
-    overrides: Mapping[str, str] | None = None, token: str = FAKE_TOKEN
-) -> dict[str, str]:
+def action_inputs(overrides: Mapping[str, str] | None = None, token: str = FAKE_TOKEN) -> dict[str, str]:
     """Every input declared in action.yml, as the runner sets them: `with:` value, else default, else "".
 
     The runner evaluates `${{ github.token }}` before setting the variable;
@@ -164,24 +154,17 @@ def action_inputs(
         values[name] = default.replace("${{ github.token }}", token)
     for name, value in (overrides or {}).items():
         if name not in values:
-            raise KeyError(
-                f"{name!r} is not an input of action.yml (the runner would warn 'Unexpected input')"
-            )
+            raise KeyError(f"{name!r} is not an input of action.yml (the runner would warn 'Unexpected input')")
         values[name] = value
     return values
 
 
 def input_environment(inputs: Mapping[str, str]) -> dict[str, str]:
     """`INPUT_<NAME>` variables: spaces to `_`, upper-cased, hyphens kept (Handler.cs AddInputsToEnvironment)."""
-    return {
-        "INPUT_" + name.replace(" ", "_").upper(): value
-        for name, value in inputs.items()
-    }
+    return {"INPUT_" + name.replace(" ", "_").upper(): value for name, value in inputs.items()}
 
 
-def pull_request_event(
-    number: int = 7, head_sha: str = "a" * 40, base_sha: str = "b" * 40
-) -> dict[str, Any]:
+def pull_request_event(number: int = 7, head_sha: str = "a" * 40, base_sha: str = "b" * 40) -> dict[str, Any]:
     """The fields of a `pull_request` webhook payload the action may read."""
     return {
         "action": "synchronize",
@@ -235,9 +218,7 @@ class RunnerLayout:
             "GITHUB_PATH": f"add_path_{step}",
         }
         for name in self.file_names.values():
-            (
-                self.file_commands / name
-            ).touch()  # the runner creates them empty for each step
+            (self.file_commands / name).touch()  # the runner creates them empty for each step
         self.write_event({})
 
     def write_event(self, payload: Mapping[str, Any]) -> None:
@@ -251,9 +232,7 @@ class RunnerLayout:
     def summary_file(self) -> Path:
         return self.file_commands / self.file_names["GITHUB_STEP_SUMMARY"]
 
-    def _environment(
-        self, workspace: str, file_commands: str, workflow: str, home: str, temp: str
-    ) -> dict[str, str]:
+    def _environment(self, workspace: str, file_commands: str, workflow: str, home: str, temp: str) -> dict[str, str]:
         env = {
             "GITHUB_ACTIONS": "true",
             "CI": "true",
@@ -353,13 +332,9 @@ def run_action(
     command += [image, *args]
     # Only PATH from this process: nothing of the test machine's own
     # environment may leak into the container by a matching name.
-    process_env = {
-        name: os.environ[name] for name in PODMAN_OWN_ENV if name in os.environ
-    }
+    process_env = {name: os.environ[name] for name in PODMAN_OWN_ENV if name in os.environ}
     process_env.update(variables)
-    result = subprocess.run(
-        command, check=False, capture_output=True, timeout=timeout, env=process_env
-    )
+    result = subprocess.run(command, check=False, capture_output=True, timeout=timeout, env=process_env)
     return ActionRun(
         returncode=result.returncode,
         stdout=result.stdout.decode("utf-8", errors="replace"),

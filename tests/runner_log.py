@@ -102,9 +102,7 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-def dotnet_split_remove_empty(
-    text: str, separator: str, count: int | None = None
-) -> list[str]:
+def dotnet_split_remove_empty(text: str, separator: str, count: int | None = None) -> list[str]:
     """`string.Split(separator, count, RemoveEmptyEntries)` as .NET Core does it.
 
     With a count, the entries before the last are taken first, then empty
@@ -167,9 +165,7 @@ def parse_v2(line: str, registered: set[str], line_number: int = 0) -> Command |
     return Command(name, properties, data, line_number)
 
 
-def parse_legacy(
-    line: str, registered: set[str], line_number: int = 0
-) -> Command | None:
+def parse_legacy(line: str, registered: set[str], line_number: int = 0) -> Command | None:
     """ActionCommand.TryParse: `##[name k=v;k=v]data`, found anywhere in the line."""
     start = line.find("##[")
     if start < 0:
@@ -188,9 +184,7 @@ def parse_legacy(
             pair = dotnet_split_remove_empty(pair_text, "=", 2)
             if len(pair) == 2:
                 properties[pair[0].lower()] = _unescape(pair[1], _LEGACY_UNESCAPES)
-    return Command(
-        name, properties, _unescape(line[close + 1 :], _LEGACY_UNESCAPES), line_number
-    )
+    return Command(name, properties, _unescape(line[close + 1 :], _LEGACY_UNESCAPES), line_number)
 
 
 def parse_log(text: str) -> RunnerLog:
@@ -201,9 +195,7 @@ def parse_log(text: str) -> RunnerLog:
     for number, line in enumerate(split_lines(text), start=1):
         if not line:
             continue
-        command = parse_v2(line, registered, number) or parse_legacy(
-            line, registered, number
-        )
+        command = parse_v2(line, registered, number) or parse_legacy(line, registered, number)
         if command is None:
             continue
         name = command.name.lower()
@@ -216,11 +208,7 @@ def parse_log(text: str) -> RunnerLog:
             continue
         if name == STOP_COMMAND:
             token = command.data
-            if (
-                not token
-                or token.lower() in registered
-                or token.lower() == "pause-logging"
-            ):
+            if not token or token.lower() in registered or token.lower() == "pause-logging":
                 log.step_failed = f"invalid stop-commands token {token!r}"
                 return log
             stop_token = token
@@ -270,9 +258,7 @@ def parse_env_file(text: str) -> list[tuple[str, str]]:
                 value_line, had_newline = read_line()
                 while value_line != delimiter:
                     if value_line is None:
-                        raise FileCommandError(
-                            f"Matching delimiter not found '{delimiter}'"
-                        )
+                        raise FileCommandError(f"Matching delimiter not found '{delimiter}'")
                     if not had_newline:
                         raise FileCommandError("EOF marker missing new line")
                     end = index - 1

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.container
+
 from tests.container_support import (
     BuiltImage,
     RunnerLayout,
@@ -29,15 +31,11 @@ PYTHON = "/opt/venv/bin/python"
 @pytest.fixture(scope="session")
 def image() -> Iterator[BuiltImage]:
     built = build_image()
-    print(
-        f"\nimage {built.tag}: {built.size_bytes / 1e6:.0f} MB, built in {built.build_seconds:.1f} s"
-    )
+    print(f"\nimage {built.tag}: {built.size_bytes / 1e6:.0f} MB, built in {built.build_seconds:.1f} s")
     yield built
 
 
-def test_image_has_the_runtime_dependencies_on_debian_python_311(
-    image: BuiltImage, tmp_path: Path
-) -> None:
+def test_image_has_the_runtime_dependencies_on_debian_python_311(image: BuiltImage, tmp_path: Path) -> None:
     run = run_action(
         image.tag,
         RunnerLayout(tmp_path),
@@ -108,9 +106,7 @@ def test_the_container_sees_the_runner_layout_and_its_file_commands_reach_the_ho
     ]
 
 
-def test_every_declared_input_reaches_the_container_with_its_default(
-    image: BuiltImage, tmp_path: Path
-) -> None:
+def test_every_declared_input_reaches_the_container_with_its_default(image: BuiltImage, tmp_path: Path) -> None:
     inputs = action_inputs()
     script = "import os, json; print(json.dumps({k: v for k, v in os.environ.items() if k.startswith('INPUT_')}))"
     run = run_action(

@@ -76,15 +76,10 @@ def actions_core() -> Path:
     npm = shutil.which("npm")
     node = shutil.which("node")
     if npm is None or node is None:
-        pytest.skip(
-            "npm/node not on PATH: cannot compare escaping with the real @actions/core"
-        )
+        pytest.skip("npm/node not on PATH: cannot compare escaping with the real @actions/core")
     target = NPM_CACHE_ROOT / f"actions-core-{ACTIONS_CORE_VERSION}"
     marker = target / "node_modules" / "@actions" / "core" / "package.json"
-    if (
-        marker.is_file()
-        and json.loads(marker.read_text())["version"] == ACTIONS_CORE_VERSION
-    ):
+    if marker.is_file() and json.loads(marker.read_text())["version"] == ACTIONS_CORE_VERSION:
         return target
     NPM_CACHE_ROOT.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=NPM_CACHE_ROOT, prefix="staging-"))
@@ -105,9 +100,7 @@ def actions_core() -> Path:
         timeout=300,
     )
     shutil.rmtree(target, ignore_errors=True)
-    staging.rename(
-        target
-    )  # atomic: a half-finished install is never taken for the cache
+    staging.rename(target)  # atomic: a half-finished install is never taken for the cache
     return target
 
 
@@ -129,9 +122,7 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
-def run_node(
-    folder: Path, script: str, *args: str, env: dict[str, str] | None = None
-) -> str:
+def run_node(folder: Path, script: str, *args: str, env: dict[str, str] | None = None) -> str:
     # The script must sit in the install folder so the bare '@actions/core' import resolves.
     path = folder / "kb_eval_reference.mjs"
     path.write_text(script, encoding="utf-8")
@@ -167,9 +158,7 @@ def annotation_cases() -> list[tuple[AnnotationKind, AnnotationProperties, str]]
         cases.append(
             (
                 AnnotationKind.ERROR,
-                AnnotationProperties(
-                    title=text, file=text, line=3, end_line=3, column=2, end_column=9
-                ),
+                AnnotationProperties(title=text, file=text, line=3, end_line=3, column=2, end_column=9),
                 "message " + text,
             )
         )
@@ -181,12 +170,8 @@ def annotation_cases() -> list[tuple[AnnotationKind, AnnotationProperties, str]]
                 text,
             )
         )
-    cases.append(
-        (AnnotationKind.WARNING, AnnotationProperties(line=1, end_line=40), "range")
-    )
-    cases.append(
-        (AnnotationKind.NOTICE, AnnotationProperties(end_column=5), "odd but legal")
-    )
+    cases.append((AnnotationKind.WARNING, AnnotationProperties(line=1, end_line=40), "range"))
+    cases.append((AnnotationKind.NOTICE, AnnotationProperties(end_column=5), "odd but legal"))
     return cases
 
 
@@ -210,9 +195,7 @@ def test_annotation_lines_equal_what_actions_core_prints_for_hostile_strings(
     )
     reference = run_node(actions_core, NODE_ANNOTATIONS, str(spec)).split("\n")
     assert reference[-1] == ""  # every command line ends with os.EOL
-    ours = [
-        format_command(kind, properties, message) for kind, properties, message in cases
-    ]
+    ours = [format_command(kind, properties, message) for kind, properties, message in cases]
     assert len(reference) - 1 == len(ours)
     for mine, theirs, case in zip(ours, reference, cases):
         assert mine == theirs, case
@@ -266,16 +249,10 @@ def test_bytes_printed_by_a_python_process_equal_actions_cores_in_the_c_locale(
     assert "🚀".encode() in ours
 
 
-def test_the_comparison_would_catch_a_missing_escape(
-    actions_core: Path, tmp_path: Path
-) -> None:
+def test_the_comparison_would_catch_a_missing_escape(actions_core: Path, tmp_path: Path) -> None:
     # Guard against a vacuous pass: a line escaped without `:`/`,` in properties differs.
     spec = tmp_path / "one.json"
-    spec.write_text(
-        json.dumps(
-            [{"kind": "warning", "message": "m", "properties": {"title": "a:b,c"}}]
-        )
-    )
+    spec.write_text(json.dumps([{"kind": "warning", "message": "m", "properties": {"title": "a:b,c"}}]))
     reference = run_node(actions_core, NODE_ANNOTATIONS, str(spec)).rstrip("\n")
     assert reference == "::warning title=a%3Ab%2Cc::m"
     assert reference != "::warning title=" + escape_data("a:b,c") + "::m"
@@ -285,9 +262,7 @@ def test_all_empty_properties_differ_from_toolkit_only_by_a_space_the_runner_ign
     actions_core: Path, tmp_path: Path
 ) -> None:
     spec = tmp_path / "one.json"
-    spec.write_text(
-        json.dumps([{"kind": "warning", "message": "m", "properties": {"title": ""}}])
-    )
+    spec.write_text(json.dumps([{"kind": "warning", "message": "m", "properties": {"title": ""}}]))
     theirs = run_node(actions_core, NODE_ANNOTATIONS, str(spec)).rstrip("\n")
     ours = format_command("warning", AnnotationProperties(title=""), "m")
     assert (theirs, ours) == ("::warning ::m", "::warning::m")
@@ -305,9 +280,7 @@ def test_read_input_trims_and_names_variables_exactly_as_getinput(
         "fail-on-regression": "\ttrue\r\n",
         "empty": "",
     }
-    env = {
-        key: value for key, value in os.environ.items() if not key.startswith("INPUT_")
-    }
+    env = {key: value for key, value in os.environ.items() if not key.startswith("INPUT_")}
     for name, value in values.items():
         env[input_variable(name)] = value
     reference = json.loads(
@@ -337,9 +310,7 @@ def test_message_keeps_colon_and_comma_but_properties_do_not() -> None:
 
 
 def test_empty_properties_are_left_out() -> None:
-    line = format_command(
-        "warning", AnnotationProperties(title="", file="a.md", line=2), "m"
-    )
+    line = format_command("warning", AnnotationProperties(title="", file="a.md", line=2), "m")
     assert line == "::warning file=a.md,line=2::m"
     assert format_command("notice", AnnotationProperties(), "m") == "::notice::m"
 
@@ -358,16 +329,12 @@ def test_unknown_kinds_and_zero_lines_are_refused_as_bugs() -> None:
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_runner_reads_back_every_hostile_string_as_one_annotation(text: str) -> None:
-    line = format_command(
-        "warning", AnnotationProperties(title=text, file="a.md", line=4), text
-    )
+    line = format_command("warning", AnnotationProperties(title=text, file="a.md", line=4), text)
     log = parse_log(line + "\n")
     assert [command.name for command in log.commands] == ["warning"]
     command = log.commands[0]
     assert command.data == text
-    expected_title = text.lstrip(
-        "="
-    )  # see test_property_values_lose_leading_equals_in_the_runner
+    expected_title = text.lstrip("=")  # see test_property_values_lose_leading_equals_in_the_runner
     if expected_title:
         assert command.properties["title"] == expected_title
     assert command.properties["file"] == "a.md"
@@ -383,9 +350,7 @@ def test_property_values_lose_leading_equals_in_the_runner() -> None:
 
 
 def test_trailing_whitespace_of_the_last_property_is_trimmed_by_the_runner() -> None:
-    line = format_command(
-        "warning", AnnotationProperties(title="t ", file="a.md "), "m"
-    )
+    line = format_command("warning", AnnotationProperties(title="t ", file="a.md "), "m")
     command = parse_log(line).commands[0]
     assert command.properties["title"] == "t "  # not last: kept
     assert command.properties["file"] == "a.md"  # last: Trim() removes it
@@ -395,10 +360,7 @@ def test_an_unescaped_newline_would_have_forged_a_command() -> None:
     # The near miss: without escaping, the second line is a command of its own.
     forged = parse_log("::warning::hello\n::add-mask::secret\n")
     assert [command.name for command in forged.commands] == ["warning", "add-mask"]
-    safe = parse_log(
-        format_command("warning", AnnotationProperties(), "hello\n::add-mask::secret")
-        + "\n"
-    )
+    safe = parse_log(format_command("warning", AnnotationProperties(), "hello\n::add-mask::secret") + "\n")
     assert [command.name for command in safe.commands] == ["warning"]
 
 
@@ -414,9 +376,7 @@ def test_runner_unescapes_any_message_to_the_original(text: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.text().filter(lambda text: not text.startswith("=")))
 def test_runner_unescapes_any_property_value_that_is_not_last(text: str) -> None:
-    line = format_command(
-        "error", AnnotationProperties(title=text, file=text, line=9), "m"
-    )
+    line = format_command("error", AnnotationProperties(title=text, file=text, line=9), "m")
     command = parse_log(line + "\n").commands[0]
     if text:
         assert command.properties["title"] == text
@@ -432,11 +392,7 @@ def test_runner_unescapes_any_property_value_that_is_not_last(text: str) -> None
 def test_untrusted_text_between_stop_and_resume_issues_no_command() -> None:
     hostile = "::add-mask::secret\n::set-output name=x::y\n##[error]legacy\r::warning file=a::b"
     token = new_stop_token()
-    log = parse_log(
-        wrap_untrusted(hostile, token)
-        + format_command("warning", AnnotationProperties(), "ours")
-        + "\n"
-    )
+    log = parse_log(wrap_untrusted(hostile, token) + format_command("warning", AnnotationProperties(), "ours") + "\n")
     assert [command.name for command in log.commands] == ["warning"]
     assert log.commands[0].data == "ours"
     assert [command.name for command in log.ignored] == [
@@ -445,9 +401,7 @@ def test_untrusted_text_between_stop_and_resume_issues_no_command() -> None:
         "error",
         "warning",
     ]
-    assert (
-        log.stop_tokens == [token] and not log.still_stopped and log.step_failed is None
-    )
+    assert log.stop_tokens == [token] and not log.still_stopped and log.step_failed is None
 
 
 def test_the_same_text_unwrapped_would_issue_commands() -> None:
@@ -524,9 +478,7 @@ def test_input_names_keep_hyphens_and_turn_spaces_into_underscores() -> None:
     assert input_variable("max annotations") == "INPUT_MAX_ANNOTATIONS"
 
 
-def test_read_input_does_not_read_the_underscore_spelling_of_a_hyphenated_name() -> (
-    None
-):
+def test_read_input_does_not_read_the_underscore_spelling_of_a_hyphenated_name() -> None:
     assert read_input({"INPUT_KB_PATH": "wrong"}, "kb-path") == ""
     assert read_input({"INPUT_KB-PATH": " docs "}, "kb-path") == "docs"
 
@@ -550,9 +502,7 @@ def test_required_input_missing_is_an_input_error_naming_it() -> None:
         ("FALSE", False),
     ],
 )
-def test_boolean_inputs_accept_the_yaml_core_spellings(
-    value: str, expected: bool
-) -> None:
+def test_boolean_inputs_accept_the_yaml_core_spellings(value: str, expected: bool) -> None:
     assert read_bool_input({"INPUT_SUMMARY": value}, "summary") is expected
 
 

@@ -69,9 +69,7 @@ def test_what_the_refusal_prevents_is_a_forged_output() -> None:
     raw = f"x<<{delimiter}\nbefore\n{delimiter}\nforged=1\n{delimiter}\n"
     with pytest.raises(FileCommandError):
         parse_env_file(raw)
-    assert ("forged", "1") in parse_env_file(
-        f"x<<{delimiter}\nbefore\n{delimiter}\nforged=1\n"
-    )
+    assert ("forged", "1") in parse_env_file(f"x<<{delimiter}\nbefore\n{delimiter}\nforged=1\n")
 
 
 @pytest.mark.parametrize("name", ["", "a=b", "a<<b", "a\nb"])
@@ -130,9 +128,7 @@ def test_what_the_file_already_holds_counts_against_the_limit(tmp_path: Path) ->
     st.text(),
     st.integers(min_value=0, max_value=400),
 )
-def test_bound_summary_never_exceeds_a_workable_budget(
-    markdown: str, budget: int
-) -> None:
+def test_bound_summary_never_exceeds_a_workable_budget(markdown: str, budget: int) -> None:
     result = bound_summary(markdown, budget + 300)
     assert len(result.encode("utf-8")) <= budget + 300
     if len(markdown.encode("utf-8")) <= budget + 300:
@@ -142,24 +138,16 @@ def test_bound_summary_never_exceeds_a_workable_budget(
 # --- annotation budget -------------------------------------------------------------------
 
 
-def warnings(
-    count: int, kind: AnnotationKind = AnnotationKind.WARNING
-) -> list[Annotation]:
+def warnings(count: int, kind: AnnotationKind = AnnotationKind.WARNING) -> list[Annotation]:
     return [Annotation(kind, f"{kind.value} {index}") for index in range(count)]
 
 
 def test_annotations_within_the_budget_pass_unchanged_with_no_notice() -> None:
-    annotations = (
-        warnings(10)
-        + warnings(10, AnnotationKind.ERROR)
-        + warnings(10, AnnotationKind.NOTICE)
-    )
+    annotations = warnings(10) + warnings(10, AnnotationKind.ERROR) + warnings(10, AnnotationKind.NOTICE)
     assert budget_annotations(annotations, 10) == annotations
 
 
-def test_over_budget_keeps_the_first_of_each_kind_and_adds_one_counting_notice() -> (
-    None
-):
+def test_over_budget_keeps_the_first_of_each_kind_and_adds_one_counting_notice() -> None:
     annotations = warnings(13) + warnings(2, AnnotationKind.ERROR)
     kept = budget_annotations(annotations, 10)
     assert kept[:-1] == annotations[:10] + annotations[13:]
@@ -171,9 +159,7 @@ def test_over_budget_keeps_the_first_of_each_kind_and_adds_one_counting_notice()
 
 def test_the_left_out_notice_fits_inside_the_notice_budget() -> None:
     kept = budget_annotations(warnings(11) + warnings(10, AnnotationKind.NOTICE), 10)
-    notices = [
-        annotation for annotation in kept if annotation.kind is AnnotationKind.NOTICE
-    ]
+    notices = [annotation for annotation in kept if annotation.kind is AnnotationKind.NOTICE]
     assert len(notices) == 10  # 9 ordinary + the counting one, never 11
     assert "2 more annotations left out (1 warning, 1 notice)" in notices[-1].message
 
@@ -183,17 +169,13 @@ def test_zero_means_no_annotations_at_all() -> None:
 
 
 def test_annotation_properties_survive_the_budget() -> None:
-    located = Annotation(
-        AnnotationKind.WARNING, "m", AnnotationProperties(file="a.md", line=3)
-    )
+    located = Annotation(AnnotationKind.WARNING, "m", AnnotationProperties(file="a.md", line=3))
     assert budget_annotations([located], 1) == [located]
 
 
 # --- Markdown for PR-controlled text --------------------------------------------------------
 
-MARKDOWN = MarkdownIt("commonmark").enable(
-    "table"
-)  # html on, as on GitHub before its sanitizer
+MARKDOWN = MarkdownIt("commonmark").enable("table")  # html on, as on GitHub before its sanitizer
 
 
 def rendered(markdown: str) -> str:
@@ -217,29 +199,18 @@ def rendered(markdown: str) -> str:
 def test_pr_text_renders_as_its_literal_characters_in_a_table_cell(
     hostile: str,
 ) -> None:
-    table = (
-        f"| query | next |\n| --- | --- |\n| {escape_markdown_text(hostile)} | ok |\n"
-    )
+    table = f"| query | next |\n| --- | --- |\n| {escape_markdown_text(hostile)} | ok |\n"
     html = rendered(table)
     assert "<script" not in html and "<img" not in html and "<a " not in html
-    assert (
-        "<strong>" not in html
-        and "<em>" not in html
-        and "<code>" not in html
-        and "<h1>" not in html
-    )
-    assert (
-        "<td>ok</td>" in html
-    )  # pipes and newlines did not shift the cells or end the row
+    assert "<strong>" not in html and "<em>" not in html and "<code>" not in html and "<h1>" not in html
+    assert "<td>ok</td>" in html  # pipes and newlines did not shift the cells or end the row
     cell = html.split("<td>")[1].split("</td>")[0]
     assert htmllib.unescape(cell.replace("<br>", "\n")).replace("\u200b", "") == hostile
 
 
 def test_unescaped_text_would_have_rendered_markup() -> None:
     # The near miss for the test above: raw text does become HTML.
-    html = rendered(
-        "| query | next |\n| --- | --- |\n| [click](https://evil.example) a | b | ok |\n"
-    )
+    html = rendered("| query | next |\n| --- | --- |\n| [click](https://evil.example) a | b | ok |\n")
     assert "<a " in html and "<td>ok</td>" not in html
 
 

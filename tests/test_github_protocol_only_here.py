@@ -26,9 +26,7 @@ def checked_files() -> list[Path]:
 def command_literals(source: str) -> list[tuple[int, str]]:
     """String literals (f-strings included) whose text starts with `::` or `##[`."""
     found = []
-    fstring_start = getattr(
-        tokenize, "FSTRING_START", None
-    )  # Python 3.12+ splits f-strings
+    fstring_start = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+ splits f-strings
     fstring_middle = getattr(tokenize, "FSTRING_MIDDLE", None)
     previous: tokenize.TokenInfo | None = None
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -39,11 +37,7 @@ def command_literals(source: str) -> list[tuple[int, str]]:
                 if body.startswith(quote):
                     body = body[len(quote) :]
                     break
-        elif (
-            token.type == fstring_middle
-            and previous is not None
-            and previous.type == fstring_start
-        ):
+        elif token.type == fstring_middle and previous is not None and previous.type == fstring_start:
             body = token.string
         if body is not None and body.startswith(("::", "##[")):
             found.append((token.start[0], token.string))
@@ -57,9 +51,7 @@ def test_no_module_but_scanner_github_writes_workflow_commands() -> None:
         for path in checked_files()
         for line, literal in command_literals(path.read_text(encoding="utf-8"))
     ]
-    assert not offenders, "workflow commands outside scanner/github.py:\n" + "\n".join(
-        offenders
-    )
+    assert not offenders, "workflow commands outside scanner/github.py:\n" + "\n".join(offenders)
 
 
 def test_the_check_sees_a_command_literal_where_one_is() -> None:
