@@ -24,6 +24,7 @@ import contextlib
 import enum
 import html
 import os
+import posixpath
 import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -130,6 +131,27 @@ def format_command(
         ("endColumn", _int_property(properties.end_column)),
     ]
     return _format_workflow_command(command, pairs, message)
+
+
+CONTAINER_WORKSPACE = "/github/workspace"
+
+
+def annotation_file(path: str) -> str:
+    """`path` in the form the runner can place in the PR diff: repository-relative, `/`-separated.
+
+    The runner maps `/github/workspace/x` back to `x` but keeps any other path
+    as written, and an annotation on `./x`, `/x` or `../x` then shows on no
+    line of the diff (contract §4). So `./` and `//` are normalised away, the
+    container workspace prefix is dropped, and anything that would still
+    point outside the repository is refused as the bug it is.
+    """
+    # Backslashes stay: on Linux they are part of a file name, not separators.
+    normal = posixpath.normpath(path)
+    if normal == CONTAINER_WORKSPACE or normal.startswith(CONTAINER_WORKSPACE + "/"):
+        normal = normal[len(CONTAINER_WORKSPACE) + 1 :]
+    if not normal or normal == "." or normal.startswith(("/", "../")) or normal == "..":
+        raise ValueError(f"annotation file {path!r} is not inside the repository")
+    return normal
 
 
 def format_annotation(annotation: Annotation) -> str:

@@ -25,6 +25,7 @@ from scanner.errors import InputError
 from scanner.github import (
     AnnotationKind,
     AnnotationProperties,
+    annotation_file,
     commands_stopped,
     escape_data,
     escape_property,
@@ -520,3 +521,27 @@ def test_boolean_default_applies_only_when_the_variable_is_absent() -> None:
     assert read_bool_input({}, "summary", default=True) is True
     with pytest.raises(InputError):
         read_bool_input({"INPUT_SUMMARY": ""}, "summary", default=True)
+
+
+# --- annotation paths ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("notes/a.md", "notes/a.md"),
+        ("./notes/a.md", "notes/a.md"),
+        ("notes//sub/./a.md", "notes/sub/a.md"),
+        ("/github/workspace/kb/a.md", "kb/a.md"),
+        ("kb/../notes/a.md", "notes/a.md"),
+        ("notes\\not-a-separator.md", "notes\\not-a-separator.md"),
+    ],
+)
+def test_annotation_files_are_repository_relative(path: str, expected: str) -> None:
+    assert annotation_file(path) == expected
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../outside.md", "kb/../../x.md", "", ".", "/github/workspace"])
+def test_annotation_files_outside_the_repository_are_refused(path: str) -> None:
+    with pytest.raises(ValueError):
+        annotation_file(path)
