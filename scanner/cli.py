@@ -117,6 +117,8 @@ def write_atomically(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
             handle.flush()
+            # mkstemp creates 0600; a report is for later steps (upload-artifact runs as another user).
+            os.fchmod(handle.fileno(), 0o644)
             os.fsync(handle.fileno())
         os.replace(temporary, path)
     except BaseException:

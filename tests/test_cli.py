@@ -184,3 +184,9 @@ def test_an_external_retriever_is_chosen_by_its_flag_and_a_missing_query_is_exit
     run.write_text('{"id": "q1", "hits": []}\n', encoding="utf-8")
     missing = run_cli("--kb-path", kb, "--run", run)
     assert missing.code == 2 and "q2" in missing.stderr
+
+
+def test_the_written_report_is_readable_by_other_users(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    assert run_cli("--kb-path", small_kb(tmp_path / "kb"), "--output", out).code == 0
+    assert out.stat().st_mode & 0o777 == 0o644
