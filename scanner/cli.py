@@ -47,8 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("text", "json"), default="text", help="stdout format (default: text)")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON report to this file")
     parser.add_argument(
-        "--tokenization", choices=[t.value for t in Tokenization], default=Tokenization.FUSED.value,
-        help="built-in retriever: fused word+trigram ranking (default), or one of them alone",
+        "--tokenization", choices=[t.value for t in Tokenization], default=Tokenization.AUTO.value,
+        help="built-in retriever: auto (by the query's script, default), fused (both indexes), word or trigram",
     )
     parser.add_argument(
         "--weights", type=_weights, default=FieldWeights(),

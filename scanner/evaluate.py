@@ -40,7 +40,7 @@ class EvalOptions:
     """None: the golden file's `defaults.limit`, else DEFAULT_LIMIT."""
     ks: tuple[int, ...] = DEFAULT_KS
     weights: FieldWeights = FieldWeights()
-    tokenization: Tokenization = Tokenization.FUSED
+    tokenization: Tokenization = Tokenization.AUTO
     external_retriever: RetrieverFactory | None = None
     """None: the built-in FTS5 retriever answers the queries."""
     timestamp: datetime | None = None
@@ -85,15 +85,18 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
 
     corpus = read_corpus(options.kb_path, options.exclude, diagnostics)
     clock.lap("walk_parse")
-    index = Index.build(corpus, full_text=options.external_retriever is None)
+    index = Index.build(corpus)
+    requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
+    retriever: Retriever
+    if options.external_retriever is not None:
+        retriever = options.external_retriever()
+    else:
+        builtin = BuiltinRetriever(index, options.weights, options.tokenization)
+        builtin.prepare(requests)
+        retriever = builtin
     clock.lap("index")
     warn_expected_not_in_corpus(golden, corpus, diagnostics)
 
-    retriever: Retriever = (
-        options.external_retriever() if options.external_retriever is not None
-        else BuiltinRetriever(index, options.weights, options.tokenization)
-    )
-    requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
     with index.read_snapshot():
         lists = retriever.search_all(requests)
         clock.lap("search")

@@ -49,17 +49,19 @@ class CorpusSnapshot:
 
 
 class Index:
-    """An in-memory SQLite database; searches and the scan run inside one read snapshot."""
+    """An in-memory SQLite database; searches and the scan run inside one read snapshot.
 
-    def __init__(self, connection: sqlite3.Connection, snapshot: CorpusSnapshot, full_text: bool) -> None:
+    The chunk table is always built (the quote scan reads it, whatever retriever answers).
+    Each FTS5 table is built the first time a search needs it, before the read snapshot
+    starts: an English-only golden set never pays for the trigram index."""
+
+    def __init__(self, connection: sqlite3.Connection, snapshot: CorpusSnapshot) -> None:
         self.connection = connection
         self.corpus = snapshot
-        self.full_text = full_text
+        self._built: set[str] = set()
 
     @classmethod
-    def build(cls, corpus: Corpus, *, full_text: bool = True) -> "Index":
-        """`full_text=False` builds only the chunk table, for runs whose queries an external
-        retriever answers: the quote scan still needs the indexed text."""
+    def build(cls, corpus: Corpus) -> "Index":
         connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         connection.execute(
             "CREATE TABLE chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
@@ -77,21 +79,33 @@ class Index:
                     digest.update(encoded)
         connection.execute("BEGIN")
         connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)", rows)
-        if full_text:
+        connection.execute("COMMIT")
+        snapshot = CorpusSnapshot(len(corpus.documents), len(rows), "sha256:" + digest.hexdigest())
+        return cls(connection, snapshot)
+
+    def ensure_full_text(self, table: str) -> None:
+        """Build `fts_word` or `fts_trigram` if it is not there yet."""
+        if table in self._built:
+            return
+        connection = self.connection
+        connection.execute("BEGIN")
+        if table == "fts_word":
             # The word index holds the same three fields with CJK runs spelled as bigrams (see
-            # analysis.py), so it is contentless; the trigram index reads the chunks table as is.
+            # analysis.py), so it is contentless; only chunks holding CJK text are rewritten.
             connection.execute(
                 "CREATE VIRTUAL TABLE fts_word USING fts5(heading, breadcrumb, body,"
                 f" content='', tokenize='{WORD_TOKENIZER}')"
             )
+            rows = connection.execute("SELECT id, heading, breadcrumb, body FROM chunks")
             connection.executemany(
                 "INSERT INTO fts_word(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)",
                 (
-                    (row[0], with_cjk_bigrams(row[2]), with_cjk_bigrams(row[3]), with_cjk_bigrams(row[4]))
-                    if any(has_cjk(value) for value in row[2:]) else (row[0], row[2], row[3], row[4])
-                    for row in rows
+                    (row[0], with_cjk_bigrams(row[1]), with_cjk_bigrams(row[2]), with_cjk_bigrams(row[3]))
+                    if has_cjk(row[1]) or has_cjk(row[2]) or has_cjk(row[3]) else row
+                    for row in rows.fetchall()
                 ),
             )
+        elif table == "fts_trigram":
             connection.execute(
                 "CREATE VIRTUAL TABLE fts_trigram USING fts5(heading, breadcrumb, body,"
                 f" content='chunks', content_rowid='id', tokenize='{TRIGRAM_TOKENIZER}')"
@@ -99,9 +113,10 @@ class Index:
             connection.execute(
                 "INSERT INTO fts_trigram(rowid, heading, breadcrumb, body) SELECT id, heading, breadcrumb, body FROM chunks"
             )
+        else:
+            raise ValueError(table)
         connection.execute("COMMIT")
-        snapshot = CorpusSnapshot(len(corpus.documents), len(rows), "sha256:" + digest.hexdigest())
-        return cls(connection, snapshot, full_text)
+        self._built.add(table)
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
@@ -129,16 +144,25 @@ class Index:
 
     def search(
         self, table: str, expression: str, weights: tuple[float, float, float], depth: int
-    ) -> list[tuple[int, str, str, float]]:
-        """Rows (chunk id, path, heading, bm25 score with higher = better), best first.
+    ) -> list[tuple[int, float]]:
+        """(chunk id, bm25 score with higher = better), best first; the table must be built.
 
-        Ties in bm25 are broken by chunk id (path order), so a run is reproducible."""
-        if table not in ("fts_word", "fts_trigram"):
-            raise ValueError(table)
+        Ties in bm25 are broken by chunk id (path order), so a run is reproducible. No join in
+        this query: bm25() runs for every matching row, and paths are looked up for the few
+        rows kept (`locate_chunks`), not for every match."""
+        if table not in self._built:
+            raise ValueError(f"{table} is not built")
         w_heading, w_breadcrumb, w_body = (float(w) for w in weights)
         sql = (
-            f"SELECT c.id, c.path, c.heading, -bm25({table}, {w_heading!r}, {w_breadcrumb!r}, {w_body!r}) AS s"
-            f" FROM {table} JOIN chunks c ON c.id = {table}.rowid"
-            f" WHERE {table} MATCH ? ORDER BY s DESC, c.id LIMIT ?"
+            f"SELECT rowid, bm25({table}, {w_heading!r}, {w_breadcrumb!r}, {w_body!r}) AS s"
+            f" FROM {table} WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?"
         )
-        return self.connection.execute(sql, (expression, depth)).fetchall()
+        return [(chunk_id, -score) for chunk_id, score in self.connection.execute(sql, (expression, depth))]
+
+    def locate_chunks(self, chunk_ids: list[int]) -> dict[int, tuple[str, str]]:
+        """chunk id -> (path, heading)."""
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.connection.execute(f"SELECT id, path, heading FROM chunks WHERE id IN ({marks})", chunk_ids)
+        return {chunk_id: (path, heading) for chunk_id, path, heading in rows}

@@ -37,7 +37,7 @@ def query(query_id: str, text: str, *expected: str, heading: str | None = None) 
 
 def findings_for(files: dict[str, str], queries: Sequence[GoldenQuery], returned: dict[str, list[Hit]] | None = None) -> list[Finding]:
     documents = tuple(build_document(path, text, Diagnostics()) for path, text in sorted(files.items()))
-    index = Index.build(Corpus(documents), full_text=False)
+    index = Index.build(Corpus(documents))
     with index.read_snapshot():
         return scan(index.chunks_by_document(), queries, returned or {})
 

@@ -12,6 +12,7 @@ from scanner.corpus import Corpus, build_document
 from scanner.diagnostics import Diagnostics
 from scanner.index import Index
 from scanner.query_compiler import compile_query
+from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.builtin import BuiltinRetriever, FieldWeights, Tokenization
 
 
@@ -110,6 +111,26 @@ def test_the_heading_weight_changes_the_ranking() -> None:
 
 def test_the_description_records_tokenizers_weights_and_fusion_for_the_fingerprint(retriever: BuiltinRetriever) -> None:
     described = retriever.describe()
-    assert described["tokenizers"] == ["porter unicode61 remove_diacritics 2", "trigram"]
+    assert described["tokenization"] == "auto"
+    assert described["tokenizers"] == {"word": "porter unicode61 remove_diacritics 2 + cjk bigrams", "trigram": "trigram"}
     assert described["weights"] == {"heading": 2.0, "breadcrumb": 1.0, "body": 1.0}
     assert described["fusion"] == {"method": "rrf", "k": 60, "depth": 100}
+
+
+def test_auto_answers_english_from_the_word_index_alone_and_never_builds_the_trigram_index() -> None:
+    index = index_of(CORPUS)
+    retriever = BuiltinRetriever(index)
+    retriever.prepare([SearchRequest("q", "how do I roll back", 10)])
+    assert retriever.search("how do I roll back", 1)[0].path == "deploy.md"
+    tables = {name for (name,) in index.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "fts_word" in tables and "fts_trigram" not in tables
+
+
+def test_auto_ranks_a_cjk_query_by_trigrams_and_fills_from_bigrams_when_trigrams_find_too_little() -> None:
+    retriever = BuiltinRetriever(index_of(CORPUS))
+    trigram_only = BuiltinRetriever(index_of(CORPUS), tokenization=Tokenization.TRIGRAM)
+    query = "トライグラムで日本語を検索する方法"
+    assert [h.path for h in retriever.search(query, 1)] == [h.path for h in trigram_only.search(query, 1)] == ["ja.md"]
+    # No three-character run in common with zh.md: the bigrams find it.
+    assert trigram_only.search("中文检索使用什么索引", 10) == []
+    assert retriever.search("中文检索使用什么索引", 1)[0].path == "zh.md"

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Sequence
 
+from ..analysis import has_cjk
 from ..index import TRIGRAM_TOKENIZER, WORD_TOKENIZER, Index
-from ..query_compiler import QUERY_COMPILER_VERSION, compile_query
+from ..query_compiler import QUERY_COMPILER_VERSION, CompiledQuery, compile_query
 from .base import Hit, SearchRequest
 
 RRF_K = 60
@@ -28,7 +29,11 @@ FUSION_DEPTH = 100
 
 
 class Tokenization(str, Enum):
+    AUTO = "auto"
+    """By the query's script: word index for queries without CJK, trigram index for CJK-only
+    queries, both fused for mixed ones. Chosen by measurement (README, Search quality)."""
     FUSED = "fused"
+    """Both indexes for every query, fused by reciprocal rank."""
     WORD = "word"
     TRIGRAM = "trigram"
 
@@ -45,27 +50,30 @@ class FieldWeights:
 
 class BuiltinRetriever:
     def __init__(
-        self, index: Index, weights: FieldWeights = FieldWeights(), tokenization: Tokenization = Tokenization.FUSED
+        self, index: Index, weights: FieldWeights = FieldWeights(), tokenization: Tokenization = Tokenization.AUTO
     ) -> None:
         self.index = index
         self.weights = weights
         self.tokenization = tokenization
 
     def describe(self) -> dict[str, object]:
-        tokenizers = {
-            Tokenization.FUSED: [WORD_TOKENIZER, TRIGRAM_TOKENIZER],
-            Tokenization.WORD: [WORD_TOKENIZER],
-            Tokenization.TRIGRAM: [TRIGRAM_TOKENIZER],
-        }[self.tokenization]
         return {
             "name": "builtin",
             "engine": "sqlite-fts5",
             "tokenization": self.tokenization.value,
-            "tokenizers": tokenizers,
+            "tokenizers": {"word": WORD_TOKENIZER + " + cjk bigrams", "trigram": TRIGRAM_TOKENIZER},
             "weights": {"heading": self.weights.heading, "breadcrumb": self.weights.breadcrumb, "body": self.weights.body},
-            "fusion": {"method": "rrf", "k": RRF_K, "depth": FUSION_DEPTH} if self.tokenization is Tokenization.FUSED else None,
+            "fusion": {"method": "rrf", "k": RRF_K, "depth": FUSION_DEPTH},
             "query_compiler_version": QUERY_COMPILER_VERSION,
         }
+
+    def prepare(self, requests: Sequence[SearchRequest]) -> None:
+        """Build the FTS5 tables these queries will use, before the read snapshot starts."""
+        for request in requests:
+            compiled = compile_query(request.text)
+            if compiled is not None:
+                for table, _ in self._plan(request.text, compiled):
+                    self.index.ensure_full_text(table)
 
     def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         return [self.search(request.text, request.limit) for request in requests]
@@ -74,28 +82,54 @@ class BuiltinRetriever:
         compiled = compile_query(text)
         if compiled is None:
             return []
+        self.prepare([SearchRequest("", text, limit)])
         weights = self.weights.as_tuple()
-        depth = max(limit, FUSION_DEPTH)
-        rankings = []
-        if self.tokenization in (Tokenization.FUSED, Tokenization.WORD) and compiled.word is not None:
-            rankings.append(self.index.search("fts_word", compiled.word, weights, depth))
-        if self.tokenization in (Tokenization.FUSED, Tokenization.TRIGRAM) and compiled.trigram is not None:
-            rankings.append(self.index.search("fts_trigram", compiled.trigram, weights, depth))
-        if self.tokenization is not Tokenization.FUSED:
-            rows = rankings[0] if rankings else []
-            return [Hit(rank, path, heading, score) for rank, (_, path, heading, score) in enumerate(rows[:limit], 1)]
-        return _fuse(rankings, limit)
+        plan = self._plan(text, compiled)
+        fused = self.tokenization is Tokenization.FUSED or (len(plan) == 2 and plan[0][0] == "fts_word")
+        if fused:
+            depth = max(limit, FUSION_DEPTH)
+            ranked = _fuse([self.index.search(table, expression, weights, depth) for table, expression in plan], limit)
+        else:
+            # One index ranks; a second one (CJK: the word index's bigrams) only fills the list
+            # when the first finds fewer than `limit` chunks, e.g. a question sharing no
+            # three-character run with any document.
+            ranked = []
+            for table, expression in plan:
+                seen = {chunk_id for chunk_id, _ in ranked}
+                more = self.index.search(table, expression, weights, limit + len(ranked))
+                ranked.extend((chunk_id, score) for chunk_id, score in more if chunk_id not in seen)
+                ranked = ranked[:limit]
+                if len(ranked) >= limit:
+                    break
+        located = self.index.locate_chunks([chunk_id for chunk_id, _ in ranked])
+        return [Hit(rank, *located[chunk_id], score) for rank, (chunk_id, score) in enumerate(ranked, 1)]
+
+    def _plan(self, text: str, compiled: CompiledQuery) -> list[tuple[str, str]]:
+        """Which index(es) answer this query, with which expression."""
+        word = [("fts_word", compiled.word)] if compiled.word is not None else []
+        trigram = [("fts_trigram", compiled.trigram)] if compiled.trigram is not None else []
+        if self.tokenization is Tokenization.WORD:
+            return word
+        if self.tokenization is Tokenization.TRIGRAM:
+            return trigram
+        if self.tokenization is Tokenization.FUSED:
+            return word + trigram
+        if not has_cjk(text):
+            return word
+        # Mixed-script queries need both indexes, fused. CJK-only queries: the trigram index
+        # ranks them best, the word index's bigrams fill in what it cannot match.
+        if any(ch.isascii() and ch.isalnum() for ch in text):
+            return word + trigram
+        return trigram + word
 
 
-def _fuse(rankings: list[list[tuple[int, str, str, float]]], limit: int) -> list[Hit]:
+def _fuse(rankings: list[list[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:
     scores: dict[int, float] = {}
     best_rank: dict[int, int] = {}
-    located: dict[int, tuple[str, str]] = {}
     for rows in rankings:
-        for rank, (chunk_id, path, heading, _) in enumerate(rows, 1):
+        for rank, (chunk_id, _) in enumerate(rows, 1):
             scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
             best_rank[chunk_id] = min(best_rank.get(chunk_id, rank), rank)
-            located[chunk_id] = (path, heading)
     # Ties (equal fused score) go to the better single-list rank, then to index order.
     order = sorted(scores, key=lambda c: (-scores[c], best_rank[c], c))[:limit]
-    return [Hit(rank, *located[c], round(scores[c], 12)) for rank, c in enumerate(order, 1)]
+    return [(c, round(scores[c], 12)) for c in order]
