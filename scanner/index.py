@@ -106,12 +106,17 @@ class Index:
                 ),
             )
         elif table == "fts_trigram":
+            # Only chunks holding CJK text: the trigram index answers CJK queries, which cannot
+            # match a chunk without CJK characters, and it costs several times the word index
+            # to build; an English KB with a few Japanese notes pays for those notes only.
             connection.execute(
                 "CREATE VIRTUAL TABLE fts_trigram USING fts5(heading, breadcrumb, body,"
                 f" content='chunks', content_rowid='id', tokenize='{TRIGRAM_TOKENIZER}')"
             )
-            connection.execute(
-                "INSERT INTO fts_trigram(rowid, heading, breadcrumb, body) SELECT id, heading, breadcrumb, body FROM chunks"
+            rows = connection.execute("SELECT id, heading, breadcrumb, body FROM chunks")
+            connection.executemany(
+                "INSERT INTO fts_trigram(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)",
+                (row for row in rows.fetchall() if has_cjk(row[1]) or has_cjk(row[2]) or has_cjk(row[3])),
             )
         else:
             raise ValueError(table)

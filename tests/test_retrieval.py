@@ -89,9 +89,7 @@ def test_cjk_bigrams_find_a_paraphrase_that_shares_no_three_character_run() -> N
     # The query shares only two-character words (中文, 检索, 使用, 索引) with zh.md.
     query = "中文检索使用什么索引"
     word = BuiltinRetriever(index_of(CORPUS), tokenization=Tokenization.WORD)
-    trigram = BuiltinRetriever(index_of(CORPUS), tokenization=Tokenization.TRIGRAM)
     assert word.search(query, 1)[0].path == "zh.md"
-    assert [h.path for h in trigram.search(query, 10)] == []
 
 
 def test_hits_are_chunks_and_one_document_may_hold_several_ranks(retriever: BuiltinRetriever) -> None:
@@ -127,10 +125,14 @@ def test_auto_answers_english_from_the_word_index_alone_and_never_builds_the_tri
 
 
 def test_auto_ranks_a_cjk_query_by_trigrams_and_fills_from_bigrams_when_trigrams_find_too_little() -> None:
-    retriever = BuiltinRetriever(index_of(CORPUS))
-    trigram_only = BuiltinRetriever(index_of(CORPUS), tokenization=Tokenization.TRIGRAM)
-    query = "トライグラムで日本語を検索する方法"
-    assert [h.path for h in retriever.search(query, 1)] == [h.path for h in trigram_only.search(query, 1)] == ["ja.md"]
-    # No three-character run in common with zh.md: the bigrams find it.
-    assert trigram_only.search("中文检索使用什么索引", 10) == []
+    index = index_of(CORPUS)
+    retriever = BuiltinRetriever(index)
+    assert [h.path for h in retriever.search("トライグラムで日本語を検索する方法", 1)] == ["ja.md"]
+    # The trigram index holds only the CJK chunks, and no three-character run of this query is in
+    # zh.md: trigrams alone find nothing, the bigrams fill the list.
+    compiled = compile_query("中文检索使用什么索引")
+    assert compiled is not None and compiled.trigram is not None
+    assert index.search("fts_trigram", compiled.trigram, (2.0, 1.0, 1.0), 10) == []
     assert retriever.search("中文检索使用什么索引", 1)[0].path == "zh.md"
+    [(trigram_rows,)] = index.connection.execute("SELECT count(*) FROM fts_trigram_docsize").fetchall()
+    assert trigram_rows == 2  # ja.md and zh.md; the three English chunks are not in it

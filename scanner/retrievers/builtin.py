@@ -30,12 +30,11 @@ FUSION_DEPTH = 100
 
 class Tokenization(str, Enum):
     AUTO = "auto"
-    """By the query's script: word index for queries without CJK, trigram index for CJK-only
-    queries, both fused for mixed ones. Chosen by measurement (README, Search quality)."""
-    FUSED = "fused"
-    """Both indexes for every query, fused by reciprocal rank."""
+    """By the query's script: word index for queries without CJK, trigram index (filled from the
+    word index's bigrams) for CJK-only queries, both fused for mixed ones. Chosen by measurement
+    (README, Search quality)."""
     WORD = "word"
-    TRIGRAM = "trigram"
+    """The word index alone (CJK as bigrams), for every query."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +84,7 @@ class BuiltinRetriever:
         self.prepare([SearchRequest("", text, limit)])
         weights = self.weights.as_tuple()
         plan = self._plan(text, compiled)
-        fused = self.tokenization is Tokenization.FUSED or (len(plan) == 2 and plan[0][0] == "fts_word")
+        fused = len(plan) == 2 and plan[0][0] == "fts_word"
         if fused:
             depth = max(limit, FUSION_DEPTH)
             ranked = _fuse([self.index.search(table, expression, weights, depth) for table, expression in plan], limit)
@@ -108,13 +107,7 @@ class BuiltinRetriever:
         """Which index(es) answer this query, with which expression."""
         word = [("fts_word", compiled.word)] if compiled.word is not None else []
         trigram = [("fts_trigram", compiled.trigram)] if compiled.trigram is not None else []
-        if self.tokenization is Tokenization.WORD:
-            return word
-        if self.tokenization is Tokenization.TRIGRAM:
-            return trigram
-        if self.tokenization is Tokenization.FUSED:
-            return word + trigram
-        if not has_cjk(text):
+        if self.tokenization is Tokenization.WORD or not has_cjk(text):
             return word
         # Mixed-script queries need both indexes, fused. CJK-only queries: the trigram index
         # ranks them best, the word index's bigrams fill in what it cannot match.
