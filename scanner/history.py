@@ -213,6 +213,10 @@ def save_history(
             "or lower --limit so each query records fewer hits",
         )
     data = head + b",".join(encoded[:count]) + tail
+    # The pipeline read this path before the eval; check again right before replacing
+    # it, so a file that became unreadable meanwhile (or a caller that skipped the
+    # read) still never loses its runs to this write.
+    _check_safe_to_replace(path, "history", cap_bytes)
     _write_atomically(path, data, "history")
 
     warnings: list[HistoryWarning] = []
@@ -357,6 +361,33 @@ def _read_regular_file(
     if total > cap_bytes:
         raise _oversized(name, what, total, cap_bytes)  # it grew after fstat
     return b"".join(chunks)
+
+
+def _check_safe_to_replace(path: Path, what: str, cap_bytes: int) -> None:
+    """Raise InputError unless `path` is absent or a file `read_history` would accept.
+
+    Opens and closes without reading: the same refusals as reading, so what the
+    next read would refuse is never replaced either.
+    """
+    name = str(path)
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise _unreadable(name, what, error) from None
+    if stat.S_ISLNK(status.st_mode):
+        raise _symlink_refused(name, what)
+    _check_stat(status, name, what, cap_bytes, allow_links=False)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        os.close(os.open(path, flags))
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _symlink_refused(name, what) from None
+        raise _unreadable(name, what, error) from None
 
 
 def _check_stat(
