@@ -338,14 +338,10 @@ def _read_regular_file(
             raise _symlink_refused(name, what) from None
         raise _unreadable(name, what, error) from None
     try:
-        opened = os.fstat(fd)
-        _check_stat(opened, name, what, cap_bytes, allow_links)
-        if (opened.st_dev, opened.st_ino) != (before.st_dev, before.st_ino):
-            raise InputError(
-                f"the {what} file was replaced while it was being opened",
-                file=name,
-                hint="make sure no other process writes it during the run, then run again",
-            )
+        # The descriptor is what gets read: check it again. A concurrent kb-eval may
+        # have renamed a new history into place since lstat; that file is fine to
+        # read as long as it passes the same checks.
+        _check_stat(os.fstat(fd), name, what, cap_bytes, allow_links)
         chunks: list[bytes] = []
         total = 0
         while total <= cap_bytes:

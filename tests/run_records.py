@@ -43,7 +43,9 @@ def make_run(
             "tags": [],
             "line": index + 1,
             "expected": [{"path": f"{query_id}.md", "heading": None}],
-            "top_k": [{"rank": 1, "path": f"{query_id}.md", "heading": "Intro", "score": 1.0}],
+            "top_k": [
+                {"rank": 1, "path": f"{query_id}.md", "heading": "Intro", "score": 1.0}
+            ],
             "metrics": {
                 "rr": value,
                 "recall_at_k": {str(k): value for k in KS},
