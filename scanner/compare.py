@@ -223,7 +223,7 @@ class Comparison:
 
     # --- report fragments --------------------------------------------------
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
         """The four report keys this comparison fills, every key every time."""
         return {
             "previous": self.previous_json(),
@@ -232,7 +232,7 @@ class Comparison:
             "comparison": self.comparison_json(),
         }
 
-    def previous_json(self) -> dict[str, object] | None:
+    def previous_json(self) -> dict[str, Any] | None:
         if self.previous is None:
             return None
         corpus = self.previous.get("corpus")
@@ -244,7 +244,7 @@ class Comparison:
             "aggregate": self.previous.get("aggregate"),
         }
 
-    def diff_json(self) -> dict[str, object] | None:
+    def diff_json(self) -> dict[str, Any] | None:
         if not self.compared:
             return None
         aggregate: dict[str, Any] = {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from scanner.compare import Comparison, Metric
 from scanner.errors import InputError
@@ -75,7 +76,7 @@ class GateResult:
     verdicts: tuple[MetricVerdict, ...]
     """Every aggregate metric that fell, worst first."""
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "tripped": self.tripped,
             "evaluated": self.evaluated,

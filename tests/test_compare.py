@@ -178,7 +178,7 @@ def test_every_aggregate_metric_gets_a_delta() -> None:
     ]
     diff = comparison.diff_json()
     assert diff is not None
-    assert set(diff["aggregate"]) == {"mrr", "recall_at_k", "ndcg_at_k"}  # type: ignore[arg-type]
+    assert set(diff["aggregate"]) == {"mrr", "recall_at_k", "ndcg_at_k"}
 
 
 def test_per_query_deltas_are_matched_by_id_not_position() -> None:
@@ -187,12 +187,12 @@ def test_per_query_deltas_are_matched_by_id_not_position() -> None:
     comparison = compare_runs(current, previous)
     diff = comparison.diff_json()
     assert diff is not None
-    assert diff["queries"]["worse"] == ["q2"]  # type: ignore[index]
-    assert diff["queries"]["better"] == ["q1"]  # type: ignore[index]
-    assert diff["queries"]["unchanged"] == 1  # type: ignore[index]
+    assert diff["queries"]["worse"] == ["q2"]
+    assert diff["queries"]["better"] == ["q1"]
+    assert diff["queries"]["unchanged"] == 1
     rows = diff["per_query"]
-    assert [row["id"] for row in rows] == ["q2", "q1"]  # type: ignore[union-attr,index]
-    assert rows[0]["metrics"]["rr"] == {"previous": 1.0, "current": 0.0, "delta": -1.0}  # type: ignore[index]
+    assert [row["id"] for row in rows] == ["q2", "q1"]
+    assert rows[0]["metrics"]["rr"] == {"previous": 1.0, "current": 0.0, "delta": -1.0}
     assert comparison.worst_queries(Metric("recall", 5)) == [("q2", -1.0)]
 
 
@@ -202,8 +202,8 @@ def test_queries_only_in_one_run_are_listed() -> None:
     )
     diff = comparison.diff_json()
     assert diff is not None
-    assert diff["queries"]["only_in_current"] == ["new"]  # type: ignore[index]
-    assert diff["queries"]["only_in_previous"] == ["gone"]  # type: ignore[index]
+    assert diff["queries"]["only_in_current"] == ["new"]
+    assert diff["queries"]["only_in_previous"] == ["gone"]
 
 
 def test_deltas_are_rounded_so_float_noise_is_not_a_change() -> None:

@@ -9,10 +9,12 @@ from run_records import make_run, uniform_aggregate
 
 from scanner.compare import compare_runs, compare_with_history
 from scanner.errors import InputError
-from scanner.gate import check_gate_settings, evaluate_gate
+from scanner.gate import GateResult, check_gate_settings, evaluate_gate
 
 
-def _gate_for(previous_value: float, current_value: float, threshold: float = 0.05):  # type: ignore[no-untyped-def]
+def _gate_for(
+    previous_value: float, current_value: float, threshold: float = 0.05
+) -> GateResult:
     previous = make_run(aggregate=uniform_aggregate(previous_value))
     current = make_run(aggregate=uniform_aggregate(current_value))
     return evaluate_gate(compare_runs(current, previous), threshold)
@@ -112,7 +114,7 @@ def test_with_alpha_one_query_flipping_on_five_does_not_trip_but_reports_p() -> 
         assert verdict.over_threshold and not verdict.counts
         assert verdict.significance is not None and verdict.significance.p_value == 1.0
     assert "not significant at alpha 0.05" in result.reason
-    assert result.to_json()["metrics"][0]["p_value"] == 1.0  # type: ignore[index]
+    assert result.to_json()["metrics"][0]["p_value"] == 1.0
 
 
 def test_with_alpha_a_broad_drop_is_significant_and_trips() -> None:

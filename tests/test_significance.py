@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import stats  # type: ignore[import-untyped]
 
 from scanner.significance import (
     EXACT_MAX_NONZERO,
@@ -108,7 +108,8 @@ def test_the_sampled_p_value_is_reproducible_and_sign_symmetric() -> None:
 
 def _scipy_p(differences: list[float], n_resamples: int) -> float:
     def mean_difference(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
-        return np.mean(x - y, axis=axis)
+        difference: np.ndarray = np.mean(x - y, axis=axis)
+        return difference
 
     x = np.array(differences)
     y = np.zeros_like(x)
