@@ -151,9 +151,7 @@ class QueryDelta:
             if delta.metric.family == "mrr":
                 deltas["rr"] = delta.to_json()
             else:
-                deltas.setdefault(f"{delta.metric.family}_at_k", {})[
-                    str(delta.metric.k)
-                ] = delta.to_json()
+                deltas.setdefault(f"{delta.metric.family}_at_k", {})[str(delta.metric.k)] = delta.to_json()
         return {
             "id": self.query_id,
             "query": self.query,
@@ -252,9 +250,7 @@ class Comparison:
             if delta.metric.family == "mrr":
                 aggregate["mrr"] = delta.to_json()
             else:
-                aggregate.setdefault(f"{delta.metric.family}_at_k", {})[
-                    str(delta.metric.k)
-                ] = delta.to_json()
+                aggregate.setdefault(f"{delta.metric.family}_at_k", {})[str(delta.metric.k)] = delta.to_json()
         by_status: dict[str, list[str]] = {"worse": [], "better": [], "mixed": []}
         changed_rows = []
         unchanged = 0
@@ -299,41 +295,24 @@ class Comparison:
         if self.status is ComparisonStatus.NO_PREVIOUS:
             return ["No comparison: " + "; ".join(self.reasons)]
         if self.status is ComparisonStatus.INCOMPARABLE:
-            return ["Not compared with the previous run, because:"] + [
-                f"  - {reason}" for reason in self.reasons
-            ]
-        assert (
-            self.previous is not None
-        )  # COMPARED always carries the run (see compare_runs)
-        lines = [
-            f"Compared with the {self.source} run of {self.previous.get('timestamp')}:"
-        ]
+            return ["Not compared with the previous run, because:"] + [f"  - {reason}" for reason in self.reasons]
+        assert self.previous is not None  # COMPARED always carries the run (see compare_runs)
+        lines = [f"Compared with the {self.source} run of {self.previous.get('timestamp')}:"]
         for delta in self.metric_deltas:
-            lines.append(
-                f"  {delta.metric.label:<10} {delta.previous:.4f} -> {delta.current:.4f} "
-                f"({delta.delta:+.4f})"
-            )
+            lines.append(f"  {delta.metric.label:<10} {delta.previous:.4f} -> {delta.current:.4f} ({delta.delta:+.4f})")
         if self.corpus is not None and self.corpus.changed:
             lines.append(
                 f"  The corpus changed since then ({self.corpus.description}): a delta may "
                 "reflect the corpus, not retrieval."
             )
         elif self.corpus is not None and self.corpus.changed is None:
-            lines.append(
-                f"  Whether the corpus changed is unknown ({self.corpus.description})."
-            )
+            lines.append(f"  Whether the corpus changed is unknown ({self.corpus.description}).")
         worse = [q.query_id for q in self.query_deltas if q.status == "worse"]
         better = [q.query_id for q in self.query_deltas if q.status == "better"]
         if worse:
-            lines.append(
-                f"  Worse: {', '.join(worse[:10])}"
-                + (" ..." if len(worse) > 10 else "")
-            )
+            lines.append(f"  Worse: {', '.join(worse[:10])}" + (" ..." if len(worse) > 10 else ""))
         if better:
-            lines.append(
-                f"  Better: {', '.join(better[:10])}"
-                + (" ..." if len(better) > 10 else "")
-            )
+            lines.append(f"  Better: {', '.join(better[:10])}" + (" ..." if len(better) > 10 else ""))
         return lines
 
 
@@ -352,20 +331,14 @@ def fingerprint_differences(
     """
     reasons: list[str] = []
     keys = [key for key in _NAMED_FINGERPRINT_KEYS if key in current or key in previous]
-    keys += sorted(
-        key for key in {*current, *previous} if key not in _NAMED_FINGERPRINT_KEYS
-    )
+    keys += sorted(key for key in {*current, *previous} if key not in _NAMED_FINGERPRINT_KEYS)
     order = f"({against} vs this run)"
     for key in keys:
         if key not in previous:
-            reasons.append(
-                f"fingerprint field {_show(key)} is not recorded in {against}"
-            )
+            reasons.append(f"fingerprint field {_show(key)} is not recorded in {against}")
             continue
         if key not in current:
-            reasons.append(
-                f"fingerprint field {_show(key)} is recorded in {against} but not in this run"
-            )
+            reasons.append(f"fingerprint field {_show(key)} is recorded in {against} but not in this run")
             continue
         old, new = previous[key], current[key]
         if _same(old, new):
@@ -377,32 +350,19 @@ def fingerprint_differences(
         elif key == "k":
             reasons.append(f"k values differ: {_show(old)} vs {_show(new)} {order}")
         elif key == "metric_version":
-            reasons.append(
-                f"metric version differs: {_show(old)} vs {_show(new)} {order}"
-            )
+            reasons.append(f"metric version differs: {_show(old)} vs {_show(new)} {order}")
         elif key == "query_compiler_version":
-            reasons.append(
-                f"query compiler version differs: {_show(old)} vs {_show(new)} {order}"
-            )
-        elif (
-            key == "retriever" and isinstance(old, Mapping) and isinstance(new, Mapping)
-        ):
+            reasons.append(f"query compiler version differs: {_show(old)} vs {_show(new)} {order}")
+        elif key == "retriever" and isinstance(old, Mapping) and isinstance(new, Mapping):
             for part in sorted({*old, *new}):
-                if (
-                    part not in old
-                    or part not in new
-                    or not _same(old[part], new[part])
-                ):
+                if part not in old or part not in new or not _same(old[part], new[part]):
                     reasons.append(
-                        f"retriever differs: {part} {_show(old.get(part))} vs "
-                        f"{_show(new.get(part))} {order}"
+                        f"retriever differs: {part} {_show(old.get(part))} vs {_show(new.get(part))} {order}"
                     )
         elif key == "retriever":
             reasons.append(f"retriever differs: {_show(old)} vs {_show(new)} {order}")
         else:
-            reasons.append(
-                f"fingerprint field {_show(key)} differs: {_show(old)} vs {_show(new)} {order}"
-            )
+            reasons.append(f"fingerprint field {_show(key)} differs: {_show(old)} vs {_show(new)} {order}")
     return reasons
 
 
@@ -414,11 +374,7 @@ def _same(a: object, b: object) -> bool:
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return (
-        type(a) is type(b)
-        and a == b
-        or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
-    )
+    return type(a) is type(b) and a == b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
 
 
 def _show(value: object) -> str:
@@ -434,25 +390,17 @@ def pick_comparable(
     """The newest run (runs are newest first) whose fingerprint equals this run's, or None."""
     for run in runs:
         fingerprint = run.get("fingerprint")
-        if isinstance(fingerprint, Mapping) and _same(
-            dict(fingerprint), dict(current_fingerprint)
-        ):
+        if isinstance(fingerprint, Mapping) and _same(dict(fingerprint), dict(current_fingerprint)):
             return run
     return None
 
 
-def no_previous(
-    reason: str, source: Literal["history", "baseline"] | None = None
-) -> Comparison:
+def no_previous(reason: str, source: Literal["history", "baseline"] | None = None) -> Comparison:
     """A comparison that did not happen because there was nothing to compare with."""
-    return Comparison(
-        ComparisonStatus.NO_PREVIOUS, (reason,), source, None, (), (), (), (), None
-    )
+    return Comparison(ComparisonStatus.NO_PREVIOUS, (reason,), source, None, (), (), (), (), None)
 
 
-def compare_with_history(
-    current: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
-) -> Comparison:
+def compare_with_history(current: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> Comparison:
     """Compare with the newest comparable run of the history (newest first)."""
     if not runs:
         return no_previous("no previous run in the history", "history")
@@ -460,14 +408,11 @@ def compare_with_history(
     match = pick_comparable(fingerprint, runs)
     if match is not None:
         return compare_runs(current, match, "history")
-    reasons = fingerprint_differences(
-        fingerprint, runs[0]["fingerprint"], "the previous run"
-    )
+    reasons = fingerprint_differences(fingerprint, runs[0]["fingerprint"], "the previous run")
     if len(runs) > 1:
         reasons.insert(
             0,
-            f"none of the {len(runs)} runs in the history has this run's settings; "
-            "the newest differs as follows",
+            f"none of the {len(runs)} runs in the history has this run's settings; the newest differs as follows",
         )
     return _incomparable(reasons, "history")
 
@@ -485,13 +430,9 @@ def compare_runs(
     """
     problems = run_record_problems(previous)
     if problems:
-        return no_previous(
-            f"the previous run cannot be compared: {'; '.join(problems)}", source
-        )
+        return no_previous(f"the previous run cannot be compared: {'; '.join(problems)}", source)
     against = "the baseline" if source == "baseline" else "the previous run"
-    reasons = fingerprint_differences(
-        current.get("fingerprint", {}), previous["fingerprint"], against
-    )
+    reasons = fingerprint_differences(current.get("fingerprint", {}), previous["fingerprint"], against)
     if reasons:
         return _incomparable(reasons, source)
 
@@ -518,11 +459,7 @@ def compare_runs(
             if new is not None and old is not None:
                 deltas.append(MetricDelta(metric, old, new))
         query = row.get("query")
-        query_deltas.append(
-            QueryDelta(
-                row["id"], query if isinstance(query, str) else None, tuple(deltas)
-            )
-        )
+        query_deltas.append(QueryDelta(row["id"], query if isinstance(query, str) else None, tuple(deltas)))
     return Comparison(
         status=ComparisonStatus.COMPARED,
         reasons=(),
@@ -530,17 +467,13 @@ def compare_runs(
         previous=previous,
         metric_deltas=tuple(metric_deltas),
         query_deltas=tuple(query_deltas),
-        only_in_current=tuple(
-            r["id"] for r in current_rows if r["id"] not in previous_rows
-        ),
+        only_in_current=tuple(r["id"] for r in current_rows if r["id"] not in previous_rows),
         only_in_previous=tuple(i for i in previous_rows if i not in current_ids),
         corpus=corpus_change(current.get("corpus"), previous.get("corpus")),
     )
 
 
-def _incomparable(
-    reasons: list[str], source: Literal["history", "baseline"]
-) -> Comparison:
+def _incomparable(reasons: list[str], source: Literal["history", "baseline"]) -> Comparison:
     return Comparison(
         ComparisonStatus.INCOMPARABLE,
         tuple(reasons),
@@ -586,6 +519,4 @@ def corpus_change(current: object, previous: object) -> CorpusChange:
             return CorpusChange(True, "same counts, different contents")
         return CorpusChange(False, "unchanged")
     # Equal counts prove nothing about contents: an edited document keeps them.
-    return CorpusChange(
-        None, "same counts; the previous run recorded no content digest"
-    )
+    return CorpusChange(None, "same counts; the previous run recorded no content digest")

@@ -56,9 +56,7 @@ class MetricVerdict:
             "p_value": self.significance.p_value if self.significance else None,
             "test": self.significance.to_json() if self.significance else None,
             "counts": self.counts,
-            "worst_queries": [
-                {"id": qid, "delta": delta} for qid, delta in self.worst_queries
-            ],
+            "worst_queries": [{"id": qid, "delta": delta} for qid, delta in self.worst_queries],
         }
 
 
@@ -87,9 +85,7 @@ class GateResult:
         }
 
     def text_lines(self) -> list[str]:
-        lines = [
-            ("REGRESSION: " if self.tripped else "Regression gate: ") + self.reason
-        ]
+        lines = [("REGRESSION: " if self.tripped else "Regression gate: ") + self.reason]
         for verdict in self.verdicts:
             p = (
                 f", p = {verdict.significance.p_value:.4g} ({verdict.significance.method})"
@@ -102,9 +98,7 @@ class GateResult:
                 f"({verdict.delta:+.4f}{p}) {mark}"
             )
             if verdict.counts and verdict.worst_queries:
-                worst = ", ".join(
-                    f"{qid} ({delta:+.3f})" for qid, delta in verdict.worst_queries
-                )
+                worst = ", ".join(f"{qid} ({delta:+.3f})" for qid, delta in verdict.worst_queries)
                 lines.append(f"    worst queries: {worst}")
         return lines
 
@@ -125,9 +119,7 @@ def check_gate_settings(threshold: float, alpha: float | None) -> None:
         )
 
 
-def evaluate_gate(
-    comparison: Comparison, threshold: float, alpha: float | None = None
-) -> GateResult:
+def evaluate_gate(comparison: Comparison, threshold: float, alpha: float | None = None) -> GateResult:
     """Decide the gate for one comparison; see the module docstring for the rule."""
     check_gate_settings(threshold, alpha)
     if not comparison.compared:
@@ -154,9 +146,7 @@ def evaluate_gate(
                 over_threshold=over,
                 significance=significance,
                 counts=counts,
-                worst_queries=tuple(
-                    comparison.worst_queries(delta.metric, WORST_QUERIES_SHOWN)
-                ),
+                worst_queries=tuple(comparison.worst_queries(delta.metric, WORST_QUERIES_SHOWN)),
             )
         )
     verdicts.sort(key=lambda v: (v.delta, v.metric.label))
@@ -170,12 +160,8 @@ def evaluate_gate(
         return GateResult(True, True, reason, threshold, alpha, tuple(verdicts))
     over_only = [v for v in verdicts if v.over_threshold]
     if over_only and alpha is not None:
-        reason = (
-            f"drops past {threshold:g} are not significant at alpha {alpha:g}: "
-            + ", ".join(
-                f"{v.metric.label} {v.delta:+.4f} (p = {_p_value(v):.4g})"
-                for v in over_only
-            )
+        reason = f"drops past {threshold:g} are not significant at alpha {alpha:g}: " + ", ".join(
+            f"{v.metric.label} {v.delta:+.4f} (p = {_p_value(v):.4g})" for v in over_only
         )
     else:
         reason = f"no aggregate metric dropped by more than {threshold:g}"
@@ -183,9 +169,7 @@ def evaluate_gate(
 
 
 def _p_value(verdict: MetricVerdict) -> float:
-    return (
-        verdict.significance.p_value if verdict.significance is not None else math.nan
-    )
+    return verdict.significance.p_value if verdict.significance is not None else math.nan
 
 
 def _worst_overall(verdicts: list[MetricVerdict]) -> list[str]:

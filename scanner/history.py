@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scanner.diagnostics import Diagnostic
 from scanner.errors import InputError
 from scanner.runrecord import run_record_from_report, run_record_problems
 
@@ -64,33 +65,14 @@ _READ_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryWarning:
-    """A problem that did not stop the run; becomes one entry of the report's `warnings`."""
-
-    code: str
-    """Stable identifier: history-unparsable, history-run-dropped, history-pruned."""
-    message: str
-    """One sentence for a person, saying what happened and what kb-eval did about it."""
-    file: str
-    """The history file concerned."""
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "file": self.file,
-            "line": None,
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class HistoryRead:
     """What reading the history produced."""
 
     runs: tuple[dict[str, Any], ...]
     """Comparable run records, newest first; empty when the file was absent or started fresh."""
-    warnings: tuple[HistoryWarning, ...]
-    """Unparsable content or dropped runs; empty for a clean read."""
+    warnings: tuple[Diagnostic, ...]
+    """Unparsable content (code history-unparsable) or dropped runs (history-run-dropped);
+    empty for a clean read. Add them to the run's Diagnostics."""
     existed: bool
     """Whether a file was at the path (False: absent, which simply means no history yet)."""
 
@@ -106,7 +88,8 @@ class HistorySaved:
     dropped_for_size: int
     """Oldest runs left out so the file stays under the size cap (warned about)."""
     bytes_written: int
-    warnings: tuple[HistoryWarning, ...]
+    warnings: tuple[Diagnostic, ...]
+    """history-pruned when runs were dropped for size; add them to the run's Diagnostics."""
 
 
 def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
@@ -135,15 +118,14 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
         return _fresh(path, 'has no "runs" list')
 
     kept: list[dict[str, Any]] = []
-    warnings: list[HistoryWarning] = []
+    warnings: list[Diagnostic] = []
     for index, run in enumerate(runs):
         problems = run_record_problems(run)
         if problems:
             warnings.append(
-                HistoryWarning(
+                Diagnostic(
                     "history-run-dropped",
-                    f"history run #{index + 1} cannot be compared and was dropped: "
-                    + "; ".join(problems),
+                    f"history run #{index + 1} cannot be compared and was dropped: " + "; ".join(problems),
                     str(path),
                 )
             )
@@ -153,7 +135,7 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
 
 
 def _fresh(path: Path, why: str) -> HistoryRead:
-    warning = HistoryWarning(
+    warning = Diagnostic(
         "history-unparsable",
         f"the history file {why}; starting a fresh history (it will be replaced when this run is saved)",
         str(path),
@@ -219,33 +201,26 @@ def save_history(
     _check_safe_to_replace(path, "history", cap_bytes)
     _write_atomically(path, data, "history")
 
-    warnings: list[HistoryWarning] = []
+    warnings: list[Diagnostic] = []
     dropped_for_size = len(encoded) - count
     if dropped_for_size:
         warnings.append(
-            HistoryWarning(
+            Diagnostic(
                 "history-pruned",
-                f"the history would exceed {cap_bytes} bytes: kept the newest {count} of "
-                f"{len(encoded)} runs",
+                f"the history would exceed {cap_bytes} bytes: kept the newest {count} of {len(encoded)} runs",
                 str(path),
             )
         )
-    return HistorySaved(
-        count, dropped_for_count, dropped_for_size, len(data), tuple(warnings)
-    )
+    return HistorySaved(count, dropped_for_count, dropped_for_size, len(data), tuple(warnings))
 
 
-def save_baseline(
-    path: Path, report: Mapping[str, Any], cap_bytes: int = MAX_HISTORY_BYTES
-) -> int:
+def save_baseline(path: Path, report: Mapping[str, Any], cap_bytes: int = MAX_HISTORY_BYTES) -> int:
     """Write this run's report as a frozen baseline (`--save-baseline FILE`), atomically.
 
     The file is a whole JSON report, so `--baseline FILE` reads it like any other
     report artifact. Returns the bytes written.
     """
-    data = (
-        json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    ).encode("utf-8")
+    data = (json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
     if len(data) > cap_bytes:
         # Never write a baseline that --baseline would then refuse.
         raise InputError(
@@ -302,9 +277,7 @@ def read_baseline(
 # --- reading -----------------------------------------------------------------
 
 
-def _read_regular_file(
-    path: Path, what: str, cap_bytes: int, allow_links: bool
-) -> bytes | None:
+def _read_regular_file(path: Path, what: str, cap_bytes: int, allow_links: bool) -> bytes | None:
     """The bytes of `path`, None when absent; InputError when it is not safe to read.
 
     Checked with lstat BEFORE opening, so a FIFO is never opened for a blocking
@@ -386,9 +359,7 @@ def _check_safe_to_replace(path: Path, what: str, cap_bytes: int) -> None:
         raise _unreadable(name, what, error) from None
 
 
-def _check_stat(
-    status: os.stat_result, name: str, what: str, cap_bytes: int, allow_links: bool
-) -> None:
+def _check_stat(status: os.stat_result, name: str, what: str, cap_bytes: int, allow_links: bool) -> None:
     if not stat.S_ISREG(status.st_mode):
         raise InputError(
             f"the {what} file is {_file_kind(status.st_mode)}, not a regular file; "
@@ -404,8 +375,7 @@ def _check_stat(
             f"the {what} file has {status.st_nlink} hard links; kb-eval will not replace a "
             "file that is also reachable under another name, and stopped before saving anything",
             file=name,
-            hint=f"copy it to a file of its own (cp FILE FILE.new && mv FILE.new FILE) "
-            f"or point --{what} elsewhere",
+            hint=f"copy it to a file of its own (cp FILE FILE.new && mv FILE.new FILE) or point --{what} elsewhere",
         )
     if status.st_size > cap_bytes:
         raise _oversized(name, what, status.st_size, cap_bytes)
@@ -477,15 +447,11 @@ def _parse_strict_json(data: bytes) -> object:
     """Standard JSON only: no NaN/Infinity, no overflowing numbers, UTF-8."""
     try:
         text = data.decode("utf-8")
-        return json.loads(
-            text, parse_constant=_reject_constant, parse_float=_finite_float
-        )
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except _Unparsable:
         raise
     except json.JSONDecodeError as error:
-        raise _Unparsable(
-            f"{error.msg} at line {error.lineno} column {error.colno}", error.lineno
-        ) from None
+        raise _Unparsable(f"{error.msg} at line {error.lineno} column {error.colno}", error.lineno) from None
     except UnicodeDecodeError:
         raise _Unparsable("not UTF-8 text") from None
     except ValueError as error:  # an integer with too many digits
@@ -500,9 +466,7 @@ def _parse_strict_json(data: bytes) -> object:
 def _compact_json(record: Mapping[str, Any]) -> bytes:
     # allow_nan=False: a NaN in our own run is a bug, and must not reach a file that
     # the next read would then throw away.
-    return json.dumps(
-        record, ensure_ascii=False, allow_nan=False, separators=(",", ":")
-    ).encode("utf-8")
+    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
 def _new_file_mode(path: Path) -> int:
@@ -529,9 +493,7 @@ def _write_atomically(path: Path, data: bytes, what: str) -> None:
     folder = path.parent
     mode = _new_file_mode(path)
     try:
-        fd, temp_name = tempfile.mkstemp(
-            prefix=f".{path.name}.", suffix=".tmp", dir=folder
-        )
+        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as error:
         raise InputError(
             f"cannot create a file in {folder} to save the {what} ({error.strerror})",

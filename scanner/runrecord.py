@@ -37,10 +37,7 @@ def run_record_from_report(report: Mapping[str, Any]) -> dict[str, Any]:
 def is_unit_number(value: object) -> bool:
     """A finite int or float in [0, 1] (bool is not a number here)."""
     return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and 0.0 <= value <= 1.0
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0.0 <= value <= 1.0
     )
 
 
@@ -78,9 +75,7 @@ def _aggregate_problems(aggregate: Mapping[str, Any], where: str) -> list[str]:
     problems: list[str] = []
     if not is_unit_number(aggregate.get("mrr")):
         problems.append(f"{where}.mrr: must be a finite number in [0, 1]")
-    problems.extend(
-        _at_k_problems(aggregate.get("recall_at_k"), f"{where}.recall_at_k")
-    )
+    problems.extend(_at_k_problems(aggregate.get("recall_at_k"), f"{where}.recall_at_k"))
     if "ndcg_at_k" in aggregate:  # newer than the first history format
         problems.extend(_at_k_problems(aggregate["ndcg_at_k"], f"{where}.ndcg_at_k"))
     if "query_count" in aggregate and not _is_count(aggregate["query_count"]):
@@ -138,9 +133,7 @@ def _per_query_problems(per_query: object) -> list[str]:
             problems.append(f"{where}.metrics.rr: must be a finite number in [0, 1]")
         for family in ("recall_at_k", "ndcg_at_k"):
             if family in metrics:
-                problems.extend(
-                    _at_k_problems(metrics[family], f"{where}.metrics.{family}")
-                )
+                problems.extend(_at_k_problems(metrics[family], f"{where}.metrics.{family}"))
         if len(problems) >= _MAX_PROBLEMS:
             break
     return problems

@@ -94,9 +94,7 @@ def paired_sign_flip_test(
 ) -> SignFlipResult:
     """Test whether mean(current - previous) differs from zero; see the module docstring."""
     if len(current) != len(previous):
-        raise ValueError(
-            "paired test needs the same number of current and previous values"
-        )
+        raise ValueError("paired test needs the same number of current and previous values")
     differences = [c - p for c, p in zip(current, previous)]
     return sign_flip_test(differences, samples=samples, seed=seed)
 
@@ -141,9 +139,7 @@ def sign_flip_test(
         raise ValueError("samples must be at least 1")
     rng = random.Random(seed)
     count = sum(1 for _ in range(samples) if is_extreme(rng.getrandbits(n)))
-    return SignFlipResult(
-        (count + 1) / (samples + 1), "monte-carlo", pairs, n, samples, mean
-    )
+    return SignFlipResult((count + 1) / (samples + 1), "monte-carlo", pairs, n, samples, mean)
 
 
 def _partial_sum_tables(values: Sequence[float]) -> list[list[float]]:

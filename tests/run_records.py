@@ -43,9 +43,7 @@ def make_run(
             "tags": [],
             "line": index + 1,
             "expected": [{"path": f"{query_id}.md", "heading": None}],
-            "top_k": [
-                {"rank": 1, "path": f"{query_id}.md", "heading": "Intro", "score": 1.0}
-            ],
+            "top_k": [{"rank": 1, "path": f"{query_id}.md", "heading": "Intro", "score": 1.0}],
             "metrics": {
                 "rr": value,
                 "recall_at_k": {str(k): value for k in KS},
@@ -61,9 +59,7 @@ def make_run(
         "tool": {"name": "kb-eval", "version": "0.1.0"},
         "timestamp": timestamp,
         "fingerprint": fingerprint(**(fingerprint_changes or {})),
-        "corpus": corpus
-        if corpus is not None
-        else {"documents": 642, "chunks": 9400, "digest": "sha256:" + "1" * 64},
+        "corpus": corpus if corpus is not None else {"documents": 642, "chunks": 9400, "digest": "sha256:" + "1" * 64},
         "aggregate": aggregate
         if aggregate is not None
         else {

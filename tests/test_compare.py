@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from run_records import fingerprint, make_run
 
 from scanner.compare import (
     ComparisonStatus,
@@ -17,6 +16,7 @@ from scanner.compare import (
     no_previous,
     pick_comparable,
 )
+from tests.run_records import fingerprint, make_run
 
 # --- comparability --------------------------------------------------------------------
 
@@ -26,9 +26,7 @@ def test_equal_fingerprints_have_no_differences() -> None:
 
 
 def test_a_changed_golden_file_is_named_as_the_reason() -> None:
-    reasons = fingerprint_differences(
-        fingerprint(golden_sha256="b" * 64), fingerprint(), "the baseline"
-    )
+    reasons = fingerprint_differences(fingerprint(golden_sha256="b" * 64), fingerprint(), "the baseline")
     assert reasons == ["golden changed since the baseline"]
 
 
@@ -54,20 +52,14 @@ def test_a_changed_limit_is_named_with_both_values() -> None:
         ),
     ],
 )
-def test_each_fingerprint_part_that_differs_is_named(
-    changes: dict[str, object], expected: str
-) -> None:
+def test_each_fingerprint_part_that_differs_is_named(changes: dict[str, object], expected: str) -> None:
     reasons = fingerprint_differences(fingerprint(**changes), fingerprint())
     assert len(reasons) == 1 and reasons[0].startswith(expected), reasons
 
 
 def test_an_unknown_fingerprint_key_that_differs_is_never_ignored() -> None:
-    reasons = fingerprint_differences(
-        fingerprint(embedder="b"), fingerprint(embedder="a")
-    )
-    assert reasons == [
-        'fingerprint field "embedder" differs: "a" vs "b" (the previous run vs this run)'
-    ]
+    reasons = fingerprint_differences(fingerprint(embedder="b"), fingerprint(embedder="a"))
+    assert reasons == ['fingerprint field "embedder" differs: "a" vs "b" (the previous run vs this run)']
 
 
 def test_a_boolean_is_not_equal_to_a_number_in_a_fingerprint() -> None:
@@ -125,13 +117,9 @@ def test_a_history_with_no_comparable_run_compares_nothing_and_says_why() -> Non
 
 
 def test_a_baseline_with_another_limit_is_incomparable() -> None:
-    comparison = compare_runs(
-        make_run(fingerprint_changes={"limit": 20}), make_run(), "baseline"
-    )
+    comparison = compare_runs(make_run(fingerprint_changes={"limit": 20}), make_run(), "baseline")
     assert comparison.status is ComparisonStatus.INCOMPARABLE
-    assert comparison.reasons[0].startswith(
-        "limit differs: 10 vs 20 (the baseline vs this run)"
-    )
+    assert comparison.reasons[0].startswith("limit differs: 10 vs 20 (the baseline vs this run)")
 
 
 def test_the_newest_comparable_run_is_compared_when_the_newest_is_not() -> None:
@@ -197,9 +185,7 @@ def test_per_query_deltas_are_matched_by_id_not_position() -> None:
 
 
 def test_queries_only_in_one_run_are_listed() -> None:
-    comparison = compare_runs(
-        make_run({"q1": 1.0, "new": 1.0}), make_run({"q1": 1.0, "gone": 0.0})
-    )
+    comparison = compare_runs(make_run({"q1": 1.0, "new": 1.0}), make_run({"q1": 1.0, "gone": 0.0}))
     diff = comparison.diff_json()
     assert diff is not None
     assert diff["queries"]["only_in_current"] == ["new"]
@@ -254,32 +240,22 @@ def test_no_previous_is_its_own_status() -> None:
 # --- corpus change: reported, never a reason to skip the comparison --------------------
 
 
-def _corpus(
-    documents: int = 642, chunks: int = 9400, digest: str = "1"
-) -> dict[str, object]:
+def _corpus(documents: int = 642, chunks: int = 9400, digest: str = "1") -> dict[str, object]:
     return {"documents": documents, "chunks": chunks, "digest": "sha256:" + digest * 64}
 
 
 def test_a_document_added_marks_the_corpus_changed_and_still_compares() -> None:
-    comparison = compare_runs(
-        make_run(corpus=_corpus(646, 9420)), make_run(corpus=_corpus(642, 9400))
-    )
+    comparison = compare_runs(make_run(corpus=_corpus(646, 9420)), make_run(corpus=_corpus(642, 9400)))
     assert comparison.status is ComparisonStatus.COMPARED
     assert comparison.corpus_changed_json() is True
     assert comparison.corpus is not None
     assert comparison.corpus.description == "642 -> 646 documents, 9400 -> 9420 chunks"
-    assert any(
-        "642 -> 646 documents" in line and "not retrieval" in line
-        for line in comparison.text_lines()
-    )
+    assert any("642 -> 646 documents" in line and "not retrieval" in line for line in comparison.text_lines())
 
 
 def test_same_counts_with_another_digest_is_a_changed_corpus() -> None:
     change = corpus_change(_corpus(digest="2"), _corpus(digest="1"))
-    assert (
-        change.changed is True
-        and change.description == "same counts, different contents"
-    )
+    assert change.changed is True and change.description == "same counts, different contents"
 
 
 def test_same_counts_and_digest_is_an_unchanged_corpus() -> None:

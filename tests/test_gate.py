@@ -5,16 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
-from run_records import make_run, uniform_aggregate
 
 from scanner.compare import compare_runs, compare_with_history
 from scanner.errors import InputError
 from scanner.gate import GateResult, check_gate_settings, evaluate_gate
+from tests.run_records import make_run, uniform_aggregate
 
 
-def _gate_for(
-    previous_value: float, current_value: float, threshold: float = 0.05
-) -> GateResult:
+def _gate_for(previous_value: float, current_value: float, threshold: float = 0.05) -> GateResult:
     previous = make_run(aggregate=uniform_aggregate(previous_value))
     current = make_run(aggregate=uniform_aggregate(current_value))
     return evaluate_gate(compare_runs(current, previous), threshold)
@@ -74,9 +72,7 @@ def test_without_a_comparable_run_the_gate_is_a_no_op_that_says_why() -> None:
             aggregate=uniform_aggregate(1.0),
         )
     ]
-    result = evaluate_gate(
-        compare_with_history(make_run(aggregate=uniform_aggregate(0.0)), runs), 0.05
-    )
+    result = evaluate_gate(compare_with_history(make_run(aggregate=uniform_aggregate(0.0)), runs), 0.05)
     assert not result.tripped and not result.evaluated
     assert "golden changed since the previous run" in result.reason
     empty = evaluate_gate(compare_with_history(make_run(), []), 0.05)
@@ -85,9 +81,7 @@ def test_without_a_comparable_run_the_gate_is_a_no_op_that_says_why() -> None:
 
 def test_findings_never_trip_the_gate() -> None:
     finding = {"check": "golden-queries-quoted", "path": "notes/x.md", "quoted": []}
-    result = evaluate_gate(
-        compare_runs(make_run(findings=[finding] * 5), make_run()), 0.0
-    )
+    result = evaluate_gate(compare_runs(make_run(findings=[finding] * 5), make_run()), 0.0)
     assert result.evaluated and not result.tripped
 
 
@@ -103,9 +97,7 @@ def test_with_alpha_one_query_flipping_on_five_does_not_trip_but_reports_p() -> 
     previous = make_run({f"q{i}": 1.0 for i in range(5)})
     current = make_run({"q0": 0.0} | {f"q{i}": 1.0 for i in range(1, 5)})
     comparison = compare_runs(current, previous)
-    assert evaluate_gate(
-        comparison, 0.05
-    ).tripped  # the near miss: without alpha it trips
+    assert evaluate_gate(comparison, 0.05).tripped  # the near miss: without alpha it trips
 
     result = evaluate_gate(comparison, 0.05, alpha=0.05)
 
@@ -140,9 +132,7 @@ def test_with_alpha_a_broad_drop_is_significant_and_trips() -> None:
         (0.05, math.inf),
     ],
 )
-def test_meaningless_gate_settings_are_input_errors(
-    threshold: float, alpha: float | None
-) -> None:
+def test_meaningless_gate_settings_are_input_errors(threshold: float, alpha: float | None) -> None:
     with pytest.raises(InputError):
         check_gate_settings(threshold, alpha)
 

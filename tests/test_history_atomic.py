@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # writes is chosen by a label, so the parent can rebuild the exact bytes of each.
 _WRITER = """
 import sys
-sys.path[:0] = [{root!r}, {tests!r}]
+sys.path[:0] = [{root!r}]
 from pathlib import Path
-from run_records import make_run
+from tests.run_records import make_run
 from scanner.history import save_history
 
 def history(label, queries):
@@ -43,10 +43,8 @@ while rounds < 0 or i < rounds:
 """
 
 
-def _writer(
-    path: Path, labels: str, rounds: int, queries: int
-) -> subprocess.Popen[str]:
-    code = _WRITER.format(root=str(ROOT), tests=str(ROOT / "tests"))
+def _writer(path: Path, labels: str, rounds: int, queries: int) -> subprocess.Popen[str]:
+    code = _WRITER.format(root=str(ROOT))
     return subprocess.Popen(
         [sys.executable, "-c", code, str(path), labels, str(rounds), str(queries)],
         stdout=subprocess.PIPE,
@@ -111,9 +109,7 @@ def test_a_writer_killed_at_random_moments_leaves_the_old_or_the_new_file(
 ) -> None:
     path = tmp_path / ".kb-eval-history.json"
     queries = 1500  # ~2.5 MB per file: long enough writes for kills to land mid-write
-    expected = {
-        label: _expected_bytes(tmp_path, label, queries) for label in ("a", "b")
-    }
+    expected = {label: _expected_bytes(tmp_path, label, queries) for label in ("a", "b")}
     assert expected["a"] != expected["b"]
     rng = random.Random(5)
     seen = []
@@ -134,6 +130,4 @@ def test_a_writer_killed_at_random_moments_leaves_the_old_or_the_new_file(
     # The test must have observed real saves, not only kills before the first write.
     assert len(seen) >= 10
     # A killed writer may leave its temp file behind; it is never the history itself.
-    assert all(
-        p.name.startswith(".") for p in tmp_path.iterdir() if p.name.endswith(".tmp")
-    )
+    assert all(p.name.startswith(".") for p in tmp_path.iterdir() if p.name.endswith(".tmp"))

@@ -13,7 +13,6 @@ from types import FrameType
 from typing import Any
 
 import pytest
-from run_records import make_run
 
 from scanner.errors import InputError
 from scanner.history import (
@@ -24,12 +23,11 @@ from scanner.history import (
     save_baseline,
     save_history,
 )
+from tests.run_records import make_run
 
 
 def _history_bytes(runs: list[dict[str, Any]]) -> bytes:
-    return json.dumps(
-        {"format": "kb-eval-history", "schema_version": 1, "runs": runs}
-    ).encode()
+    return json.dumps({"format": "kb-eval-history", "schema_version": 1, "runs": runs}).encode()
 
 
 @pytest.fixture
@@ -114,9 +112,7 @@ def test_a_symlinked_history_is_refused_and_its_target_untouched(
     assert link.is_symlink() and target.read_bytes() == before
 
 
-def test_a_fifo_history_is_refused_without_blocking(
-    tmp_path: Path, no_hang: None
-) -> None:
+def test_a_fifo_history_is_refused_without_blocking(tmp_path: Path, no_hang: None) -> None:
     fifo = tmp_path / ".kb-eval-history.json"
     os.mkfifo(fifo)
     errors = _refused_by_read_and_save(fifo)
@@ -172,9 +168,7 @@ def _read_as_nobody(path: Path) -> str:
         try:
             os.setgid(65534)
             os.setuid(65534)
-            os.stat(
-                path
-            )  # the folder is traversable, so a refusal is about the file itself
+            os.stat(path)  # the folder is traversable, so a refusal is about the file itself
             try:
                 read_history(path)
                 message = "ok"
@@ -231,31 +225,19 @@ def test_an_unreadable_history_is_refused_untouched() -> None:
         pytest.param(b"{not json", id="bad JSON"),
         pytest.param(b"", id="empty file"),
         pytest.param(b"\xff\xfe\x00garbage", id="not UTF-8"),
-        pytest.param(
-            b'{"format":"kb-eval-history","schema_version":1,"runs":[NaN]}', id="NaN"
-        ),
-        pytest.param(
-            b'{"format":"kb-eval-history","schema_version":1,"x":Infinity}', id="Inf"
-        ),
-        pytest.param(
-            b'{"format":"kb-eval-history","schema_version":1,"x":1e400}', id="1e400"
-        ),
-        pytest.param(
-            b'{"format":"kb-eval-history","schema_version":2,"runs":[]}', id="v2"
-        ),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"runs":[NaN]}', id="NaN"),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"x":Infinity}', id="Inf"),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"x":1e400}', id="1e400"),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":2,"runs":[]}', id="v2"),
         pytest.param(b'{"format":"kb-eval-history","runs":[]}', id="no version"),
-        pytest.param(
-            b'{"format":"kb-eval-history","schema_version":1,"runs":{}}', id="runs"
-        ),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"runs":{}}', id="runs"),
         pytest.param(b'{"name":"some-package","version":"1.0.0"}', id="another tool"),
         pytest.param(b"[1, 2, 3]", id="a list"),
         pytest.param(b"[" * 100_000 + b"]" * 100_000, id="deeply nested"),
         pytest.param(b'{"n":' + b"9" * 5000 + b"}", id="huge integer"),
     ],
 )
-def test_garbage_content_starts_a_fresh_history_with_a_warning(
-    tmp_path: Path, content: bytes
-) -> None:
+def test_garbage_content_starts_a_fresh_history_with_a_warning(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / ".kb-eval-history.json"
     path.write_bytes(content)
     read = read_history(path)
@@ -307,9 +289,7 @@ def test_an_old_history_without_newer_fields_loads(tmp_path: Path) -> None:
 
 
 def _runs(count: int) -> list[dict[str, Any]]:
-    return [
-        make_run(timestamp=f"2026-12-{count - i:02d}T00:00:00Z") for i in range(count)
-    ]
+    return [make_run(timestamp=f"2026-12-{count - i:02d}T00:00:00Z") for i in range(count)]
 
 
 def test_pruning_by_count_keeps_the_newest_runs_without_a_warning(
@@ -319,9 +299,7 @@ def test_pruning_by_count_keeps_the_newest_runs_without_a_warning(
     runs = _runs(5)
     saved = save_history(path, runs, max_runs=2)
     assert saved.kept == 2 and saved.dropped_for_count == 3 and saved.warnings == ()
-    assert [r["timestamp"] for r in read_history(path).runs] == [
-        r["timestamp"] for r in runs[:2]
-    ]
+    assert [r["timestamp"] for r in read_history(path).runs] == [r["timestamp"] for r in runs[:2]]
 
 
 def test_pruning_by_size_keeps_the_newest_runs_that_fit_and_warns(
@@ -337,9 +315,7 @@ def test_pruning_by_size_keeps_the_newest_runs_that_fit_and_warns(
 
     assert saved.kept == 3 and saved.dropped_for_size == 2
     assert path.stat().st_size <= cap
-    assert [r["timestamp"] for r in read_history(path, cap).runs] == [
-        r["timestamp"] for r in runs[:3]
-    ]
+    assert [r["timestamp"] for r in read_history(path, cap).runs] == [r["timestamp"] for r in runs[:3]]
     assert [w.code for w in saved.warnings] == ["history-pruned"]
     assert "kept the newest 3 of 5 runs" in saved.warnings[0].message
 
@@ -360,9 +336,7 @@ def test_a_single_run_too_big_for_the_cap_is_an_error_and_saves_nothing(
     before = path.read_bytes()
     with pytest.raises(InputError) as error:
         save_history(path, _runs(2), cap_bytes=200)
-    assert "cannot be saved" in str(error.value) and "--no-history" in (
-        error.value.hint or ""
-    )
+    assert "cannot be saved" in str(error.value) and "--no-history" in (error.value.hint or "")
     assert path.read_bytes() == before
 
 
@@ -402,11 +376,7 @@ def test_a_saved_baseline_reads_back_as_its_run_record(tmp_path: Path) -> None:
     report = make_run() | {"previous": None, "diff": None, "corpus_changed": None}
     save_baseline(path, report)
     record = read_baseline(path, _no_schema_problems)
-    assert record == {
-        k: v
-        for k, v in report.items()
-        if k not in ("previous", "diff", "corpus_changed")
-    }
+    assert record == {k: v for k, v in report.items() if k not in ("previous", "diff", "corpus_changed")}
 
 
 def test_a_baseline_the_schema_rejects_is_an_input_error(tmp_path: Path) -> None:
@@ -414,9 +384,7 @@ def test_a_baseline_the_schema_rejects_is_an_input_error(tmp_path: Path) -> None
     save_baseline(path, make_run())
     with pytest.raises(InputError) as error:
         read_baseline(path, lambda document: ["'aggregate' is a required property"])
-    assert "not a valid kb-eval report" in str(error.value) and "aggregate" in str(
-        error.value
-    )
+    assert "not a valid kb-eval report" in str(error.value) and "aggregate" in str(error.value)
 
 
 @pytest.mark.parametrize(
@@ -424,9 +392,7 @@ def test_a_baseline_the_schema_rejects_is_an_input_error(tmp_path: Path) -> None
     [b"{oops", b'{"aggregate": NaN}', b"\xff"],
     ids=["bad JSON", "NaN", "not UTF-8"],
 )
-def test_an_unparsable_baseline_is_an_input_error(
-    tmp_path: Path, content: bytes
-) -> None:
+def test_an_unparsable_baseline_is_an_input_error(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "baseline.json"
     path.write_bytes(content)
     with pytest.raises(InputError) as error:
@@ -450,9 +416,7 @@ def test_a_missing_baseline_is_an_input_error(tmp_path: Path) -> None:
     assert "does not exist" in str(error.value)
 
 
-def test_a_baseline_that_is_a_fifo_is_refused_without_blocking(
-    tmp_path: Path, no_hang: None
-) -> None:
+def test_a_baseline_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path, no_hang: None) -> None:
     path = tmp_path / "baseline.json"
     os.mkfifo(path)
     with pytest.raises(InputError) as error:

@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from scipy import stats  # type: ignore[import-untyped]
+from scipy import stats
 
 from scanner.significance import (
     EXACT_MAX_NONZERO,
@@ -47,10 +47,7 @@ def _metric_like(
     steps: tuple[float, ...] = METRIC_STEPS,
 ) -> list[float]:
     """Random paired differences: exact zeros, and signed steps."""
-    return [
-        0.0 if rng.random() < zero_share else rng.choice((-1, 1)) * rng.choice(steps)
-        for _ in range(n)
-    ]
+    return [0.0 if rng.random() < zero_share else rng.choice((-1, 1)) * rng.choice(steps) for _ in range(n)]
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -80,9 +77,7 @@ def test_ties_between_equal_sums_are_counted() -> None:
     # +-0.1 three times: sums taken in another order differ in the last bits, and the
     # patterns equal to the observed one must still count as extreme.
     differences = [0.1, 0.1, 0.1, -0.1, 0.2, -0.2]
-    assert sign_flip_test(differences).p_value == pytest.approx(
-        _brute_force_p(differences)
-    )
+    assert sign_flip_test(differences).p_value == pytest.approx(_brute_force_p(differences))
 
 
 def test_many_zeros_keep_a_large_set_on_the_exact_path() -> None:
