@@ -290,6 +290,18 @@ class Comparison:
             "reasons": list(self.reasons),
         }
 
+    def corpus_note(self) -> str | None:
+        """The sentence the text report, the job summary and an annotation carry when the
+        corpus changed (or when it is unknown whether it did); None otherwise."""
+        if not self.compared or self.corpus is None or self.corpus.changed is False:
+            return None
+        if self.corpus.changed is None:
+            return f"Whether the corpus changed since the compared run is unknown ({self.corpus.description})."
+        return (
+            f"The corpus changed since the compared run ({self.corpus.description}): "
+            "a delta may reflect the corpus, not retrieval."
+        )
+
     def text_lines(self) -> list[str]:
         """Lines for the text report (and the summary) describing the comparison."""
         if self.status is ComparisonStatus.NO_PREVIOUS:
@@ -300,13 +312,9 @@ class Comparison:
         lines = [f"Compared with the {self.source} run of {self.previous.get('timestamp')}:"]
         for delta in self.metric_deltas:
             lines.append(f"  {delta.metric.label:<10} {delta.previous:.4f} -> {delta.current:.4f} ({delta.delta:+.4f})")
-        if self.corpus is not None and self.corpus.changed:
-            lines.append(
-                f"  The corpus changed since then ({self.corpus.description}): a delta may "
-                "reflect the corpus, not retrieval."
-            )
-        elif self.corpus is not None and self.corpus.changed is None:
-            lines.append(f"  Whether the corpus changed is unknown ({self.corpus.description}).")
+        note = self.corpus_note()
+        if note is not None:
+            lines.append(f"  {note}")
         worse = [q.query_id for q in self.query_deltas if q.status == "worse"]
         better = [q.query_id for q in self.query_deltas if q.status == "better"]
         if worse:

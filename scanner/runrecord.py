@@ -19,11 +19,15 @@ loads: only `timestamp`, `fingerprint` and `aggregate` (with `mrr` and
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 COMPARISON_KEYS = ("previous", "diff", "corpus_changed", "comparison", "gate")
 """Report keys that describe a run's own comparison, not the run; never stored in history."""
+
+_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+"""The report's timestamp format (scanner.report writes %Y-%m-%dT%H:%M:%SZ)."""
 
 _MAX_PROBLEMS = 5
 """Stop listing problems after this many: a garbage file would otherwise produce thousands."""
@@ -53,8 +57,10 @@ def run_record_problems(run: object) -> list[str]:
     problems: list[str] = []
     if not isinstance(run, dict):
         return [f"a run must be a JSON object, not {_json_type(run)}"]
-    if not isinstance(run.get("timestamp"), str):
-        problems.append("timestamp: missing or not a string")
+    timestamp = run.get("timestamp")
+    if not (isinstance(timestamp, str) and _TIMESTAMP.fullmatch(timestamp)):
+        # Printed in the text report: a crafted "x\n::error::" must not reach the log.
+        problems.append("timestamp: missing or not a UTC time like 2026-12-02T15:44:16Z")
     if not isinstance(run.get("fingerprint"), dict):
         problems.append("fingerprint: missing or not an object")
     aggregate = run.get("aggregate")

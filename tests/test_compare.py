@@ -76,12 +76,12 @@ def test_values_from_a_crafted_file_are_escaped_and_cut_in_reasons() -> None:
 
 def test_pick_comparable_takes_the_newest_run_with_an_equal_fingerprint() -> None:
     runs = [
-        make_run(timestamp="3", fingerprint_changes={"limit": 20}),
-        make_run(timestamp="2"),
-        make_run(timestamp="1"),
+        make_run(timestamp="2026-12-03T00:00:00Z", fingerprint_changes={"limit": 20}),
+        make_run(timestamp="2026-12-02T00:00:00Z"),
+        make_run(timestamp="2026-12-01T00:00:00Z"),
     ]
     picked = pick_comparable(fingerprint(), runs)
-    assert picked is not None and picked["timestamp"] == "2"
+    assert picked is not None and picked["timestamp"] == "2026-12-02T00:00:00Z"
     assert pick_comparable(fingerprint(limit=5), runs) is None
 
 
@@ -124,13 +124,13 @@ def test_a_baseline_with_another_limit_is_incomparable() -> None:
 
 def test_the_newest_comparable_run_is_compared_when_the_newest_is_not() -> None:
     runs = [
-        make_run(timestamp="new", fingerprint_changes={"limit": 20}),
-        make_run({"q1": 0.0, "q2": 0.5, "q3": 0.0}, timestamp="old"),
+        make_run(timestamp="2026-12-03T00:00:00Z", fingerprint_changes={"limit": 20}),
+        make_run({"q1": 0.0, "q2": 0.5, "q3": 0.0}, timestamp="2026-12-01T00:00:00Z"),
     ]
     comparison = compare_with_history(make_run(), runs)
     assert comparison.status is ComparisonStatus.COMPARED
     previous = comparison.previous_json()
-    assert previous is not None and previous["timestamp"] == "old"
+    assert previous is not None and previous["timestamp"] == "2026-12-01T00:00:00Z"
     assert previous["source"] == "history"
 
 
@@ -195,6 +195,13 @@ def test_queries_only_in_one_run_are_listed() -> None:
 def test_deltas_are_rounded_so_float_noise_is_not_a_change() -> None:
     comparison = compare_runs(make_run({"q1": 0.75}), make_run({"q1": 0.80}))
     assert comparison.metric_deltas[0].delta == -0.05
+
+
+def test_a_previous_run_with_a_crafted_timestamp_is_not_compared() -> None:
+    previous = make_run(timestamp="2026-12-01T00:00:00Z\n::error::injected")
+    comparison = compare_runs(make_run(), previous)
+    assert comparison.status is ComparisonStatus.NO_PREVIOUS
+    assert not any("\n" in line for line in comparison.text_lines())
 
 
 def test_a_previous_run_with_an_impossible_value_is_not_compared() -> None:
