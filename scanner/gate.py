@@ -88,7 +88,7 @@ class GateResult:
         lines = [("REGRESSION: " if self.tripped else "Regression gate: ") + self.reason]
         for verdict in self.verdicts:
             p = (
-                f", p = {verdict.significance.p_value:.4g} ({verdict.significance.method})"
+                f", p = {verdict.significance.p_value:.4g} {verdict.significance.method}"
                 if verdict.significance
                 else ""
             )
