@@ -1,0 +1,537 @@
+"""The run history and baseline files: safe reading, pruned atomic writing.
+
+The history is the only place earlier runs live, so the rule that decides
+everything here is: never write over a history that could not be read.
+
+- A history that cannot be *read* (a symbolic link, a hard link, not a regular
+  file, over the size cap, permission denied) raises `InputError` (exit 2).
+  The pipeline reads the history before evaluating, so the run stops before
+  anything is saved over it.
+- Content that was read but is not a history (bad JSON, NaN/Infinity, wrong
+  shape, another schema version, another tool's file) is recorded as a
+  warning and the run starts a fresh history: there is nothing in it to lose.
+- A run record inside a good history that cannot be compared (e.g. a metric
+  of 1e400) is dropped with a warning; the other runs are kept.
+- Saving keeps the newest runs: at most `max_runs`, and no more than fit under
+  the size cap, because a history the next read would refuse must never be
+  written. The write is atomic (temp file in the same folder, fsync, rename),
+  so a killed or concurrent writer leaves either the old or the new file,
+  never a truncated one.
+
+File format (`HISTORY_FORMAT`, version `HISTORY_SCHEMA_VERSION`), compact JSON:
+
+    {"format": "kb-eval-history", "schema_version": 1, "runs": [<run record>, ...]}
+
+with runs newest first; a run record is described in `scanner.runrecord`.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scanner.diagnostics import Diagnostic
+from scanner.errors import InputError
+from scanner.runrecord import run_record_from_report, run_record_problems
+
+HISTORY_FORMAT = "kb-eval-history"
+"""Marks the file as ours, so another tool's JSON is never mistaken for a history."""
+
+HISTORY_SCHEMA_VERSION = 1
+
+DEFAULT_HISTORY_SIZE = 10
+"""Runs kept by default (`--history-size`)."""
+
+MAX_HISTORY_BYTES = 32 * 1024 * 1024
+"""Largest history (and baseline) file read or written: 32 MiB (33,554,432 bytes).
+
+Measured with `python bench/history_size.py 100 300 500 1000 2000` (synthetic
+runs, top_k 10, paths of ~35 and headings of ~30 characters, k = 1, 5, 10,
+compact JSON as written here): 1,710 bytes per query per run, so a 10-run
+history is 5.1 MB at 300 queries, 8.6 MB at 500 and 17.1 MB at 1,000; 32 MiB
+holds 10 runs of about 1,950 queries. Reading a 32.5 MB history (1,900 queries
+x 10 runs) took 0.76 s with a peak RSS of 186 MB. A bigger file was not
+written by kb-eval, which prunes to fit."""
+
+_READ_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRead:
+    """What reading the history produced."""
+
+    runs: tuple[dict[str, Any], ...]
+    """Comparable run records, newest first; empty when the file was absent or started fresh."""
+    warnings: tuple[Diagnostic, ...]
+    """Unparsable content (code history-unparsable) or dropped runs (history-run-dropped);
+    empty for a clean read. Add them to the run's Diagnostics."""
+    existed: bool
+    """Whether a file was at the path (False: absent, which simply means no history yet)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySaved:
+    """What saving the history did."""
+
+    kept: int
+    """Runs written."""
+    dropped_for_count: int
+    """Oldest runs left out because of max_runs (expected, not warned about)."""
+    dropped_for_size: int
+    """Oldest runs left out so the file stays under the size cap (warned about)."""
+    bytes_written: int
+    warnings: tuple[Diagnostic, ...]
+    """history-pruned when runs were dropped for size; add them to the run's Diagnostics."""
+
+
+def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
+    """Read the history at `path`; see the module docstring for what is refused and what is forgiven.
+
+    Raises InputError when the file exists but cannot be read safely.
+    """
+    data = _read_regular_file(path, "history", cap_bytes, allow_links=False)
+    if data is None:
+        return HistoryRead(runs=(), warnings=(), existed=False)
+    try:
+        document = _parse_strict_json(data)
+    except _Unparsable as bad:
+        return _fresh(path, f"is not valid JSON ({bad.reason})")
+    if not isinstance(document, dict) or document.get("format") != HISTORY_FORMAT:
+        return _fresh(path, 'is not a kb-eval history (no "format": "kb-eval-history")')
+    version = document.get("schema_version")
+    if version != HISTORY_SCHEMA_VERSION:
+        return _fresh(
+            path,
+            f"has history schema_version {json.dumps(version)[:40]}, "
+            f"this kb-eval reads version {HISTORY_SCHEMA_VERSION}",
+        )
+    runs = document.get("runs")
+    if not isinstance(runs, list):
+        return _fresh(path, 'has no "runs" list')
+
+    kept: list[dict[str, Any]] = []
+    warnings: list[Diagnostic] = []
+    for index, run in enumerate(runs):
+        problems = run_record_problems(run)
+        if problems:
+            warnings.append(
+                Diagnostic(
+                    "history-run-dropped",
+                    f"history run #{index + 1} cannot be compared and was dropped: " + "; ".join(problems),
+                    str(path),
+                )
+            )
+        else:
+            kept.append(run)
+    return HistoryRead(runs=tuple(kept), warnings=tuple(warnings), existed=True)
+
+
+def _fresh(path: Path, why: str) -> HistoryRead:
+    warning = Diagnostic(
+        "history-unparsable",
+        f"the history file {why}; starting a fresh history (it will be replaced when this run is saved)",
+        str(path),
+    )
+    return HistoryRead(runs=(), warnings=(warning,), existed=True)
+
+
+def check_history_size(max_runs: int) -> None:
+    """Refuse a `--history-size` that keeps no run (use --no-history for that)."""
+    if max_runs < 1:
+        raise InputError(
+            f"--history-size must be at least 1, got {max_runs}",
+            field="--history-size",
+            hint="pass --no-history to keep no history at all",
+        )
+
+
+def save_history(
+    path: Path,
+    runs: Sequence[Mapping[str, Any]],
+    max_runs: int = DEFAULT_HISTORY_SIZE,
+    cap_bytes: int = MAX_HISTORY_BYTES,
+) -> HistorySaved:
+    """Write `runs` (newest first, this run at index 0) atomically, pruned by count and size.
+
+    Raises InputError when even the newest run alone does not fit under the cap,
+    or when the folder cannot be written.
+    """
+    check_history_size(max_runs)
+    if not runs:
+        raise ValueError("save_history needs at least the current run")
+    # Comparison keys describe a run's own comparison; a record never carries them.
+    records = [run_record_from_report(run) for run in runs[:max_runs]]
+    dropped_for_count = len(runs) - len(records)
+
+    head = (
+        json.dumps(
+            {"format": HISTORY_FORMAT, "schema_version": HISTORY_SCHEMA_VERSION},
+            separators=(",", ":"),
+        )[:-1].encode()
+        + b',"runs":['
+    )
+    tail = b"]}\n"
+    encoded = [_compact_json(record) for record in records]
+    # Size of the file keeping the first `count` runs, without re-serialising each time.
+    size = len(head) + len(tail) + sum(len(text) for text in encoded) + len(encoded) - 1
+    count = len(encoded)
+    while size > cap_bytes and count > 1:
+        count -= 1
+        size -= len(encoded[count]) + 1
+    if size > cap_bytes:
+        raise InputError(
+            f"this run alone is {size} bytes as a history entry, over the "
+            f"{cap_bytes}-byte history cap, so it cannot be saved",
+            file=str(path),
+            hint="pass --no-history (and keep the JSON report as a --baseline instead), "
+            "or lower --limit so each query records fewer hits",
+        )
+    data = head + b",".join(encoded[:count]) + tail
+    # The pipeline read this path before the eval; check again right before replacing
+    # it, so a file that became unreadable meanwhile (or a caller that skipped the
+    # read) still never loses its runs to this write.
+    _check_safe_to_replace(path, "history", cap_bytes)
+    _write_atomically(path, data, "history")
+
+    warnings: list[Diagnostic] = []
+    dropped_for_size = len(encoded) - count
+    if dropped_for_size:
+        warnings.append(
+            Diagnostic(
+                "history-pruned",
+                f"the history would exceed {cap_bytes} bytes: kept the newest {count} of {len(encoded)} runs",
+                str(path),
+            )
+        )
+    return HistorySaved(count, dropped_for_count, dropped_for_size, len(data), tuple(warnings))
+
+
+def save_baseline(path: Path, report: Mapping[str, Any], cap_bytes: int = MAX_HISTORY_BYTES) -> int:
+    """Write this run's report as a frozen baseline (`--save-baseline FILE`), atomically.
+
+    The file is a whole JSON report, so `--baseline FILE` reads it like any other
+    report artifact. Returns the bytes written.
+    """
+    data = (json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    if len(data) > cap_bytes:
+        # Never write a baseline that --baseline would then refuse.
+        raise InputError(
+            f"the report is {len(data)} bytes, over the {cap_bytes}-byte cap for a baseline",
+            file=str(path),
+            hint="lower --limit so each query records fewer hits",
+        )
+    _write_atomically(path, data, "baseline")
+    return len(data)
+
+
+def read_baseline(
+    path: Path,
+    validate: Callable[[Any], Sequence[str]],
+    cap_bytes: int = MAX_HISTORY_BYTES,
+) -> dict[str, Any]:
+    """Read a previous JSON report (`--baseline FILE`) and return its run record.
+
+    `validate` checks the parsed report against the report JSON Schema and
+    returns the problems found (empty when valid). Anything unreadable, not
+    JSON, not a valid report, or with metrics outside [0, 1] raises InputError
+    (exit 2): unlike the history, a baseline was chosen on purpose, so comparing
+    against nothing instead would hide the mistake.
+    """
+    data = _read_regular_file(path, "baseline", cap_bytes, allow_links=True)
+    if data is None:
+        raise InputError(
+            "the baseline file does not exist",
+            file=str(path),
+            hint="check the --baseline path (in CI: did the artifact download step run?)",
+        )
+    try:
+        document = _parse_strict_json(data)
+    except _Unparsable as bad:
+        raise InputError(
+            f"the baseline is not valid JSON: {bad.reason}",
+            file=str(path),
+            line=bad.line,
+            hint="pass the JSON report of an earlier kb-eval run (--format json output)",
+        ) from None
+    problems = list(validate(document))
+    if not problems:
+        # The schema cannot say "finite and in [0, 1]" for every number a crafted file holds.
+        problems = run_record_problems(document)
+    if problems or not isinstance(document, dict):
+        raise InputError(
+            "the baseline is not a valid kb-eval report: " + "; ".join(problems[:5]),
+            file=str(path),
+            hint="pass the JSON report of an earlier kb-eval run (--format json output)",
+        )
+    return run_record_from_report(document)
+
+
+# --- reading -----------------------------------------------------------------
+
+
+def _read_regular_file(path: Path, what: str, cap_bytes: int, allow_links: bool) -> bytes | None:
+    """The bytes of `path`, None when absent; InputError when it is not safe to read.
+
+    Checked with lstat BEFORE opening, so a FIFO is never opened for a blocking
+    read; opened with O_NONBLOCK (a FIFO swapped in after the check cannot hang)
+    and O_NOFOLLOW (a symlink swapped in fails), then checked again on the open
+    descriptor, which is the file actually read.
+    """
+    name = str(path)
+    try:
+        before = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise _unreadable(name, what, error) from None
+    if stat.S_ISLNK(before.st_mode):
+        if not allow_links:
+            raise _symlink_refused(name, what)
+        try:
+            before = os.stat(path)
+        except OSError as error:
+            raise _unreadable(name, what, error) from None
+    _check_stat(before, name, what, cap_bytes, allow_links)
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not allow_links:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if error.errno == errno.ELOOP and not allow_links:
+            raise _symlink_refused(name, what) from None
+        raise _unreadable(name, what, error) from None
+    try:
+        # The descriptor is what gets read: check it again. A concurrent kb-eval may
+        # have renamed a new history into place since lstat; that file is fine to
+        # read as long as it passes the same checks.
+        _check_stat(os.fstat(fd), name, what, cap_bytes, allow_links)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= cap_bytes:
+            chunk = os.read(fd, _READ_CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as error:
+        raise _unreadable(name, what, error) from None
+    finally:
+        os.close(fd)
+    if total > cap_bytes:
+        raise _oversized(name, what, total, cap_bytes)  # it grew after fstat
+    return b"".join(chunks)
+
+
+def _check_safe_to_replace(path: Path, what: str, cap_bytes: int) -> None:
+    """Raise InputError unless `path` is absent or a file `read_history` would accept.
+
+    Opens and closes without reading: the same refusals as reading, so what the
+    next read would refuse is never replaced either.
+    """
+    name = str(path)
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise _unreadable(name, what, error) from None
+    if stat.S_ISLNK(status.st_mode):
+        raise _symlink_refused(name, what)
+    _check_stat(status, name, what, cap_bytes, allow_links=False)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        os.close(os.open(path, flags))
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _symlink_refused(name, what) from None
+        raise _unreadable(name, what, error) from None
+
+
+def _check_stat(status: os.stat_result, name: str, what: str, cap_bytes: int, allow_links: bool) -> None:
+    if not stat.S_ISREG(status.st_mode):
+        raise InputError(
+            f"the {what} file is {_file_kind(status.st_mode)}, not a regular file; "
+            "kb-eval stopped before saving anything",
+            file=name,
+            hint=f"remove it or point --{what} at a regular file",
+        )
+    if not allow_links and status.st_nlink > 1:
+        # Replacing the file by rename would detach it from its other names, which
+        # would keep the stale copy; writing through the link would change a file
+        # elsewhere. Either surprises someone, so ask.
+        raise InputError(
+            f"the {what} file has {status.st_nlink} hard links; kb-eval will not replace a "
+            "file that is also reachable under another name, and stopped before saving anything",
+            file=name,
+            hint=f"copy it to a file of its own (cp FILE FILE.new && mv FILE.new FILE) or point --{what} elsewhere",
+        )
+    if status.st_size > cap_bytes:
+        raise _oversized(name, what, status.st_size, cap_bytes)
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
+def _symlink_refused(name: str, what: str) -> InputError:
+    return InputError(
+        f"the {what} file is a symbolic link; kb-eval does not follow it (saving would "
+        "replace the link, not its target) and stopped before saving anything",
+        file=name,
+        hint=f"point --{what} at the real file, or replace the link with the file itself",
+    )
+
+
+def _oversized(name: str, what: str, size: int, cap_bytes: int) -> InputError:
+    return InputError(
+        f"the {what} file is {size} bytes, over the {cap_bytes}-byte cap; kb-eval never writes "
+        "one this big, so it is not what it expected and it stopped before saving anything",
+        file=name,
+        hint=f"move the file away to start a fresh {what}, or pass --no-history",
+    )
+
+
+def _unreadable(name: str, what: str, error: OSError) -> InputError:
+    reason = error.strerror or type(error).__name__
+    if isinstance(error, PermissionError):
+        hint = f"make the {what} file readable by the user running kb-eval (see ls -l)"
+    else:
+        hint = f"check the {what} path"
+    return InputError(
+        f"the {what} file cannot be read ({reason}); kb-eval stopped before saving anything",
+        file=name,
+        hint=hint,
+    )
+
+
+class _Unparsable(Exception):
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+def _reject_constant(name: str) -> float:
+    raise _Unparsable(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        # 1e400 parses to inf in Python; JSON has no infinity.
+        raise _Unparsable(f"number {text[:40]} is out of range")
+    return value
+
+
+def _parse_strict_json(data: bytes) -> object:
+    """Standard JSON only: no NaN/Infinity, no overflowing numbers, UTF-8."""
+    try:
+        text = data.decode("utf-8")
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except _Unparsable:
+        raise
+    except json.JSONDecodeError as error:
+        raise _Unparsable(f"{error.msg} at line {error.lineno} column {error.colno}", error.lineno) from None
+    except UnicodeDecodeError:
+        raise _Unparsable("not UTF-8 text") from None
+    except ValueError as error:  # an integer with too many digits
+        raise _Unparsable(str(error)[:80]) from None
+    except RecursionError:
+        raise _Unparsable("nested too deeply") from None
+
+
+# --- writing -----------------------------------------------------------------
+
+
+def _compact_json(record: Mapping[str, Any]) -> bytes:
+    # allow_nan=False: a NaN in our own run is a bug, and must not reach a file that
+    # the next read would then throw away.
+    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+def _new_file_mode(path: Path) -> int:
+    try:
+        existing = os.lstat(path)
+        if stat.S_ISREG(existing.st_mode):
+            return stat.S_IMODE(existing.st_mode)
+    except OSError:
+        pass
+    # mkstemp creates 0600; a new file gets what open() would have given it. Reading the
+    # umask means setting it, which is safe here: the CLI writes from one thread.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _write_atomically(path: Path, data: bytes, what: str) -> None:
+    """Write `data` to a temp file beside `path`, fsync it, rename it over `path`, fsync the folder.
+
+    rename(2) within one file system is atomic: a reader (or the next run after a
+    kill) sees the whole old file or the whole new one. A temp file left by a
+    killed writer is named `.<name>.*.tmp` and is never read.
+    """
+    folder = path.parent
+    mode = _new_file_mode(path)
+    try:
+        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as error:
+        raise InputError(
+            f"cannot create a file in {folder} to save the {what} ({error.strerror})",
+            file=str(path),
+            hint=f"make the folder exist and be writable, or point --{what} elsewhere",
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException as error:
+        try:
+            os.unlink(temp_name)
+        except OSError:
+            pass
+        if isinstance(error, OSError):
+            raise InputError(
+                f"cannot save the {what} ({error.strerror})",
+                file=str(path),
+                hint=f"make sure {path} is not a directory and the disk is not full",
+            ) from None
+        raise
+    _fsync_folder(folder)
+
+
+def _fsync_folder(folder: Path) -> None:
+    # Makes the rename itself durable across a power loss; not every file system
+    # allows opening a directory, and the rename is already atomic without this.
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
