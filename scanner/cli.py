@@ -14,11 +14,22 @@ from pathlib import Path
 from typing import Sequence, TextIO
 
 from . import __version__
+from .compare import Comparison, compare_runs, compare_with_history, no_previous
 from .diagnostics import Diagnostics
 from .errors import ExitCode, InputError
 from .evaluate import DEFAULT_KS, EvalOptions, EvalOutcome, run_eval
+from .gate import DEFAULT_REGRESSION_THRESHOLD, GateResult, check_gate_settings, evaluate_gate
+from .history import (
+    DEFAULT_HISTORY_SIZE,
+    HistoryRead,
+    check_history_size,
+    read_baseline,
+    read_history,
+    save_baseline,
+    save_history,
+)
 from .quotes import render_warning
-from .report import ReportInvalid, render_text, to_json, validate_report
+from .report import ReportInvalid, render_text, to_json, validate_report, validation_errors
 from .retrievers.builtin import FieldWeights, Tokenization
 from .retrievers.factory import add_retriever_arguments, external_retriever_factory, options_from_namespace
 
@@ -54,6 +65,36 @@ def build_parser() -> argparse.ArgumentParser:
         "--weights", type=_weights, default=FieldWeights(),
         help="built-in retriever bm25 weights heading,breadcrumb,body (default: 2,1,1)",
     )
+    history = parser.add_argument_group("history, baseline and the regression gate")
+    history.add_argument(
+        "--history", type=Path, default=None, metavar="FILE",
+        help="run history to compare with and append to (default: <kb>/.kb-eval-history.json)",
+    )
+    history.add_argument("--no-history", action="store_true", help="neither read nor write a history")
+    history.add_argument(
+        "--history-size", type=int, default=DEFAULT_HISTORY_SIZE, metavar="N",
+        help=f"runs kept in the history (default: {DEFAULT_HISTORY_SIZE})",
+    )
+    history.add_argument(
+        "--baseline", type=Path, default=None, metavar="FILE",
+        help="compare with this JSON report (e.g. the default branch's) instead of the history",
+    )
+    history.add_argument(
+        "--save-baseline", type=Path, default=None, metavar="FILE",
+        help="also write this run's JSON report to FILE, to use later as --baseline",
+    )
+    history.add_argument(
+        "--fail-on-regression", action="store_true",
+        help="exit 1 when an aggregate metric dropped by more than the threshold against a comparable run",
+    )
+    history.add_argument(
+        "--regression-threshold", type=float, default=DEFAULT_REGRESSION_THRESHOLD, metavar="DROP",
+        help=f"largest tolerated drop of any metric, 0..1 scale (default: {DEFAULT_REGRESSION_THRESHOLD})",
+    )
+    history.add_argument(
+        "--alpha", type=float, default=None, metavar="A",
+        help="count a drop only when a paired sign-flip test over the queries gives p < A",
+    )
     add_retriever_arguments(parser)
     return parser
 
@@ -67,8 +108,28 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return int(exit_.code or 0)
     diagnostics = Diagnostics()
     try:
+        check_gate_settings(args.regression_threshold, args.alpha)
+        check_history_size(args.history_size)
+        history_path = None if args.no_history else (args.history or args.kb_path / ".kb-eval-history.json")
+        # Read the history and the baseline BEFORE the eval: one that cannot be read stops
+        # the run (exit 2) before anything is written over it.
+        history = read_history(history_path) if history_path is not None else None
+        if history is not None:
+            diagnostics.items.extend(history.warnings)
+        baseline = read_baseline(args.baseline, validation_errors) if args.baseline is not None else None
         outcome = run_eval(options_from_args(args), diagnostics)
+        comparison = compare_with_previous(outcome.report, history, baseline)
+        gate = evaluate_gate(comparison, args.regression_threshold, args.alpha)
+        outcome.report.update(comparison.to_json())
+        outcome.report["gate"] = gate.to_json()
         validate_report(outcome.report)
+        if history_path is not None and history is not None:
+            saved = save_history(history_path, [outcome.report, *history.runs], args.history_size)
+            diagnostics.items.extend(saved.warnings)
+            # The report's warnings are the run's diagnostics; the pruning warning comes after the save.
+            outcome.report["warnings"] = [item.to_json() for item in diagnostics.items]
+        if args.save_baseline is not None:
+            save_baseline(args.save_baseline, outcome.report)
     except InputError as error:
         _print_diagnostics(diagnostics, stderr)
         stderr.write(f"kb-eval: error: {error}\n")
@@ -81,7 +142,22 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         return ExitCode.INTERNAL
     _print_diagnostics(diagnostics, stderr)
     stderr.write(render_warning([f.finding for f in outcome.findings]))
-    return emit(outcome, args, stdout, stderr)
+    code = emit(outcome, args, stdout, stderr, comparison, gate)
+    if code == ExitCode.OK and gate.tripped and args.fail_on_regression:
+        stderr.write(f"kb-eval: regression: {gate.reason}\n")
+        return ExitCode.REGRESSION
+    return code
+
+
+def compare_with_previous(
+    report: dict[str, object], history: HistoryRead | None, baseline: dict[str, object] | None
+) -> Comparison:
+    """A baseline, when given, wins over the history; with neither there is nothing to compare."""
+    if baseline is not None:
+        return compare_runs(report, baseline, "baseline")
+    if history is not None:
+        return compare_with_history(report, history.runs)
+    return no_previous("history disabled (--no-history) and no --baseline given")
 
 
 def options_from_args(args: argparse.Namespace) -> EvalOptions:
@@ -97,7 +173,14 @@ def options_from_args(args: argparse.Namespace) -> EvalOptions:
     )
 
 
-def emit(outcome: EvalOutcome, args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+def emit(
+    outcome: EvalOutcome,
+    args: argparse.Namespace,
+    stdout: TextIO,
+    stderr: TextIO,
+    comparison: Comparison,
+    gate: GateResult,
+) -> int:
     document = to_json(outcome.report)
     if args.output is not None:
         try:
@@ -105,7 +188,11 @@ def emit(outcome: EvalOutcome, args: argparse.Namespace, stdout: TextIO, stderr:
         except OSError as error:
             stderr.write(f"kb-eval: error: {args.output}: cannot write the report ({error.strerror})\n")
             return ExitCode.BAD_INPUT
-    stdout.write(document if args.format == "json" else render_text(outcome.report))
+    if args.format == "json":
+        stdout.write(document)
+    else:
+        lines = ["", *comparison.text_lines(), *(gate.text_lines() if gate.evaluated else [])]
+        stdout.write(render_text(outcome.report) + "\n".join(lines) + "\n")
     return ExitCode.OK
 
 

@@ -166,9 +166,6 @@ def render_text(report: Mapping[str, Any]) -> str:
     for row in [header, *rows]:
         out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
     out.append(f"MRR     {agg['mrr']:.4f}")
-    diff = report.get("diff")
-    if diff:
-        out.extend(["", *_diff_lines(diff)])
     if report.get("by_tag"):
         out.append("")
         out.append("by tag: " + ", ".join(
@@ -194,10 +191,3 @@ def render_text(report: Mapping[str, Any]) -> str:
             out.append(f"    expected: {want}")
             out.append(f"    got:      {got}")
     return "\n".join(out) + "\n"
-
-
-def _diff_lines(diff: Mapping[str, Any]) -> list[str]:
-    lines = ["change vs previous run:"]
-    for name, delta in diff.get("aggregate", {}).items():
-        lines.append(f"  {name}: {delta:+.4f}")
-    return lines

@@ -32,7 +32,7 @@ def small_kb(root: Path) -> Path:
 
 
 def test_the_bundled_example_runs_and_its_json_report_is_schema_valid() -> None:
-    result = run_cli("--kb-path", EXAMPLE, "--format", "json")
+    result = run_cli("--kb-path", EXAMPLE, "--format", "json", "--no-history")
     assert result.code == ExitCode.OK, result.stderr
     report = result.json()
     assert validation_errors(report) == []
@@ -160,10 +160,10 @@ def test_the_golden_defaults_limit_is_the_default_limit_and_the_flag_overrides_i
 def test_the_console_script_and_entrypoint_run_the_same_code(tmp_path: Path) -> None:
     kb = small_kb(tmp_path / "kb")
     via_entrypoint = subprocess.run(
-        [sys.executable, str(REPO / "entrypoint.py"), "--kb-path", str(kb), "--format", "json"],
+        [sys.executable, str(REPO / "entrypoint.py"), "--kb-path", str(kb), "--format", "json", "--no-history"],
         capture_output=True, text=True, timeout=60, check=False,
     )
-    via_module = run_cli("--kb-path", kb, "--format", "json")
+    via_module = run_cli("--kb-path", kb, "--format", "json", "--no-history")
     assert via_entrypoint.returncode == 0
     strip = lambda r: {k: v for k, v in json.loads(r).items() if k != "timestamp"}  # noqa: E731
     assert strip(via_entrypoint.stdout) == strip(via_module.stdout)
