@@ -104,9 +104,21 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
         document = _parse_strict_json(data)
     except _Unparsable as bad:
         return _fresh(path, f"is not valid JSON ({bad.reason})")
+    if isinstance(document, dict) and document and "format" not in document:
+        # Valid JSON that some other tool wrote (`--history package.json`): starting fresh would
+        # overwrite it on save. Garbage is forgiven; someone else's data is not ours to replace.
+        raise InputError(
+            'is a JSON object without "format": "kb-eval-history": another tool\'s file, left untouched',
+            file=str(path), hint="point --history at a file kb-eval writes, or delete this one",
+        )
     if not isinstance(document, dict) or document.get("format") != HISTORY_FORMAT:
         return _fresh(path, 'is not a kb-eval history (no "format": "kb-eval-history")')
     version = document.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > HISTORY_SCHEMA_VERSION:
+        raise InputError(
+            f"was written by a newer kb-eval (history schema_version {version}); left untouched",
+            file=str(path), hint="upgrade kb-eval, or point --history at another file",
+        )
     if version != HISTORY_SCHEMA_VERSION:
         return _fresh(
             path,

@@ -228,10 +228,9 @@ def test_an_unreadable_history_is_refused_untouched() -> None:
         pytest.param(b'{"format":"kb-eval-history","schema_version":1,"runs":[NaN]}', id="NaN"),
         pytest.param(b'{"format":"kb-eval-history","schema_version":1,"x":Infinity}', id="Inf"),
         pytest.param(b'{"format":"kb-eval-history","schema_version":1,"x":1e400}', id="1e400"),
-        pytest.param(b'{"format":"kb-eval-history","schema_version":2,"runs":[]}', id="v2"),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":0,"runs":[]}', id="v0"),
         pytest.param(b'{"format":"kb-eval-history","runs":[]}', id="no version"),
         pytest.param(b'{"format":"kb-eval-history","schema_version":1,"runs":{}}', id="runs"),
-        pytest.param(b'{"name":"some-package","version":"1.0.0"}', id="another tool"),
         pytest.param(b"[1, 2, 3]", id="a list"),
         pytest.param(b"[" * 100_000 + b"]" * 100_000, id="deeply nested"),
         pytest.param(b'{"n":' + b"9" * 5000 + b"}", id="huge integer"),
@@ -247,6 +246,24 @@ def test_garbage_content_starts_a_fresh_history_with_a_warning(tmp_path: Path, c
     # and the next save replaces it with a good history
     save_history(path, [make_run()])
     assert len(read_history(path).runs) == 1
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(b'{"name":"some-package","version":"1.0.0"}', id="another tool"),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":2,"runs":[]}', id="a newer kb-eval"),
+    ],
+)
+def test_someone_elses_json_at_the_history_path_stops_the_run_and_is_left_untouched(
+    tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "package.json"
+    path.write_bytes(content)
+    with pytest.raises(InputError) as caught:
+        read_history(path)
+    assert caught.value.file == str(path) and "untouched" in caught.value.message
+    assert path.read_bytes() == content
 
 
 def test_a_run_with_an_impossible_metric_is_dropped_and_the_others_kept(
