@@ -26,6 +26,8 @@ _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
 _THEMATIC_BREAK = re.compile(r" {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
 # Lines that open another block, so they cannot be the text of a setext heading.
 _NOT_PARAGRAPH = re.compile(r" {0,3}(?:>|[-+*](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|<)")
+# First characters that can open a block this scanner cares about (after up to 3 spaces).
+_BLOCK_START = frozenset(" \t#`~=-*_>+<0123456789")
 # Only \r\n, \r and \n end a line: str.splitlines() would also split on \x0b, \x1c, \u2028 ...,
 # which editors and GitHub do not count, and annotations would land on the wrong line.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -106,7 +108,9 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str]]) -> tup
     title: str | None = None
     title_line: int | None = None
     try:
-        node = yaml.compose(block, Loader=_NoAliasLoader)
+        # Composed, never constructed: an alias is a shared node, so a 'billion laughs' block
+        # costs what its text costs, and only the top-level `title` scalar is ever read.
+        node = yaml.compose(block, Loader=_FRONTMATTER_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = 2 + mark.line if mark is not None else 1
@@ -124,16 +128,9 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str]]) -> tup
     return Frontmatter(title, title_line, 1, closing + 1), closing + 1
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """Composes YAML without expanding aliases: a frontmatter 'billion laughs' costs nothing."""
-
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, "aliases (*name) are not accepted", event.start_mark
-            )
-        return super().compose_node(parent, index)
+# libyaml's composer when PyYAML was built with it (the wheels are): frontmatter is on every
+# document, and the pure-Python scanner was the largest single cost of reading a KB.
+_FRONTMATTER_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _atx_heading(line: str) -> tuple[int, str] | None:
@@ -153,6 +150,12 @@ def _split_sections(lines: list[str], start: int, title: str) -> list[Section]:
     paragraph_start: int | None = None
     for i in range(start, len(lines)):
         line = lines[i]
+        if fence is None and line and line[0] not in _BLOCK_START:
+            # Most lines are plain text: no heading, fence, rule or container starts with a
+            # letter, so skip the regular expressions.
+            if paragraph_start is None:
+                paragraph_start = i
+            continue
         if fence is not None:
             char, length = fence
             stripped = line.lstrip(" ")
