@@ -14,6 +14,7 @@ wrote the golden set can tell them apart. It never changes the exit status.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -40,10 +41,11 @@ match is what a document about a topic looks like (a one-quote rule gave 8 findi
 on the reference corpus); quoting several is what a note about the test looks like (exactly the
 one true finding). Not configurable, by decision: no threshold option, no allow-list."""
 
-# Fields are joined with a line break for one automaton pass per document. Normalised text never
-# contains a line break (whitespace runs become one space) and neither does a needle, so no match
-# can span two fields or two chunks: the seam rule holds by construction, not by a check.
-_SEAM = "\n"
+# Fields are joined with NUL for one pass per document. It is not whitespace (normalisation keeps
+# it), corpus text never holds it (files with NUL bytes are skipped), and needles holding it are
+# not searched, so no match can span two fields or two chunks: the seam rule holds by construction.
+_SEAM = "\x00"
+_SEAM_PATTERN = re.compile(_SEAM)
 
 
 def normalise(text: str) -> str:
@@ -145,31 +147,30 @@ class QuoteScanner:
         self.needles = fold_needles(queries)
         self.automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
         for number, needle in enumerate(self.needles):
-            self.automaton.add_word(needle.text, number)
-        if self.needles:
+            # A needle holding the seam character could match across two fields; corpus text
+            # never holds it (files with NUL bytes are skipped), so such a needle can't be quoted.
+            if _SEAM not in needle.text:
+                self.automaton.add_word(needle.text, number)
+        if len(self.automaton):
             self.automaton.make_automaton()
 
     def matches_in_document(self, chunks: Sequence[IndexedChunk]) -> dict[int, tuple[int, str]]:
         """needle number -> (chunk id, field) of its first occurrence in this document."""
-        if not self.needles:
+        if not len(self.automaton):
             return {}
-        texts: list[str] = []
-        starts: list[int] = []
-        where: list[tuple[int, str]] = []
-        offset = 0
-        for chunk in chunks:
-            for field in INDEXED_FIELDS:
-                text = normalise(getattr(chunk, field))
-                starts.append(offset)
-                where.append((chunk.id, field))
-                texts.append(text)
-                offset += len(text) + len(_SEAM)
-        first: dict[int, tuple[int, int]] = {}
-        for end, number in self.automaton.iter(_SEAM.join(texts)):
-            start = end - len(self.needles[number].text) + 1
-            if number not in first or start < first[number][0]:
-                first[number] = (start, bisect_right(starts, start) - 1)
-        return {number: where[segment] for number, (_, segment) in first.items()}
+        # One normalisation and one automaton pass per document, over its fields joined by the
+        # seam. Normalising the joined text equals normalising each field: the seam is not
+        # whitespace, so it survives, and no needle holds it, so no match crosses it.
+        text = normalise(_SEAM.join(getattr(chunk, field) for chunk in chunks for field in INDEXED_FIELDS))
+        first: dict[int, int] = {}
+        for end, number in self.automaton.iter(text):
+            if number not in first:
+                first[number] = end - len(self.needles[number].text) + 1
+        if not first:
+            return {}
+        seams = [m.start() for m in _SEAM_PATTERN.finditer(text)]
+        where = [(chunk.id, field) for chunk in chunks for field in INDEXED_FIELDS]
+        return {number: where[bisect_right(seams, start)] for number, start in first.items()}
 
 
 def scan(

@@ -161,6 +161,11 @@ def test_a_match_contained_in_another_match_is_not_independent_evidence() -> Non
     assert [q.query_id for q in found[0].quoted] == ["long", "r"]
 
 
+def test_a_query_holding_the_seam_character_cannot_join_two_fields() -> None:
+    queries = [query("nul", "which tag do\x00container images", "x.md"), query("r", Q_ROLLBACK, "x.md")]
+    assert findings_for({"d.md": f"# x\nwhich tag do\n# container images get\n{Q_IMAGES}\n{Q_ROLLBACK}"}, queries) == []
+
+
 def test_two_matches_that_only_overlap_both_count() -> None:
     a, b = "alpha beta gamma delta", "gamma delta epsilon zeta"
     found = findings_for({"d.md": "alpha beta gamma delta epsilon zeta"}, [query("a", a, "x.md"), query("b", b, "x.md")])
