@@ -82,3 +82,18 @@ def test_an_unreadable_file_is_skipped_with_a_warning(tmp_path: Path) -> None:
     (tmp_path / "locked.md").chmod(0)
     found, diagnostics = paths(tmp_path)
     assert found == [] and diagnostics.items[0].file == "locked.md"
+
+
+def test_parallel_reading_gives_the_same_documents_and_warnings_in_the_same_order(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        f"d{n % 7}/note-{n:04d}.md": f"---\ntitle: Note {n}\n---\n# Part {n}\ntext {n}\n## Sub\nmore" for n in range(600)
+    }
+    files.update({f"bad-{n}.md": b"\xff" for n in range(5)})
+    files["broken.md"] = "---\ntitle: [\n---\nx"
+    write_tree(tmp_path, files)
+    one, many = Diagnostics(), Diagnostics()
+    serial = read_corpus(tmp_path, (), one, workers=1)
+    parallel = read_corpus(tmp_path, (), many, workers=2)
+    assert len(serial.documents) == 601
+    assert serial == parallel
+    assert one.items == many.items and len(one.items) == 6
