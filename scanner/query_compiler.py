@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .analysis import has_cjk, with_cjk_bigrams
 
-QUERY_COMPILER_VERSION = 2
+QUERY_COMPILER_VERSION = 3
 """Recorded in the fingerprint: a change here changes the numbers."""
 
 MAX_TERMS = 64
@@ -25,6 +25,21 @@ have well under 64 words, so this only bounds hostile or pasted-paragraph querie
 # underscore and punctuation separate words).
 _TOKEN = re.compile(r'"([^"]*)"|[^\W_]+')
 _WORD = re.compile(r"[^\W_]+")
+
+
+ENGLISH_STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most
+    my myself no nor not of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves
+    """.split()
+)
+"""Common English function words (a question's scaffolding: 'how do I ...'). Only whole
+unquoted words are dropped; a quoted phrase keeps them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +59,11 @@ def compile_query(text: str) -> CompiledQuery | None:
             phrases.append(" ".join(words).lower())
     if not phrases:
         return None
-    word_terms = _unique(term for phrase in phrases for term in _word_terms(phrase))
+    # Single function words are left out of the word query (unless nothing else is left):
+    # their idf is near zero, so they barely move bm25, but they match most chunks, and FTS5
+    # computes bm25 for every matching chunk: they were most of the search time.
+    content = [p for p in phrases if p not in ENGLISH_STOPWORDS] or phrases
+    word_terms = _unique(term for phrase in content for term in _word_terms(phrase))
     trigram_terms = _unique(fragment for phrase in phrases for fragment in _trigram_fragments(phrase))
     return CompiledQuery(_or(word_terms), _or(trigram_terms))
 

@@ -72,7 +72,16 @@ def test_any_string_compiles_to_an_expression_fts5_accepts_or_to_a_clean_refusal
 
 def test_a_quoted_phrase_stays_one_phrase() -> None:
     compiled = compile_query('how "image tag" works')
-    assert compiled is not None and compiled.word == '"how" OR "image tag" OR "works"'
+    assert compiled is not None and compiled.word == '"image tag" OR "works"'
+
+
+def test_function_words_are_left_out_unless_quoted_or_alone() -> None:
+    assert (compile_query("how do I roll back the database") or _nothing).word == '"roll" OR "back" OR "database"'
+    assert (compile_query('what is "the one"') or _nothing).word == '"the one"'
+    assert (compile_query("how do I") or _nothing).word == '"how" OR "do" OR "i"'
+
+
+_nothing = compile_query("nothing")
 
 
 def test_english_matches_other_word_forms_through_stemming(retriever: BuiltinRetriever) -> None:
