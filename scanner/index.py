@@ -65,20 +65,22 @@ class Index:
         connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         connection.execute(
             "CREATE TABLE chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
-            " heading TEXT NOT NULL, breadcrumb TEXT NOT NULL, body TEXT NOT NULL)"
+            " heading TEXT NOT NULL, breadcrumb TEXT NOT NULL, body TEXT NOT NULL, cjk INTEGER NOT NULL)"
         )
         digest = hashlib.sha256()
         rows = []
         for document in corpus.documents:
             for chunk in document.chunks:
-                rows.append((len(rows) + 1, chunk.path, chunk.heading, chunk.breadcrumb, chunk.body))
+                breadcrumb = chunk.breadcrumb
+                cjk = has_cjk(chunk.heading) or has_cjk(breadcrumb) or has_cjk(chunk.body)
+                rows.append((len(rows) + 1, chunk.path, chunk.heading, breadcrumb, chunk.body, int(cjk)))
                 for value in (chunk.path, chunk.heading, chunk.breadcrumb, chunk.body):
                     encoded = value.encode("utf-8", "surrogatepass")
                     # Length-prefixed, so no two different corpora share a digest by moving a seam.
                     digest.update(len(encoded).to_bytes(8, "big"))
                     digest.update(encoded)
         connection.execute("BEGIN")
-        connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)", rows)
+        connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?)", rows)
         connection.execute("COMMIT")
         snapshot = CorpusSnapshot(len(corpus.documents), len(rows), "sha256:" + digest.hexdigest())
         return cls(connection, snapshot)
@@ -96,14 +98,14 @@ class Index:
                 "CREATE VIRTUAL TABLE fts_word USING fts5(heading, breadcrumb, body,"
                 f" content='', tokenize='{WORD_TOKENIZER}')"
             )
-            rows = connection.execute("SELECT id, heading, breadcrumb, body FROM chunks")
+            connection.execute(
+                "INSERT INTO fts_word(rowid, heading, breadcrumb, body)"
+                " SELECT id, heading, breadcrumb, body FROM chunks WHERE cjk = 0"
+            )
+            rows = connection.execute("SELECT id, heading, breadcrumb, body FROM chunks WHERE cjk = 1").fetchall()
             connection.executemany(
                 "INSERT INTO fts_word(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)",
-                (
-                    (row[0], with_cjk_bigrams(row[1]), with_cjk_bigrams(row[2]), with_cjk_bigrams(row[3]))
-                    if has_cjk(row[1]) or has_cjk(row[2]) or has_cjk(row[3]) else row
-                    for row in rows.fetchall()
-                ),
+                ((i, with_cjk_bigrams(h), with_cjk_bigrams(b), with_cjk_bigrams(t)) for i, h, b, t in rows),
             )
         elif table == "fts_trigram":
             # Only chunks holding CJK text: the trigram index answers CJK queries, which cannot
@@ -113,10 +115,9 @@ class Index:
                 "CREATE VIRTUAL TABLE fts_trigram USING fts5(heading, breadcrumb, body,"
                 f" content='chunks', content_rowid='id', tokenize='{TRIGRAM_TOKENIZER}')"
             )
-            rows = connection.execute("SELECT id, heading, breadcrumb, body FROM chunks")
-            connection.executemany(
-                "INSERT INTO fts_trigram(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)",
-                (row for row in rows.fetchall() if has_cjk(row[1]) or has_cjk(row[2]) or has_cjk(row[3])),
+            connection.execute(
+                "INSERT INTO fts_trigram(rowid, heading, breadcrumb, body)"
+                " SELECT id, heading, breadcrumb, body FROM chunks WHERE cjk = 1"
             )
         else:
             raise ValueError(table)

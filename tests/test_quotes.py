@@ -241,7 +241,7 @@ def incident_kb(root: Path) -> Path:
     return write_tree(
         root,
         {
-            "guides/rrf.md": "# Fusion\nReciprocal rank fusion combines rankings from several retrievers.\n",
+            "guides/rrf.md": "# Fusion\nReciprocal rank fusion merges the result lists of several retrievers.\n",
             "guides/chunks.md": "# Chunking\nDocuments are split into chunks at headings before indexing.\n",
             "guides/deploy.md": "# Deploy\nImages are tagged with the commit.\n",
             ".kb-eval.yml": golden_yaml(
@@ -279,6 +279,9 @@ def test_a_note_quoting_one_query_in_a_heading_and_another_in_its_body_is_report
         ("chunks-q", "body", 3),
     ]
     assert finding["quoted"][0]["rank_in_top_k"] == 1  # the note displaced the labelled answer
+    rrf_before = next(q for q in clean["per_query"] if q["id"] == "rrf-q")
+    rrf_after = next(q for q in report["per_query"] if q["id"] == "rrf-q")
+    assert (rrf_before["metrics"]["rr"], rrf_after["metrics"]["rr"]) == (1.0, 0.5)
     assert "kb-eval: 1 document(s) quote 2 or more golden queries verbatim (golden-queries-quoted)." in result.stderr
     assert "    rrf-q (rank 1)" in result.stderr
     # The rest of the report is intact, and the finding stays out of the fingerprint.
