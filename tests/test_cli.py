@@ -36,7 +36,7 @@ def test_the_bundled_example_runs_and_its_json_report_is_schema_valid() -> None:
     assert result.code == ExitCode.OK, result.stderr
     report = result.json()
     assert validation_errors(report) == []
-    assert report["aggregate"]["query_count"] == 7
+    assert report["aggregate"]["query_count"] == 8
     assert report["corpus"]["documents"] == 5
     assert report["findings"] == []
     assert set(report["by_tag"]) == {"ops", "ja"}
