@@ -58,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("text", "json"), default="text", help="stdout format (default: text)")
     parser.add_argument("--output", type=Path, default=None, help="also write the JSON report to this file")
     parser.add_argument(
+        "--cache-dir", type=Path, default=None, metavar="DIR",
+        help="keep parsed documents here between runs (e.g. with actions/cache); unchanged files are not parsed again",
+    )
+    parser.add_argument(
         "--tokenization", choices=[t.value for t in Tokenization], default=Tokenization.AUTO.value,
         help="built-in retriever: auto (by the query's script, default), fused (both indexes), word or trigram",
     )
@@ -169,6 +173,7 @@ def options_from_args(args: argparse.Namespace) -> EvalOptions:
         ks=tuple(args.k),
         weights=args.weights,
         tokenization=Tokenization(args.tokenization),
+        cache_dir=args.cache_dir,
         external_retriever=external_retriever_factory(options_from_namespace(args)),
     )
 

@@ -19,6 +19,7 @@ from .diagnostics import Diagnostics
 from .errors import InputError
 from .golden import GoldenQuery, GoldenSet, find_golden, load_golden
 from .index import Index
+from .parse_cache import ParseCache
 from .metrics import METRIC_VERSION, AggregateMetrics, QueryMetrics, aggregate, score_query
 from .query_compiler import QUERY_COMPILER_VERSION, compile_query
 from .quotes import Finding, QuoteLocation, locate, normalise, scan
@@ -43,6 +44,8 @@ class EvalOptions:
     tokenization: Tokenization = Tokenization.AUTO
     external_retriever: RetrieverFactory | None = None
     """None: the built-in FTS5 retriever answers the queries."""
+    cache_dir: Path | None = None
+    """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
     timestamp: datetime | None = None
     """Fixed in tests; the current UTC time otherwise."""
 
@@ -83,7 +86,8 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     if ks[-1] > limit:
         diagnostics.warn("k-over-limit", f"k={ks[-1]} is larger than the limit {limit}: @{ks[-1]} sees only {limit} hits")
 
-    corpus = read_corpus(options.kb_path, options.exclude, diagnostics)
+    cache = ParseCache(options.cache_dir) if options.cache_dir is not None else None
+    corpus = read_corpus(options.kb_path, options.exclude, diagnostics, cache=cache)
     clock.lap("walk_parse")
     index = Index.build(corpus)
     requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
