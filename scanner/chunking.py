@@ -83,8 +83,7 @@ def split_lines(text: str) -> list[str]:
 
 def parse_document(text: str, title: str) -> ParsedDocument:
     """Parse a document; `title` is the fallback title (the file name without extension)."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = text.removeprefix("\ufeff")
     lines = split_lines(text)
     problems: list[tuple[int, str]] = []
     frontmatter, first_body = _parse_frontmatter(lines, problems)
@@ -119,10 +118,12 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str]]) -> tup
         node = None
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode) and key.value == "title" and isinstance(value, yaml.ScalarNode):
-                if value.value.strip() and value.tag != "tag:yaml.org,2002:null":
-                    title = " ".join(value.value.split())
-                    title_line = 2 + value.start_mark.line
+            if (
+                isinstance(key, yaml.ScalarNode) and key.value == "title" and isinstance(value, yaml.ScalarNode)
+                and value.value.strip() and value.tag != "tag:yaml.org,2002:null"
+            ):
+                title = " ".join(value.value.split())
+                title_line = 2 + value.start_mark.line
     elif node is not None and not (isinstance(node, yaml.ScalarNode) and node.value == ""):
         problems.append((2, "frontmatter is not a mapping; title taken from the file name"))
     return Frontmatter(title, title_line, 1, closing + 1), closing + 1

@@ -10,8 +10,9 @@ import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import TextIO
 
 from . import __version__
 from .compare import Comparison, compare_runs, compare_with_history, no_previous
@@ -222,8 +223,7 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def _print_diagnostics(diagnostics: Diagnostics, stderr: TextIO) -> None:
-    for item in diagnostics.items:
-        stderr.write(item.render() + "\n")
+    stderr.writelines(item.render() + "\n" for item in diagnostics.items)
 
 
 def _positive_int(text: str) -> int:

@@ -12,9 +12,10 @@ import os
 import re
 import sqlite3
 import stat
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
 from .chunking import ParsedDocument, parse_document
 from .diagnostics import Diagnostic, Diagnostics

@@ -8,10 +8,10 @@ print and which exit code to return.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Sequence
 
 from . import report as report_module
 from .corpus import Chunk, Corpus, read_corpus
@@ -19,8 +19,8 @@ from .diagnostics import Diagnostics
 from .errors import InputError
 from .golden import GoldenQuery, GoldenSet, find_golden, load_golden
 from .index import Index
-from .parse_cache import ParseCache
 from .metrics import METRIC_VERSION, AggregateMetrics, QueryMetrics, aggregate, score_query
+from .parse_cache import ParseCache
 from .query_compiler import QUERY_COMPILER_VERSION, compile_query
 from .quotes import Finding, QuoteLocation, locate, normalise, scan
 from .retrievers.base import Hit, Retriever, SearchRequest
@@ -121,7 +121,7 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         "metric_version": METRIC_VERSION,
         "query_compiler_version": QUERY_COMPILER_VERSION,
     }
-    timestamp = options.timestamp or datetime.now(timezone.utc)
+    timestamp = options.timestamp or datetime.now(UTC)
     report = report_module.build_report(
         timestamp=timestamp,
         fingerprint=fingerprint,

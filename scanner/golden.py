@@ -261,7 +261,7 @@ class _GoldenReader:
 def _path_problem(path: str) -> str | None:
     if not path.strip():
         return "`path` is empty"
-    if path.startswith("/") or (len(path) > 1 and path[1] == ":") or path.startswith("\\"):
+    if path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
         return f"`path` {path!r} is absolute"
     if ".." in path.replace("\\", "/").split("/"):
         return f"`path` {path!r} contains `..`"

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 from .analysis import has_cjk, with_cjk_bigrams
 from .corpus import Corpus
@@ -61,7 +61,7 @@ class Index:
         self._built: set[str] = set()
 
     @classmethod
-    def build(cls, corpus: Corpus) -> "Index":
+    def build(cls, corpus: Corpus) -> Index:
         connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         connection.execute(
             "CREATE TABLE chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL,"

@@ -23,8 +23,8 @@ Aggregates are plain means over queries (macro average), as trec_eval's `all` ro
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from .golden import ExpectedEntry
 from .retrievers.base import Hit

@@ -20,8 +20,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .documents import Chunk, Document
 from .diagnostics import Diagnostic, Diagnostics
+from .documents import Chunk, Document
 
 PARSER_VERSION = "1"
 """Bump when chunking or frontmatter handling changes what a file parses into."""

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 import ahocorasick
 
@@ -105,7 +105,7 @@ def fold_needles(queries: Sequence[GoldenQuery]) -> list[Needle]:
         text = normalise(query.text)
         if not is_long_enough(text):
             continue
-        representative, first, exempt = by_text.setdefault(text, (query, order, set()))
+        _, _, exempt = by_text.setdefault(text, (query, order, set()))
         exempt.update(entry.path for entry in query.expected)
     return [
         Needle(text, representative, first, frozenset(exempt))

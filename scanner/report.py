@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
@@ -42,10 +43,10 @@ def build_report(
     timestamp: datetime,
     fingerprint: Mapping[str, object],
     corpus: CorpusSnapshot,
-    results: Sequence["QueryResult"],
+    results: Sequence[QueryResult],
     overall: AggregateMetrics,
     by_tag: Mapping[str, AggregateMetrics],
-    findings: Sequence["LocatedFinding"],
+    findings: Sequence[LocatedFinding],
     diagnostics: Diagnostics,
 ) -> Report:
     return {
@@ -75,7 +76,7 @@ def aggregate_json(metrics: AggregateMetrics) -> dict[str, object]:
     }
 
 
-def _query_json(result: "QueryResult") -> dict[str, object]:
+def _query_json(result: QueryResult) -> dict[str, object]:
     return {
         "id": result.query.id,
         "query": result.query.text,
@@ -94,7 +95,7 @@ def _query_json(result: "QueryResult") -> dict[str, object]:
     }
 
 
-def _finding_json(located: "LocatedFinding") -> dict[str, object]:
+def _finding_json(located: LocatedFinding) -> dict[str, object]:
     return {
         "check": CHECK_NAME,
         "path": located.finding.path,

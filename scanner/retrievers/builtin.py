@@ -11,9 +11,9 @@ still gets in.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Sequence
 
 from ..analysis import has_cjk
 from ..index import TRIGRAM_TOKENIZER, WORD_TOKENIZER, Index
