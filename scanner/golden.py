@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,7 +262,8 @@ class _GoldenReader:
 def _path_problem(path: str) -> str | None:
     if not path.strip():
         return "`path` is empty"
-    if path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
+    # A drive letter only with a separator after it: `a:b.md` is a fine file name on Linux.
+    if path.startswith(("/", "\\")) or re.match(r"[A-Za-z]:[\\/]", path):
         return f"`path` {path!r} is absolute"
     if ".." in path.replace("\\", "/").split("/"):
         return f"`path` {path!r} contains `..`"

@@ -116,3 +116,10 @@ def test_the_default_golden_names_are_tried_in_order_and_a_miss_says_where_it_lo
     with pytest.raises(InputError) as caught:
         find_golden(empty, None)
     assert ".kb-eval.yml" in str(caught.value) and ".groove-eval.yml" in str(caught.value)
+
+
+def test_a_colon_in_a_file_name_is_not_a_drive_letter_but_c_slash_is(tmp_path: Path) -> None:
+    golden = load(tmp_path, "queries:\n  - id: x\n    query: q\n    expected: ['a:b.md', 'notes/x:y.md']\n")
+    assert [e.path for e in golden.queries[0].expected] == ["a:b.md", "notes/x:y.md"]
+    error = error_of(tmp_path, "queries:\n  - id: x\n    query: q\n    expected: ['C:/kb/a.md']\n")
+    assert "absolute" in error.message
