@@ -52,13 +52,15 @@ def read_corpus(
     files = list(_indexable_files(root, exclude, diagnostics))
     workers = workers if workers is not None else (os.cpu_count() or 1)
     cache_path = cache.path if cache is not None else None
-    if cache is not None and os.path.lexists(cache.path) and (probe := cache.open_for_reading()) is None:
-        diagnostics.warn(
-            "cache-ignored", "the parse cache is unreadable or from another kb-eval version; every file is parsed",
-            str(cache.path),
-        )
-    elif cache is not None and os.path.lexists(cache.path):
-        probe.close()
+    if cache is not None and os.path.lexists(cache.path):
+        probe = cache.open_for_reading()
+        if probe is None:
+            diagnostics.warn(
+                "cache-ignored", "the parse cache is unreadable or from another kb-eval version; every file is parsed",
+                str(cache.path),
+            )
+        else:
+            probe.close()
     # With a warm cache, reading from it in one process is faster than shipping its entries
     # through worker processes (measured: 3.5 s serial vs 7.8 s with two workers at 10,000 files).
     warm_cache = cache is not None and cache.path.is_file()

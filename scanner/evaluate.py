@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import report as report_module
-from .corpus import Chunk, Corpus, read_corpus
+from .corpus import read_corpus
+from .documents import Chunk, Corpus
 from .diagnostics import Diagnostics
 from .errors import InputError
 from .golden import GoldenQuery, GoldenSet, find_golden, load_golden

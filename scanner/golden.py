@@ -135,7 +135,7 @@ def _read_golden_bytes(path: Path, shown: str) -> bytes:
 class _StrictLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted", event.start_mark)
         return super().compose_node(parent, index)
 
@@ -244,6 +244,7 @@ class _GoldenReader:
         return GoldenQuery(query_id, text, expected, tags, node.start_mark.line + 1)
 
     def expected(self, node: yaml.Node, where: str) -> ExpectedEntry:
+        path_node: yaml.Node
         if isinstance(node, yaml.ScalarNode):  # `- notes/a.md` is shorthand for `- path: notes/a.md`
             path_node, heading = node, None
         else:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .analysis import has_cjk, with_cjk_bigrams
-from .corpus import Corpus
+from .documents import Corpus
 
 INDEXED_FIELDS = ("heading", "breadcrumb", "body")
 """Exactly the columns full-text search indexes, in FTS5 column order."""
@@ -68,7 +68,7 @@ class Index:
             " heading TEXT NOT NULL, breadcrumb TEXT NOT NULL, body TEXT NOT NULL, cjk INTEGER NOT NULL)"
         )
         digest = hashlib.sha256()
-        rows = []
+        rows: list[tuple[int, str, str, str, str, int]] = []
         for document in corpus.documents:
             for chunk in document.chunks:
                 breadcrumb = chunk.breadcrumb

@@ -71,7 +71,7 @@ def _word_terms(phrase: str) -> list[str]:
 def _trigram_fragments(phrase: str) -> list[str]:
     """Latin words stay whole (a word is a run of adjacent trigrams); a CJK run is cut into
     overlapping three-character windows, so a paraphrase that shares only parts still matches."""
-    fragments = []
+    fragments: list[str] = []
     for word in phrase.split(" "):
         if has_cjk(word) and len(word) > 3:
             fragments.extend(word[i : i + 3] for i in range(len(word) - 2))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import ahocorasick
 
 from .chunking import BREADCRUMB_SEPARATOR
-from .corpus import Chunk
+from .documents import Chunk
 from .golden import GoldenQuery
 from .index import INDEXED_FIELDS, IndexedChunk
 from .retrievers.base import Hit
