@@ -6,19 +6,22 @@ Results go to stdout, diagnostics to stderr. Exit codes are `errors.ExitCode`.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
 import tempfile
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from . import __version__
 from .compare import Comparison, compare_runs, compare_with_history, no_previous
-from .diagnostics import Diagnostics
+from .diagnostics import Diagnostic, Diagnostics
 from .errors import ExitCode, InputError
-from .evaluate import DEFAULT_KS, EvalOptions, EvalOutcome, run_eval
+from .evaluate import DEFAULT_KS, EvalOptions, EvalOutcome, LocatedFinding, run_eval
 from .gate import DEFAULT_REGRESSION_THRESHOLD, GateResult, check_gate_settings, evaluate_gate
 from .history import (
     DEFAULT_HISTORY_SIZE,
@@ -104,14 +107,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+@dataclass(frozen=True)
+class RunResult:
+    """What one CLI run produced, for callers that do more than print it (Action mode).
+
+    `stdout_text` and `stderr_text` are exactly what `main` prints; the other
+    fields carry the same run as data, so nothing has to be parsed back out of text.
+    """
+
+    exit_code: int
+    report: dict[str, object] | None
+    """The validated report; None when the run stopped before one was built (exit 2 or 3)."""
+    findings: tuple[LocatedFinding, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    input_error: InputError | None
+    """Why the run was exit 2 (usage errors from the parser included), else None."""
+    golden_path: str | None
+    """The golden file as shown in messages (as given, or found in the KB); None when not found."""
+    args: argparse.Namespace | None
+    """The parsed arguments; None when they did not parse."""
+    stdout_text: str
+    stderr_text: str
+
+
+def execute(argv: Sequence[str] | None = None) -> RunResult:
+    """Run the CLI on `argv` without printing anything: the text goes into the result."""
+    out, err = io.StringIO(), io.StringIO()
     try:
-        args = build_parser().parse_args(argv)
+        # argparse writes usage errors, --help and --version to the sys streams.
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = build_parser().parse_args(argv)
     except SystemExit as exit_:
-        return int(exit_.code or 0)
+        code = int(exit_.code or 0)
+        usage_error = None
+        if code == ExitCode.BAD_INPUT:
+            last = err.getvalue().strip().splitlines()[-1:] or ["usage error"]
+            usage_error = InputError(last[0].removeprefix("kb-eval: error: "))
+        return RunResult(code, None, (), (), usage_error, None, None, out.getvalue(), err.getvalue())
     diagnostics = Diagnostics()
+
+    def stopped(code: int, error: InputError | None = None) -> RunResult:
+        return RunResult(code, None, (), tuple(diagnostics.items), error, None, args, out.getvalue(), err.getvalue())
+
     try:
         check_gate_settings(args.regression_threshold, args.alpha)
         check_history_size(args.history_size)
@@ -136,22 +173,36 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         if args.save_baseline is not None:
             save_baseline(args.save_baseline, outcome.report)
     except InputError as error:
-        _print_diagnostics(diagnostics, stderr)
-        stderr.write(f"kb-eval: error: {error}\n")
-        return ExitCode.BAD_INPUT
+        _print_diagnostics(diagnostics, err)
+        err.write(f"kb-eval: error: {error}\n")
+        return stopped(ExitCode.BAD_INPUT, error)
     except ReportInvalid as error:
-        stderr.write(f"kb-eval: internal error: {error}\n")
-        return ExitCode.INTERNAL
+        err.write(f"kb-eval: internal error: {error}\n")
+        return stopped(ExitCode.INTERNAL)
     except Exception:  # noqa: BLE001 - anything else is a bug, and must not pass for bad input
-        stderr.write("kb-eval: internal error (please report this):\n" + traceback.format_exc())
-        return ExitCode.INTERNAL
-    _print_diagnostics(diagnostics, stderr)
-    stderr.write(render_warning([f.finding for f in outcome.findings]))
-    code = emit(outcome, args, stdout, stderr, comparison, gate)
+        err.write("kb-eval: internal error (please report this):\n" + traceback.format_exc())
+        return stopped(ExitCode.INTERNAL)
+    _print_diagnostics(diagnostics, err)
+    err.write(render_warning([f.finding for f in outcome.findings]))
+    try:
+        code = emit(outcome, args, out, err, comparison, gate)
+    except InputError as error:
+        err.write(f"kb-eval: error: {error}\n")
+        return stopped(ExitCode.BAD_INPUT, error)
     if code == ExitCode.OK and gate.tripped and args.fail_on_regression:
-        stderr.write(f"kb-eval: regression: {gate.reason}\n")
-        return ExitCode.REGRESSION
-    return code
+        err.write(f"kb-eval: regression: {gate.reason}\n")
+        code = ExitCode.REGRESSION
+    return RunResult(
+        code, outcome.report, tuple(outcome.findings), tuple(diagnostics.items), None,
+        str(outcome.golden.path), args, out.getvalue(), err.getvalue(),
+    )
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    result = execute(argv)
+    (stderr or sys.stderr).write(result.stderr_text)
+    (stdout or sys.stdout).write(result.stdout_text)
+    return result.exit_code
 
 
 def compare_with_previous(
@@ -192,8 +243,7 @@ def emit(
         try:
             write_atomically(args.output, document)
         except OSError as error:
-            stderr.write(f"kb-eval: error: {args.output}: cannot write the report ({error.strerror})\n")
-            return ExitCode.BAD_INPUT
+            raise InputError(f"cannot write the report ({error.strerror})", file=str(args.output)) from error
     if args.format == "json":
         stdout.write(document)
     else:
