@@ -143,6 +143,9 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             self._serve()
 
+        def do_PATCH(self) -> None:
+            self._serve()
+
         def log_message(self, format: str, *args: object) -> None:
             pass  # keep pytest output clean
 

@@ -1,0 +1,133 @@
+"""Workspaces for the Action-mode tests, and what the runner makes of a step's log.
+
+Shared by tests/test_action_mode.py (entrypoint.py as a subprocess) and
+tests/test_action_container.py (the image under podman), so both run the
+same cases and can be compared field by field.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import REPO, golden_yaml, write_tree
+from tests.container_support import ActionRun, RunnerLayout, input_environment
+from tests.runner_log import RunnerLog, parse_env_file, parse_log
+
+HEAD_SHA = "a" * 40
+"""The pull request's head commit in `pull_request_event()`; GITHUB_SHA (the merge commit) is c*40."""
+KB = "docs/kb"
+"""The KB sits in a subfolder, so annotation paths must be joined onto it."""
+OUTPUT_NAMES = ["report", "query-count", "mrr", "recall", "ndcg", "findings-count", "regressed"]
+
+Q_ROLLBACK = "how do I roll back a database migration"
+Q_TAGS = "which tag do container images get"
+Q_SPLIT = "where are documents split into sections"
+
+GUIDES = {
+    "guides/deploy.md": (
+        "# Deploy\n\n## Database\nTo roll back a database migration, run the down script of the release.\n\n"
+        "## Images\nContainer images get the commit sha as their tag when the build passes.\n"
+    ),
+    "guides/search.md": "# Search\n\n## Chunking\nDocuments are split into sections at every heading.\n",
+}
+GOLDEN = golden_yaml(
+    ("rollback", Q_ROLLBACK, ["guides/deploy.md"]),
+    ("image-tags", Q_TAGS, ["guides/deploy.md"]),
+    ("chunking", Q_SPLIT, ["guides/search.md"]),
+)
+LEAK_NOTE = f"# Eval notes\n\nQuestions we test with:\n- {Q_ROLLBACK}\n- {Q_TAGS}\n"
+"""Quotes two golden queries: the first quotation is on line 4, column 3."""
+
+
+def clean_workspace(workspace: Path) -> None:
+    write_tree(workspace / KB, {**GUIDES, ".kb-eval.yml": GOLDEN})
+    write_tree(workspace, {"README.md": "# repo\n"})
+
+
+def finding_workspace(workspace: Path, leaks: int = 1) -> None:
+    clean_workspace(workspace)
+    write_tree(workspace / KB, {f"notes/leak-{n}.md": LEAK_NOTE for n in range(leaks)})
+
+
+def run_entrypoint(
+    layout: RunnerLayout,
+    inputs: Mapping[str, str],
+    extra_env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    args: Sequence[str] = (),
+) -> ActionRun:
+    """entrypoint.py as the runner would start it, minus the container: same variables, host paths.
+
+    No argument, cwd = the workspace (the runner's --workdir), and nothing of
+    this test process's environment but PATH.
+    """
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **layout.host_environment()}
+    env.update(input_environment(inputs))
+    env.update(extra_env or {})
+    result = subprocess.run(
+        [sys.executable, str(REPO / "entrypoint.py"), *args],
+        cwd=layout.workspace,
+        env=env,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
+    return ActionRun(
+        returncode=result.returncode,
+        stdout=result.stdout.decode("utf-8"),
+        stderr=result.stderr.decode("utf-8"),
+        outputs_text=layout.output_file.read_bytes().decode("utf-8"),
+        summary_text=layout.summary_file.read_bytes().decode("utf-8"),
+    )
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the runner makes of a step: exit status, annotations, outputs, summary."""
+
+    returncode: int
+    annotations: list[tuple[str, str | None, str | None, str | None, str | None, str]]
+    """(kind, file, line, col, title, message), in log order."""
+    outputs: dict[str, str]
+    summary: str
+    log: RunnerLog
+    stderr_log: RunnerLog
+
+
+def observe(run: ActionRun) -> Observed:
+    log = parse_log(run.stdout)
+    pairs = parse_env_file(run.outputs_text)
+    names = [name for name, _ in pairs]
+    assert len(names) == len(set(names)), f"an output was written twice: {names}"
+    return Observed(
+        returncode=run.returncode,
+        annotations=[
+            (
+                command.name,
+                command.properties.get("file"),
+                command.properties.get("line"),
+                command.properties.get("col"),
+                command.properties.get("title"),
+                command.data,
+            )
+            for command in log.annotations()
+        ],
+        outputs=dict(pairs),
+        summary=run.summary_text,
+        log=log,
+        stderr_log=parse_log(run.stderr),
+    )
+
+
+def assert_only_our_commands(observed: Observed) -> None:
+    """The log holds annotations and stop/resume only; commands are on when it ends."""
+    for log in (observed.log, observed.stderr_log):
+        assert log.step_failed is None
+        assert not log.still_stopped
+        assert {command.name for command in log.commands} <= {"warning", "error", "notice"}, log.commands
+    assert observed.stderr_log.commands == []

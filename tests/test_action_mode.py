@@ -1,0 +1,439 @@
+"""Action mode against the runner's contract, without a container.
+
+entrypoint.py runs as a subprocess with the environment a Docker action gets
+(workspace, file-command files, every INPUT_* with its default, a
+pull_request event), and its stdout is read the way the runner reads it
+(tests/runner_log.py): annotations, outputs, summary and exit status are
+asserted as GitHub would see them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from scanner.action import INPUT_DEFAULTS, ActionInputs, cli_arguments, read_inputs, workspace_path
+from scanner.cli import build_parser, execute
+from scanner.errors import ExitCode, InputError
+from tests.action_cases import (
+    HEAD_SHA,
+    KB,
+    OUTPUT_NAMES,
+    Q_ROLLBACK,
+    Q_TAGS,
+    assert_only_our_commands,
+    clean_workspace,
+    finding_workspace,
+    observe,
+    run_entrypoint,
+)
+from tests.action_docs import load_action
+from tests.conftest import golden_yaml, write_tree
+from tests.container_support import RunnerLayout, action_inputs, pull_request_event
+
+BOTH_CAUSES = ("leaked into the corpus", "belongs in their `expected`")
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> RunnerLayout:
+    layout = RunnerLayout(tmp_path)
+    layout.write_event(pull_request_event())
+    return layout
+
+
+def report_of(layout: RunnerLayout, name: str = "kb-eval-report.json") -> dict:  # type: ignore[type-arg]
+    return json.loads((layout.workspace / name).read_text(encoding="utf-8"))
+
+
+# --- the finding case --------------------------------------------------------------------
+
+
+def test_a_finding_is_one_warning_on_the_first_quoting_line_with_a_repository_relative_path(
+    layout: RunnerLayout,
+) -> None:
+    finding_workspace(layout.workspace)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    assert observed.returncode == ExitCode.OK  # a finding never fails the step
+    assert_only_our_commands(observed)
+    [finding] = report_of(layout)["findings"]
+    ranks = {q["query_id"]: q["rank_in_top_k"] for q in finding["quoted"]}
+    [(kind, file, line, col, title, message)] = observed.annotations
+    assert (kind, file, line, col, title) == ("warning", f"{KB}/notes/leak-0.md", "4", "3", "golden-queries-quoted")
+    for query_id, rank in ranks.items():
+        assert f"{query_id} ({'not in top_k' if rank is None else f'rank {rank}'})" in message
+    assert all(cause in message for cause in BOTH_CAUSES)
+    assert "never fails the step" in message
+
+
+def test_the_finding_run_writes_every_output_and_a_readable_report(layout: RunnerLayout) -> None:
+    finding_workspace(layout.workspace)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    report = report_of(layout)
+    assert list(observed.outputs) == OUTPUT_NAMES
+    assert observed.outputs == {
+        "report": "kb-eval-report.json",
+        "query-count": "3",
+        "mrr": repr(report["aggregate"]["mrr"]),
+        "recall": repr(report["aggregate"]["recall_at_k"]["10"]),
+        "ndcg": repr(report["aggregate"]["ndcg_at_k"]["10"]),
+        "findings-count": "1",
+        "regressed": "false",
+    }
+    mode = (layout.workspace / "kb-eval-report.json").stat().st_mode
+    assert stat.S_IMODE(mode) == 0o644
+
+
+def test_the_summary_has_the_table_the_finding_linked_at_the_head_commit_and_the_misses(
+    layout: RunnerLayout,
+) -> None:
+    finding_workspace(layout.workspace)
+    # A miss: the expected document of a fourth query does not exist.
+    golden = layout.workspace / KB / ".kb-eval.yml"
+    golden.write_text(golden.read_text() + golden_yaml(("ghost", "where is the ghost manual", ["gone.md"]))[9:])
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    summary = observed.summary
+    assert "| metric | @1 | @5 | @10 |" in summary and "| recall |" in summary and "**MRR**" in summary
+    link = f"https://github.com/octo/kb/blob/{HEAD_SHA}/{KB}/notes/leak&#45;0&#46;md"
+    assert f"(https://github.com/octo/kb/blob/{HEAD_SHA}/{KB}/notes/leak-0.md#L4)" in summary, summary
+    assert "c" * 40 not in summary  # the merge commit (GITHUB_SHA) is not what the diff shows
+    assert link not in summary  # the link target is a URL, not escaped text
+    assert "1 query missed an expected document in the top 10" in summary
+    assert "ghost" in summary and "gone&#46;md" in summary
+    # The expected-not-in-corpus warning sits on the golden file's line of that entry.
+    warnings = [a for a in observed.annotations if a[4] == "kb-eval: expected document not in the corpus"]
+    entry_line = golden.read_text().splitlines().index('      - path: "gone.md"') + 1
+    assert [(a[1], a[2]) for a in warnings] == [(f"{KB}/.kb-eval.yml", str(entry_line))]
+    assert "'ghost'" in warnings[0][5] and "'gone.md'" in warnings[0][5]
+
+
+def test_the_text_report_and_the_finding_warning_are_echoed_with_commands_stopped(layout: RunnerLayout) -> None:
+    finding_workspace(layout.workspace)
+    run = run_entrypoint(layout, action_inputs({"kb-path": KB}))
+    observed = observe(run)
+    [token] = observed.log.stop_tokens
+    echoed = run.stdout.split(f"::stop-commands::{token}\n", 1)[1].split(f"::{token}::\n", 1)[0]
+    assert "golden-queries-quoted" in echoed and "notes/leak-0.md" in echoed  # the stderr warning
+    assert "recall" in echoed and "MRR" in echoed  # the text report
+    # Our own commands come after the resume line.
+    assert run.stdout.index(f"::{token}::") < run.stdout.index("::warning ")
+
+
+# --- no finding, missing golden ------------------------------------------------------------
+
+
+def test_a_clean_kb_has_no_annotation_and_zero_findings(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    assert observed.returncode == ExitCode.OK
+    assert observed.annotations == []
+    assert observed.outputs["findings-count"] == "0" and observed.outputs["query-count"] == "3"
+    assert "No document quotes 2 or more golden queries verbatim" in observed.summary
+    assert_only_our_commands(observed)
+
+
+def test_a_missing_golden_file_is_exit_2_with_an_error_annotation_on_it(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    inputs = action_inputs({"kb-path": KB, "golden": f"{KB}/missing.yml"})
+    observed = observe(run_entrypoint(layout, inputs))
+    assert observed.returncode == ExitCode.BAD_INPUT
+    [(kind, file, line, _, title, message)] = observed.annotations
+    assert (kind, file, line, title) == ("error", f"{KB}/missing.yml", None, "kb-eval: input error")
+    assert message.startswith("golden file not found") and "hint:" in message
+    assert observed.outputs == {}  # no report, no outputs
+    assert "input error" in observed.summary and "golden file not found" in observed.summary
+    assert not (layout.workspace / "kb-eval-report.json").exists()
+    assert_only_our_commands(observed)
+
+
+def test_no_golden_file_in_the_kb_is_an_error_annotation_on_the_kb_folder(layout: RunnerLayout) -> None:
+    write_tree(layout.workspace / KB, {"a.md": "# A\ntext\n"})
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    assert observed.returncode == ExitCode.BAD_INPUT
+    [(kind, file, _, _, _, message)] = observed.annotations
+    assert (kind, file) == ("error", KB)
+    assert ".kb-eval.yml" in message
+
+
+# --- the annotation budget ---------------------------------------------------------------------
+
+
+def test_more_findings_than_max_annotations_end_with_one_notice_and_the_summary_lists_all(
+    layout: RunnerLayout,
+) -> None:
+    finding_workspace(layout.workspace, leaks=5)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "max-annotations": "3"})))
+    assert observed.returncode == ExitCode.OK
+    kinds = [a[0] for a in observed.annotations]
+    assert kinds == ["warning", "warning", "warning", "notice"]
+    assert [a[1] for a in observed.annotations[:3]] == [f"{KB}/notes/leak-{n}.md" for n in range(3)]
+    notice = observed.annotations[3][5]
+    assert notice.startswith("2 more annotations left out (2 warnings)")
+    assert "the step summary and the JSON report list them all" in notice
+    assert all(f"notes/leak&#45;{n}&#46;md" in observed.summary for n in range(5))
+    assert observed.outputs["findings-count"] == "5"
+
+
+def test_the_default_budget_is_githubs_ten_and_exactly_ten_need_no_notice(layout: RunnerLayout) -> None:
+    finding_workspace(layout.workspace, leaks=10)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    assert [a[0] for a in observed.annotations] == ["warning"] * 10
+
+
+def test_annotations_false_prints_none_but_keeps_summary_and_outputs(layout: RunnerLayout) -> None:
+    finding_workspace(layout.workspace)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "annotations": "false"})))
+    assert observed.annotations == []
+    assert observed.outputs["findings-count"] == "1" and "leak" in observed.summary
+
+
+# --- hostile content ---------------------------------------------------------------------------
+
+HOSTILE_NAMES = [
+    "::set-output name=pwned::1.md",
+    "::add-mask::secret.md",
+    "line\n::warning::injected.md",
+    "100%25 %0A::error::x.md",
+]
+
+
+def test_hostile_file_names_and_ids_issue_no_command_but_ours(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    kb = layout.workspace / KB
+    hostile_ids = ["q::set-output name=x::y", "q\n::add-mask::m", "q%0A::error::z"]
+    texts = [f"hostile question number {n} about {word}" for n, word in enumerate(["masks", "outputs", "errors"])]
+    golden = golden_yaml(
+        *[(query_id, text, ["gone ::add-mask::x.md"]) for query_id, text in zip(hostile_ids, texts, strict=True)]
+    )
+    write_tree(kb, {".kb-eval.yml": golden})
+    note = "# ::warning::heading\n\n" + "".join(f"- {text}\n" for text in texts) + "::add-mask::body\n##[error]legacy\n"
+    for name in HOSTILE_NAMES:
+        (kb / "notes").mkdir(exist_ok=True)
+        (kb / "notes" / name).write_text(note, encoding="utf-8")
+    run = run_entrypoint(layout, action_inputs({"kb-path": KB, "max-annotations": "50"}))
+    observed = observe(run)
+    assert observed.returncode == ExitCode.OK, run.stdout + run.stderr
+    assert_only_our_commands(observed)
+    # The hostile text did reach the log, and the runner ignored it there.
+    assert any(c.name.lower() in {"set-output", "add-mask"} for c in observed.log.ignored)
+    findings = [a for a in observed.annotations if a[4] == "golden-queries-quoted"]
+    assert sorted(a[1] for a in findings) == sorted(f"{KB}/notes/{name}" for name in HOSTILE_NAMES)
+    assert all(all(query_id in a[5] for query_id in hostile_ids) for a in findings)
+    assert list(observed.outputs) == OUTPUT_NAMES and observed.outputs["findings-count"] == "4"
+    # Nothing PR-controlled becomes markup in the summary.
+    assert "::add-mask::" not in observed.summary and "<script" not in observed.summary
+
+
+def test_hostile_markdown_in_names_stays_text_in_the_summary(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    kb = layout.workspace / KB
+    (kb / "notes").mkdir()
+    name = "<img src=x onerror=alert(1)>[click](javascript:x) @team |.md"
+    (kb / "notes" / name).write_text(f"- {Q_ROLLBACK}\n- {Q_TAGS}\n", encoding="utf-8")
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    assert observed.outputs["findings-count"] == "1"
+    assert "<img" not in observed.summary and "[click]" not in observed.summary and "@team" not in observed.summary
+    assert "&#60;img src&#61;x" in observed.summary
+    assert "%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E" in observed.summary  # the link target, encoded
+
+
+def test_an_input_with_a_newline_is_refused_and_cannot_inject_a_command(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    for name, value in (("k", "1,5\n::set-output name=x::y"), ("kb-path", f"{KB}\n::add-mask::x")):
+        observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, name: value})))
+        assert observed.returncode == ExitCode.BAD_INPUT
+        [(kind, _, _, _, title, message)] = observed.annotations
+        assert kind == "error" and title == "kb-eval: input error" and f"input {name}" in message
+        assert_only_our_commands(observed)
+        assert observed.outputs == {}
+
+
+# --- paths outside the workspace --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("kb-path", "../outside"),
+        ("kb-path", "/etc"),
+        ("kb-path", "docs/../../outside"),
+        ("golden", "/etc/passwd"),
+        ("report", "../report.json"),
+        ("report", "/tmp/kb-eval-report.json"),
+    ],
+)
+def test_a_path_outside_the_workspace_is_exit_2_and_nothing_is_read_or_written_there(
+    layout: RunnerLayout, name: str, value: str
+) -> None:
+    clean_workspace(layout.workspace)
+    (layout.root / "outside").mkdir()
+    write_tree(layout.root / "outside", {".kb-eval.yml": golden_yaml(("q", "a question long enough", ["a.md"]))})
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, name: value})))
+    assert observed.returncode == ExitCode.BAD_INPUT
+    [(kind, file, _, _, _, message)] = observed.annotations
+    assert kind == "error" and file is None
+    assert f"input {name}" in message and "outside the workspace" in message
+    assert not (layout.root / "report.json").exists()
+    assert observed.outputs == {}
+
+
+def test_a_symlink_in_the_workspace_that_leads_outside_is_refused(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    outside = layout.root / "outside"
+    write_tree(outside, {".kb-eval.yml": golden_yaml(("q", "a question long enough", ["a.md"])), "a.md": "x"})
+    (layout.workspace / "linked").symlink_to(outside)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": "linked"})))
+    assert observed.returncode == ExitCode.BAD_INPUT
+    assert "outside the workspace" in observed.annotations[0][5]
+
+
+def test_an_absolute_path_inside_the_workspace_and_a_symlink_inside_it_are_accepted(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    clean_workspace(workspace)
+    (workspace / "alias").symlink_to(workspace / KB)
+    assert workspace_path(workspace, str(workspace / KB), "kb-path") == KB
+    assert workspace_path(workspace, "alias", "kb-path") == "alias"
+    assert workspace_path(workspace, "./docs//kb/", "kb-path") == KB
+    assert workspace_path(workspace, "new/report.json", "report") == "new/report.json"
+    with pytest.raises(InputError) as refused:
+        workspace_path(workspace, str(tmp_path / "ws-sibling"), "kb-path")  # a prefix, not a parent
+    assert refused.value.field == "kb-path"
+
+
+def test_the_report_goes_where_the_input_says_in_a_new_folder_owned_by_the_workspace_owner(
+    layout: RunnerLayout,
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("chown to another user needs root (the container runs as root)")
+    clean_workspace(layout.workspace)
+    os.chown(layout.workspace, 1001, 127)  # the runner user owns the checkout on GitHub
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "report": "out/eval/report.json"})))
+    assert observed.outputs["report"] == "out/eval/report.json"
+    for path in ("out", "out/eval", "out/eval/report.json"):
+        status = (layout.workspace / path).stat()
+        assert (status.st_uid, status.st_gid) == (1001, 127), path
+    assert stat.S_IMODE((layout.workspace / "out/eval/report.json").stat().st_mode) == 0o644
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+
+def test_the_built_in_defaults_are_action_yml_s() -> None:
+    declared = {name: str(spec.get("default", "")) for name, spec in load_action()["inputs"].items()}
+    declared["github-token"] = ""  # an expression only the runner evaluates
+    assert dict(INPUT_DEFAULTS) == declared
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("max-annotations", "ten"),
+        ("max-annotations", "-1"),
+        ("limit", "0"),
+        ("k", "1,x"),
+        ("regression-threshold", "1.5"),
+        ("regression-threshold", "nan"),
+        ("alpha", "0"),
+        ("annotations", "yes"),
+        ("comment", "1"),
+        ("retriever", "elastic"),
+        ("format", "xml"),
+    ],
+)
+def test_a_bad_input_value_is_an_input_error_naming_the_input(tmp_path: Path, name: str, value: str) -> None:
+    environ = {"INPUT_" + key.upper(): v for key, v in action_inputs({name: value}).items()}
+    with pytest.raises(InputError) as refused:
+        read_inputs(environ, tmp_path)
+    assert refused.value.field == name and name in str(refused.value)
+
+
+def test_every_input_reads_with_the_runner_s_names_and_trimming(tmp_path: Path) -> None:
+    values = action_inputs(
+        {
+            "kb-path": "  docs  ",
+            "exclude": "drafts/**\n\n  archive/*.md \n",
+            "http-headers": "X-A: 1\nX-B: 2\n",
+            "max-annotations": "7",
+            "fail-on-regression": "True",
+            "alpha": "0.1",
+        }
+    )
+    environ = {"INPUT_" + key.upper(): v for key, v in values.items()}
+    assert "INPUT_MAX-ANNOTATIONS" in environ  # hyphens kept, as the runner names them
+    inputs = read_inputs(environ, tmp_path)
+    assert inputs.kb_path == "docs" and inputs.exclude == ("drafts/**", "archive/*.md")
+    assert inputs.http_headers == ("X-A: 1", "X-B: 2") and inputs.max_annotations == 7
+    assert inputs.fail_on_regression is True and inputs.alpha == 0.1 and inputs.k == (1, 5, 10)
+
+
+def _inputs(tmp_path: Path, **overrides: str) -> ActionInputs:
+    environ = {"INPUT_" + key.upper(): v for key, v in action_inputs(overrides).items()}
+    return read_inputs(environ, tmp_path)
+
+
+def test_the_arguments_follow_the_inputs_and_parse_with_the_cli_parser(tmp_path: Path) -> None:
+    inputs = _inputs(
+        tmp_path,
+        **{"retriever": "http", "http-url": "-http://x", "http-headers": "A: 1\nB: 2", "exclude": "x/*\ny/*"},
+    )
+    argv, ignored = cli_arguments(inputs, frozenset(build_parser()._option_string_actions))
+    args = build_parser().parse_args(argv)
+    assert args.http_url == "-http://x"  # `--flag=value`: a leading dash stays a value
+    assert args.http_headers == ["A: 1", "B: 2"] and args.exclude == ["x/*", "y/*"]
+    assert args.http_method == "POST" and str(args.output) == "kb-eval-report.json"
+    builtin, _ = cli_arguments(_inputs(tmp_path), frozenset(build_parser()._option_string_actions))
+    assert not any(a.startswith("--http-method") for a in builtin)  # its default does not apply to builtin
+    assert ignored == []
+
+
+def test_history_and_gate_inputs_map_only_onto_flags_the_cli_has(tmp_path: Path) -> None:
+    inputs = _inputs(
+        tmp_path,
+        **{"baseline": "base.json", "fail-on-regression": "true", "regression-threshold": "0.1", "alpha": "0.05"},
+    )
+    without = frozenset({"--kb-path"})
+    argv, ignored = cli_arguments(inputs, without)
+    assert not any(a.startswith(("--baseline", "--fail", "--regression", "--alpha", "--no-history")) for a in argv)
+    assert ignored == ["baseline", "fail-on-regression", "regression-threshold", "alpha"]
+    flags = without | {
+        "--history",
+        "--no-history",
+        "--baseline",
+        "--save-baseline",
+        "--fail-on-regression",
+        "--regression-threshold",
+        "--alpha",
+    }
+    argv, ignored = cli_arguments(inputs, flags)
+    assert ignored == []
+    assert {"--no-history", "--baseline=base.json", "--fail-on-regression", "--regression-threshold=0.1"} <= set(argv)
+    assert "--alpha=0.05" in argv
+
+
+def test_execute_returns_the_run_as_data_and_main_prints_the_same_text(tmp_path: Path) -> None:
+    finding_workspace(tmp_path)
+    result = execute(["--kb-path", str(tmp_path / KB)])
+    assert result.exit_code == 0 and result.input_error is None
+    assert result.report is not None and len(result.report["findings"]) == 1  # type: ignore[arg-type]
+    assert [f.finding.path for f in result.findings] == ["notes/leak-0.md"]
+    assert result.golden_path == str(tmp_path / KB / ".kb-eval.yml")
+    assert "golden-queries-quoted" in result.stderr_text and result.stdout_text.startswith("kb-eval ")
+    bad = execute(["--k", "0"])
+    assert bad.exit_code == 2 and bad.input_error is not None and "--k" in str(bad.input_error)
+    missing = execute(["--kb-path", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and missing.input_error is not None and missing.report is None
+
+
+def test_without_github_actions_or_with_arguments_the_entrypoint_is_the_plain_cli(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    inputs = action_inputs({"kb-path": KB})
+    plain = run_entrypoint(layout, inputs, extra_env={"GITHUB_ACTIONS": ""})
+    assert plain.returncode == ExitCode.BAD_INPUT  # the CLI's default kb-path . has no golden file
+    assert "no golden file found" in plain.stderr and "::" not in plain.stdout + plain.stderr
+    with_args = run_entrypoint(layout, inputs, args=["--kb-path", KB])
+    assert with_args.returncode == 0 and with_args.stdout.startswith("kb-eval ") and "::" not in with_args.stdout
+    assert with_args.summary_text == with_args.outputs_text == ""
+    assert not (layout.workspace / "kb-eval-report.json").exists()
