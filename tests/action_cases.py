@@ -86,6 +86,12 @@ def run_entrypoint(
     )
 
 
+def next_step(layout: RunnerLayout) -> None:
+    """Empty the file-command files, as the runner gives every step new ones."""
+    for name in layout.file_names.values():
+        (layout.file_commands / name).write_bytes(b"")
+
+
 @dataclass(frozen=True)
 class Observed:
     """What the runner makes of a step: exit status, annotations, outputs, summary."""
