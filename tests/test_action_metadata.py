@@ -32,6 +32,7 @@ REQUIRED_INPUTS = {
     "retriever": "builtin",
     "http-url": "",
     "http-method": "POST",
+    "http-body": "",
     "http-headers": "",
     "command": "",
     "run-file": "",

@@ -1,0 +1,125 @@
+"""The README's pull-request workflow (examples/workflows/kb-eval-pull-request.yml) is what runs here.
+
+The file is validated against GitHub's workflow schema, and its kb-eval step is
+run in Action mode with exactly its `with:` values, in a pull_request event,
+against a loopback REST API for the comment; the upload step's path must name
+the report the action wrote.
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scanner.errors import ExitCode
+from tests.action_cases import finding_workspace, observe, run_entrypoint
+from tests.action_docs import ROOT, load_action
+from tests.container_support import RunnerLayout, action_inputs, pull_request_event
+from tests.loopback_server import LoopbackServer, Received, Reply, running
+from tests.test_action_metadata import check_jsonschema_command
+
+WORKFLOW = ROOT / "examples" / "workflows" / "kb-eval-pull-request.yml"
+
+
+def load_workflow() -> dict[str, Any]:
+    loaded = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def steps() -> list[dict[str, Any]]:
+    [job] = load_workflow()["jobs"].values()
+    return list(job["steps"])
+
+
+def kb_eval_step() -> dict[str, Any]:
+    [step] = [s for s in steps() if str(s.get("uses", "")).split("@")[0].endswith("/kb-eval")]
+    return step
+
+
+def as_runner_sets_it(value: object) -> str:
+    """A `with:` value as the runner puts it in INPUT_*: YAML booleans become true/false."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def test_the_workflow_is_valid_against_githubs_workflow_schema() -> None:
+    result = subprocess.run(
+        [*check_jsonschema_command(), "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_workflow_asks_for_the_permissions_the_comment_needs_and_no_more() -> None:
+    workflow = load_workflow()
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write", "issues": "write"}
+    assert "pull_request" in workflow[True]  # PyYAML reads the key `on` as a boolean
+    assert [str(s.get("uses", "")).split("@")[0] for s in steps()] == [
+        "actions/checkout",
+        "OWNER/kb-eval",
+        "actions/upload-artifact",
+    ]
+
+
+def test_every_with_key_of_the_kb_eval_step_is_a_declared_input() -> None:
+    assert set(kb_eval_step()["with"]) <= set(load_action()["inputs"])
+
+
+@pytest.fixture
+def api() -> Iterator[tuple[list[Received], LoopbackServer]]:
+    received: list[Received] = []
+
+    def respond(request: Received) -> Reply:
+        received.append(request)
+        if request.method == "GET":
+            return Reply(body=[])
+        return Reply(status=201, body={"id": 1, "html_url": "https://github.com/octo/kb/pull/7#issuecomment-1"})
+
+    with running(respond) as server:
+        yield received, server
+
+
+def test_the_kb_eval_step_runs_as_written_and_the_upload_step_finds_the_report(
+    tmp_path: Path, api: tuple[list[Received], LoopbackServer]
+) -> None:
+    received, server = api
+    layout = RunnerLayout(tmp_path)
+    layout.write_event(pull_request_event())
+    finding_workspace(layout.workspace)  # the KB lives in docs/kb, as in the workflow
+    step = kb_eval_step()
+    inputs = action_inputs({name: as_runner_sets_it(value) for name, value in step["with"].items()})
+    observed = observe(run_entrypoint(layout, inputs, extra_env={"GITHUB_API_URL": server.url}))
+    assert observed.returncode == ExitCode.OK
+    assert [(a[0], a[1], a[4]) for a in observed.annotations] == [
+        ("warning", "docs/kb/notes/leak-0.md", "golden-queries-quoted")
+    ]
+    assert [(r.method, r.path) for r in received] == [
+        ("GET", "/repos/octo/kb/issues/7/comments"),
+        ("POST", "/repos/octo/kb/issues/7/comments"),
+    ]
+    [upload] = [s for s in steps() if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+    expression = re.fullmatch(r"\$\{\{ steps\.([\w-]+)\.outputs\.([\w-]+) \}\}", upload["with"]["path"])
+    assert expression is not None and expression.group(1) == step["id"]
+    path = layout.workspace / observed.outputs[expression.group(2)]
+    assert path.is_file() and stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+@pytest.mark.xfail(
+    WORKFLOW.read_text(encoding="utf-8") not in (ROOT / "README.md").read_text(encoding="utf-8"),
+    reason="README.md does not hold the example workflow yet: paste it from notes/actionmode.md",
+    strict=True,
+)
+def test_the_readme_holds_the_tested_workflow_verbatim() -> None:
+    assert WORKFLOW.read_text(encoding="utf-8") in (ROOT / "README.md").read_text(encoding="utf-8")
