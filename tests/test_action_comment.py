@@ -229,7 +229,12 @@ def test_the_token_is_never_sent_to_a_host_named_by_a_link_header(
 ) -> None:
     fake, server = api
     other: list[Received] = []
-    with running(lambda request: (other.append(request), Reply(body=[]))[1]) as elsewhere:
+
+    def elsewhere_respond(request: Received) -> Reply:
+        other.append(request)
+        return Reply(body=[])
+
+    with running(elsewhere_respond) as elsewhere:
         fake.failures = [
             Reply(body=[], headers={"Link": f'<{elsewhere.url}{REPO_PATH}/issues/{PR}/comments?page=2>; rel="next"'})
         ]

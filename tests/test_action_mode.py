@@ -13,6 +13,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,7 +46,7 @@ def layout(tmp_path: Path) -> RunnerLayout:
     return layout
 
 
-def report_of(layout: RunnerLayout, name: str = "kb-eval-report.json") -> dict:  # type: ignore[type-arg]
+def report_of(layout: RunnerLayout, name: str = "kb-eval-report.json") -> Any:
     return json.loads((layout.workspace / name).read_text(encoding="utf-8"))
 
 
@@ -220,7 +221,7 @@ def test_hostile_file_names_and_ids_issue_no_command_but_ours(layout: RunnerLayo
     # The hostile text did reach the log, and the runner ignored it there.
     assert any(c.name.lower() in {"set-output", "add-mask"} for c in observed.log.ignored)
     findings = [a for a in observed.annotations if a[4] == "golden-queries-quoted"]
-    assert sorted(a[1] for a in findings) == sorted(f"{KB}/notes/{name}" for name in HOSTILE_NAMES)
+    assert sorted(str(a[1]) for a in findings) == sorted(f"{KB}/notes/{name}" for name in HOSTILE_NAMES)
     assert all(all(query_id in a[5] for query_id in hostile_ids) for a in findings)
     assert list(observed.outputs) == OUTPUT_NAMES and observed.outputs["findings-count"] == "4"
     # Nothing PR-controlled becomes markup in the summary.

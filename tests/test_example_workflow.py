@@ -28,7 +28,7 @@ from tests.test_action_metadata import check_jsonschema_command
 WORKFLOW = ROOT / "examples" / "workflows" / "kb-eval-pull-request.yml"
 
 
-def load_workflow() -> dict[str, Any]:
+def load_workflow() -> dict[Any, Any]:
     loaded = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
     assert isinstance(loaded, dict)
     return loaded
