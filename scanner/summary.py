@@ -121,7 +121,7 @@ def findings_section(report: Mapping[str, Any], kb_path: str, links: SourceLinks
         return [f"No document quotes {MIN_QUOTED_QUERIES} or more golden queries verbatim ({CHECK_NAME})."]
     lines = [
         (
-            f"### {len(findings)} document{'s' if len(findings) != 1 else ''} quote "
+            f"### {len(findings)} document{' quotes' if len(findings) == 1 else 's quote'} "
             f"{MIN_QUOTED_QUERIES} or more golden queries verbatim ({CHECK_NAME})"
         ),
         "",
