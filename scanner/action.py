@@ -526,12 +526,11 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
                 f"This version of kb-eval has no support yet for the input(s) {', '.join(ignored)}; they were ignored.",
             )
         )
-    created = make_parent_folders(workspace, inputs.report)
+    written_paths = [p for p in (inputs.report, inputs.save_baseline, inputs.history) if p is not None]
+    created = [folder for path in written_paths for folder in make_parent_folders(workspace, path)]
     result = execute(argv)
     echo_untrusted(stdout, result.stderr_text + result.stdout_text)
-    written = [*created, workspace / inputs.report]
-    written += [workspace / p for p in (inputs.save_baseline, inputs.history) if p is not None]
-    hand_to_workspace_owner(workspace, written)
+    hand_to_workspace_owner(workspace, [*created, *(workspace / path for path in written_paths)])
 
     event = read_event(environ)
     if event.problem is not None and (inputs.comment or "GITHUB_EVENT_PATH" in environ):
@@ -569,6 +568,17 @@ def _annotations(result: RunResult, inputs: ActionInputs, notes: list[Annotation
     always = list(notes)
     if result.input_error is not None:
         always.append(input_error_annotation(result.input_error))
+    elif result.exit_code == ExitCode.REGRESSION and result.report is not None:
+        gate = result.report.get("gate")
+        reason = gate.get("reason") if isinstance(gate, Mapping) else None
+        always.append(
+            Annotation(
+                AnnotationKind.ERROR,
+                f"{reason or 'an aggregate metric regressed'}. fail-on-regression is true, so the step fails; "
+                "the step summary and the JSON report have the deltas.",
+                AnnotationProperties(title="kb-eval: regression"),
+            )
+        )
     elif result.exit_code == ExitCode.INTERNAL:
         always.append(
             Annotation(

@@ -106,8 +106,10 @@ def aggregate_section(report: Mapping[str, Any]) -> list[str]:
                 "a delta may reflect the corpus, not retrieval."
             )
     comparison = report.get("comparison")
-    if isinstance(comparison, Mapping) and not deltas and comparison.get("reasons"):
-        lines += ["", "Not compared: " + text("; ".join(str(r) for r in comparison["reasons"]))]
+    # "No previous run" is the normal first run and says nothing; a previous run with other
+    # settings is worth a line, because the person expected a comparison.
+    if isinstance(comparison, Mapping) and comparison.get("status") == "incomparable":
+        lines += ["", "Not compared with the previous run: " + text("; ".join(map(str, comparison["reasons"])))]
     gate = report.get("gate")
     if isinstance(gate, Mapping) and gate.get("evaluated"):
         verdict = "**REGRESSION**" if gate.get("tripped") else "Regression gate passed"

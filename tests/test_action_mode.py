@@ -29,6 +29,7 @@ from tests.action_cases import (
     assert_only_our_commands,
     clean_workspace,
     finding_workspace,
+    next_step,
     observe,
     run_entrypoint,
 )
@@ -438,3 +439,48 @@ def test_without_github_actions_or_with_arguments_the_entrypoint_is_the_plain_cl
     assert with_args.returncode == 0 and with_args.stdout.startswith("kb-eval ") and "::" not in with_args.stdout
     assert with_args.summary_text == with_args.outputs_text == ""
     assert not (layout.workspace / "kb-eval-report.json").exists()
+
+
+# --- baseline and the gate (the CLI flags of the history work) -------------------------------
+
+
+def test_the_gate_against_a_saved_baseline_fails_the_step_only_when_asked(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    if os.geteuid() == 0:
+        os.chown(layout.workspace, 1001, 127)
+    first = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "save-baseline": "base/report.json"})))
+    assert first.returncode == ExitCode.OK and first.outputs["regressed"] == "false"
+    baseline = layout.workspace / "base" / "report.json"
+    assert baseline.is_file()
+    assert (baseline.stat().st_uid, baseline.stat().st_gid) == (
+        layout.workspace.stat().st_uid,
+        layout.workspace.stat().st_gid,
+    )
+
+    # The chunking query loses its answer.
+    (layout.workspace / KB / "guides" / "search.md").rename(layout.workspace / KB / "guides" / "moved.md")
+    gate_inputs = {"kb-path": KB, "baseline": "base/report.json", "fail-on-regression": "true"}
+    next_step(layout)
+    gated = observe(run_entrypoint(layout, action_inputs(gate_inputs)))
+    assert gated.returncode == ExitCode.REGRESSION
+    assert gated.outputs["regressed"] == "true" and list(gated.outputs) == OUTPUT_NAMES
+    [regression] = [a for a in gated.annotations if a[4] == "kb-eval: regression"]
+    assert regression[0] == "error" and "dropped by more than 0.05" in regression[5]
+    assert "**REGRESSION**" in gated.summary and "(-0." in gated.summary
+    assert_only_our_commands(gated)
+
+    next_step(layout)
+    ungated = observe(run_entrypoint(layout, action_inputs({**gate_inputs, "fail-on-regression": "false"})))
+    assert ungated.returncode == ExitCode.OK  # the same drop, but the gate was not asked for
+    assert ungated.outputs["regressed"] == "true"
+    assert not [a for a in ungated.annotations if a[4] == "kb-eval: regression"]
+
+
+def test_the_history_input_keeps_a_history_in_the_workspace_and_empty_keeps_none(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    assert not (layout.workspace / KB / ".kb-eval-history.json").exists()  # empty input: --no-history
+    next_step(layout)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "history": "ci/history.json"})))
+    assert observed.returncode == ExitCode.OK
+    assert (layout.workspace / "ci" / "history.json").is_file()
