@@ -534,7 +534,8 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
 
     event = read_event(environ)
     if event.problem is not None and (inputs.comment or "GITHUB_EVENT_PATH" in environ):
-        notes.append(_warning("kb-eval: event payload not usable", f"{event.problem}; no pull-request comment."))
+        consequence = "no pull-request comment" if inputs.comment else "summary links point at GITHUB_SHA"
+        notes.append(_warning("kb-eval: event payload not usable", f"{event.problem}; {consequence}."))
     markdown = _summary_markdown(result, inputs, source_links(environ, event))
     if inputs.summary and markdown is not None and environ.get("GITHUB_STEP_SUMMARY"):
         append_summary(environ["GITHUB_STEP_SUMMARY"], markdown)
