@@ -160,6 +160,17 @@ def test_no_golden_file_in_the_kb_is_an_error_annotation_on_the_kb_folder(layout
     assert ".kb-eval.yml" in message
 
 
+def test_a_skipped_file_is_a_warning_on_that_file_relative_to_the_repository(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    write_tree(layout.workspace / KB, {"notes/bad.md": b"# B\n\xff\xfe\n"})
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    assert observed.returncode == ExitCode.OK
+    [(kind, file, _, _, title, message)] = observed.annotations
+    assert (kind, file, title) == ("warning", f"{KB}/notes/bad.md", "kb-eval: file skipped")
+    assert "UTF-8" in message
+    assert "notes/bad&#46;md" in observed.summary
+
+
 # --- the annotation budget ---------------------------------------------------------------------
 
 
