@@ -21,8 +21,11 @@ from scanner.action import INPUT_DEFAULTS, ActionInputs, cli_arguments, read_inp
 from scanner.cli import build_parser, execute
 from scanner.errors import ExitCode, InputError
 from tests.action_cases import (
+    GOLDEN,
+    GUIDES,
     HEAD_SHA,
     KB,
+    LEAK_NOTE,
     OUTPUT_NAMES,
     Q_ROLLBACK,
     Q_TAGS,
@@ -69,6 +72,13 @@ def test_a_finding_is_one_warning_on_the_first_quoting_line_with_a_repository_re
         assert f"{query_id} ({'not in top_k' if rank is None else f'rank {rank}'})" in message
     assert all(cause in message for cause in BOTH_CAUSES)
     assert "never fails the step" in message
+
+
+def test_a_kb_at_the_repository_root_gives_plain_relative_paths(layout: RunnerLayout) -> None:
+    write_tree(layout.workspace, {**GUIDES, ".kb-eval.yml": GOLDEN, "notes/leak.md": LEAK_NOTE})
+    observed = observe(run_entrypoint(layout, action_inputs()))  # kb-path: its default "."
+    assert observed.returncode == ExitCode.OK
+    assert [(a[1], a[2]) for a in observed.annotations] == [("notes/leak.md", "4")]  # no "./"
 
 
 def test_the_finding_run_writes_every_output_and_a_readable_report(layout: RunnerLayout) -> None:
