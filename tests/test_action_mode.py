@@ -242,6 +242,9 @@ def test_hostile_file_names_and_ids_issue_no_command_but_ours(layout: RunnerLayo
     assert_only_our_commands(observed)
     # The hostile text did reach the log, and the runner ignored it there.
     assert any(c.name.lower() in {"set-output", "add-mask"} for c in observed.log.ignored)
+    # Exactly what we meant: 4 findings and the 3 expected-not-in-corpus warnings, nothing else.
+    titles = [a[4] for a in observed.annotations]
+    assert titles == ["golden-queries-quoted"] * 4 + ["kb-eval: expected document not in the corpus"] * 3
     findings = [a for a in observed.annotations if a[4] == "golden-queries-quoted"]
     assert sorted(str(a[1]) for a in findings) == sorted(f"{KB}/notes/{name}" for name in HOSTILE_NAMES)
     assert all(all(query_id in a[5] for query_id in hostile_ids) for a in findings)
