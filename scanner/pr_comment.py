@@ -135,9 +135,12 @@ def find_marked_comment(api: GitHubApi, pull: PullRequest, marker: str) -> Mappi
     while url is not None and pages < MAX_PAGES:
         response = api.request("GET", url)
         pages += 1
-        comments = response.json()
+        try:
+            comments = response.json()
+        except ValueError:
+            comments = None
         if not isinstance(comments, list):
-            raise CommentRefused(f"listing comments gave {type(comments).__name__}, not a list")
+            raise CommentRefused("listing the pull request's comments did not return a JSON list")
         for comment in comments:
             if isinstance(comment, Mapping) and marker in str(comment.get("body") or ""):
                 return comment

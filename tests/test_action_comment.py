@@ -243,3 +243,14 @@ def test_the_token_is_never_sent_to_a_host_named_by_a_link_header(
     assert observed.returncode == ExitCode.OK
     [refused] = [a for a in observed.annotations if a[4] == "kb-eval: pull-request comment not posted"]
     assert "refusing to send the token" in refused[5]
+
+
+def test_an_answer_that_is_not_json_is_a_warning_not_a_crash(
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+) -> None:
+    fake, server = api
+    fake.failures = [Reply(body=b"<html>proxy login</html>")]
+    observed = observe(run_with_comment(layout, server))
+    assert observed.returncode == ExitCode.OK
+    [refused] = [a for a in observed.annotations if a[4] == "kb-eval: pull-request comment not posted"]
+    assert "did not return a JSON list" in refused[5]
