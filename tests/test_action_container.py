@@ -10,6 +10,7 @@ tests/test_action_mode.py run both ways, and the runner-visible results
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -29,6 +30,7 @@ from tests.action_cases import (
     observe,
     run_entrypoint,
 )
+from tests.action_docs import ROOT
 from tests.container_support import BuiltImage, RunnerLayout, action_inputs, build_image, pull_request_event, run_action
 
 pytestmark = pytest.mark.container
@@ -37,9 +39,14 @@ RUNNER_UID, RUNNER_GID = 1001, 127
 """The runner user on GitHub's hosted runners owns the checkout; the container runs as root."""
 
 
+# A tag of this checkout's own: on a machine where several checkouts run their tests, a shared tag
+# can be rebuilt from another tree between this build and this run.
+IMAGE_TAG = "localhost/kb-eval-action-" + hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
+
+
 @pytest.fixture(scope="module")
 def image() -> Iterator[BuiltImage]:
-    yield build_image()
+    yield build_image(tag=IMAGE_TAG)
 
 
 def both_ways(
