@@ -119,10 +119,6 @@ def test_outputs_are_the_agreed_ones_each_described() -> None:
         assert "value" not in spec  # docker actions set outputs through GITHUB_OUTPUT
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="README.md has no inputs/outputs tables yet: paste them from notes/action.md, then remove this mark",
-)
 def test_readme_inputs_and_outputs_tables_match_action_yml() -> None:
     readme = ROOT / "README.md"
     if not readme.is_file():
