@@ -91,11 +91,31 @@ def diagnostic_annotation(warning: Mapping[str, Any], kb_path: str) -> Annotatio
     )
 
 
+def corpus_change_annotation(report: Mapping[str, Any]) -> Annotation | None:
+    """A notice when the compared run measured another corpus: its deltas may not be retrieval's."""
+    diff = report.get("diff")
+    corpus = diff.get("corpus") if isinstance(diff, Mapping) else None
+    if report.get("corpus_changed") is not True or not isinstance(corpus, Mapping):
+        return None
+    return Annotation(
+        AnnotationKind.NOTICE,
+        f"The corpus changed since the compared run ({corpus.get('description', '')}): "
+        "a delta may reflect the corpus, not retrieval.",
+        AnnotationProperties(title="kb-eval: corpus changed"),
+    )
+
+
 def report_annotations(report: Mapping[str, Any], kb_path: str) -> list[Annotation]:
-    """Findings first (they are what the check is for), then warnings, golden-file ones first."""
+    """Findings first (they are what the check is for), then warnings, golden-file ones first,
+    then the corpus-change notice."""
     findings = [finding_annotation(finding, kb_path) for finding in report["findings"]]
     warnings = sorted(report["warnings"], key=lambda w: w["code"] != "expected-not-in-corpus")
-    return findings + [diagnostic_annotation(warning, kb_path) for warning in warnings]
+    corpus_note = corpus_change_annotation(report)
+    return (
+        findings
+        + [diagnostic_annotation(warning, kb_path) for warning in warnings]
+        + ([corpus_note] if corpus_note is not None else [])
+    )
 
 
 def input_error_annotation(error: InputError) -> Annotation:

@@ -78,3 +78,16 @@ def test_the_findings_table_is_capped_and_says_how_many_more_the_report_has(repo
     assert markdown.count("| [notes/n") == MAX_FINDING_ROWS
     assert "… 7 more in the JSON report" in markdown
     assert f"### {MAX_FINDING_ROWS + 7} documents quote 2 or more" in markdown
+
+
+def test_a_changed_corpus_is_a_notice_annotation_and_an_unchanged_one_is_not(report: dict[str, Any]) -> None:
+    from scanner.annotations import report_annotations
+
+    changed = with_comparison(report, False)
+    changed["corpus_changed"] = True
+    notices = [a for a in report_annotations(changed, KB) if a.kind.value == "notice"]
+    assert [n.message for n in notices] == [
+        "The corpus changed since the compared run (3 -> 4 documents): a delta may reflect the corpus, not retrieval."
+    ]
+    changed["corpus_changed"] = False
+    assert not [a for a in report_annotations(changed, KB) if a.kind.value == "notice"]
