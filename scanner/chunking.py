@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from .yaml_nodes import refuse_deep_nesting
+
 BREADCRUMB_SEPARATOR = " > "
 
 # CommonMark: up to three spaces of indentation, 1-6 '#', then a space/tab or end of line.
@@ -109,6 +111,9 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str]]) -> tup
     try:
         # Composed, never constructed: an alias is a shared node, so a 'billion laughs' block
         # costs what its text costs, and only the top-level `title` scalar is ever read.
+        # Nesting is checked first on the event stream: libyaml's composer recurses in C, and a
+        # block nested 100,000 deep crashed the whole run with SIGSEGV.
+        refuse_deep_nesting(block, _FRONTMATTER_LOADER)
         node = yaml.compose(block, Loader=_FRONTMATTER_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
