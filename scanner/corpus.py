@@ -270,7 +270,7 @@ def _walk(
 
 def _walk_error(root: Path, diagnostics: Diagnostics):  # type: ignore[no-untyped-def]
     def record(error: OSError) -> None:
-        name = os.path.relpath(error.filename, root).replace(os.sep, "/") if error.filename else str(root)
+        name = _shown(os.path.relpath(error.filename, root).replace(os.sep, "/")) if error.filename else str(root)
         diagnostics.warn("folder-skipped", f"folder cannot be read ({error.strerror}); its files are not indexed", name)
 
     return record
@@ -326,4 +326,6 @@ def _is_readable_name(relative: str) -> bool:
 
 
 def _shown(relative: str) -> str:
-    return relative.encode("utf-8", "backslashreplace").decode("utf-8")
+    """A name with undecodable bytes, spelled with the bytes escaped (`caf\\xe9.md`), as the user
+    would recognise it; its lone surrogates could not be written to the report or the terminal."""
+    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
