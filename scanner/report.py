@@ -142,11 +142,17 @@ def validate_report(report: Mapping[str, object]) -> None:
 
 def to_json(report: Mapping[str, object]) -> str:
     # allow_nan=False: a NaN that slipped through is a crash here, not an invalid file downstream.
-    # `##[` anywhere in a line is a legacy workflow command to the runner, and a path or id can
-    # hold it. Inside a JSON string `#` may be written `\u0023`: the text is unchanged for any
-    # JSON reader, and no line holds the command. (`#` occurs only inside strings, and no JSON
-    # escape sequence contains one, so the replacement cannot cut an escape.)
-    return json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False).replace("##[", "#\\u0023[") + "\n"
+    text = json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False)
+    return text.translate(_LINE_BREAKS_ESCAPED).replace("##[", "#\\u0023[") + "\n"
+
+
+# Paths and ids from the pull request may hold what a log reader takes for a line break or a
+# command: json.dumps escapes C0 controls but leaves U+0085, U+2028 and U+2029 raw, and `##[`
+# anywhere in a line is a legacy workflow command to the runner. Each is written as a JSON
+# escape instead (`#` as \u0023 before `[`), so any JSON reader decodes the same text and no
+# line of the file holds a break or a command. These characters occur only inside strings,
+# and no JSON escape sequence contains one, so the rewrite cannot cut an escape.
+_LINE_BREAKS_ESCAPED = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
 def render_text(report: Mapping[str, Any]) -> str:
