@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,21 @@ def test_unreadable_golden_bytes_are_refused_with_a_message(tmp_path: Path, gold
 def test_a_bom_or_crlf_golden_file_loads(tmp_path: Path, golden: bytes) -> None:
     _, report = run_json(golden_kb(tmp_path, golden))
     assert report["per_query"][0]["id"] == "q" and report["per_query"][0]["line"] == 2
+
+
+@pytest.mark.parametrize("path", ["c:d.md", "::set-output name=x::y.md", "c:/d/e.md".replace("/", ":", 1)])
+def test_a_colon_in_an_expected_path_is_not_mistaken_for_a_windows_drive(tmp_path: Path, path: str) -> None:
+    # `path[1] == ":"` refused `c:d.md` and `::x.md` as absolute, though both are files a KB can hold.
+    kb = golden_kb(tmp_path, f"queries:\n  - id: q\n    query: alpha beta\n    expected: [{json.dumps(path)}]\n")
+    (kb / path).parent.mkdir(parents=True, exist_ok=True)
+    (kb / path).write_text(ANSWER, encoding="utf-8")
+    _, report = run_json(kb)
+    assert report["per_query"][0]["expected"] == [{"path": path, "heading": None}]
+    assert report["warnings"] == []  # the path names an indexed document
+    assert path in [hit["path"] for hit in report["per_query"][0]["top_k"]]
+
+
+@pytest.mark.parametrize("path", ["C:\\\\x.md", "c:/x.md", "/etc/passwd", "\\\\\\\\server\\\\share.md"])
+def test_absolute_expected_paths_of_either_os_are_refused(tmp_path: Path, path: str) -> None:
+    kb = golden_kb(tmp_path, f"queries:\n  - id: q\n    query: alpha beta\n    expected: [{json.dumps(path)}]\n")
+    assert f"`path` {path!r} is absolute" in refused(kb)
