@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import write_tree
-from tests.hostile.support import ANSWER, GOLDEN, documents, refused, run_json, warnings
+from scanner.report import validation_errors
+from tests.conftest import REPO, write_tree
+from tests.hostile.support import ANSWER, GOLDEN, command_lines, documents, refused, run, run_json, warnings
 
 AS_ROOT = os.geteuid() == 0
 
@@ -114,21 +120,56 @@ def test_a_character_device_in_the_tree_is_skipped_without_being_read(kb: Path) 
     assert "not a regular file" in report["warnings"][0]["message"]
 
 
-@pytest.mark.skipif(AS_ROOT, reason="running as root: chmod 000 does not stop root from reading, so nothing to test")
+SETPRIV = shutil.which("setpriv")
+
+
+def run_unprivileged(kb: Path) -> tuple[int, dict[str, Any] | None, str]:
+    """Run the CLI in a child that permissions apply to: in-process when not root; as root,
+    under `setpriv` with CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped (root reads any file
+    while it holds them, so chmod 000 alone proves nothing). Returns (exit, report, stderr)."""
+    if not AS_ROOT:
+        result = run(kb, "--format", "json")
+        return result.code, result.json() if result.code == 0 else None, result.stderr
+    if SETPRIV is None:
+        pytest.skip("running as root without setpriv: cannot drop the capabilities that let root read any file")
+    completed = subprocess.run(
+        [SETPRIV, "--bounding-set=-dac_override,-dac_read_search", "--", sys.executable, "-c",
+         "import sys; from scanner.cli import main; sys.exit(main())", "--kb-path", str(kb), "--format", "json"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+    assert "Traceback" not in completed.stderr
+    assert command_lines(completed.stdout) == [] and command_lines(completed.stderr) == []
+    report = json.loads(completed.stdout) if completed.returncode == 0 else None
+    if report is not None:
+        assert validation_errors(report) == []
+    return completed.returncode, report, completed.stderr
+
+
 def test_an_unreadable_file_is_skipped_with_a_warning(kb: Path) -> None:
     (kb / "locked.md").write_text("# L\nalpha beta\n", encoding="utf-8")
     (kb / "locked.md").chmod(0)
-    _, report = run_json(kb)
+    code, report, _ = run_unprivileged(kb)
+    assert code == 0 and report is not None
     assert documents(report) == 1 and warnings(report) == [("file-skipped", "locked.md")]
-    assert "Permission denied" in report["warnings"][0]["message"]
+    assert report["warnings"][0]["message"] == "cannot be read (Permission denied); not indexed"
 
 
-@pytest.mark.skipif(AS_ROOT, reason="running as root: chmod 000 does not stop root from listing, so nothing to test")
 def test_an_unreadable_folder_is_skipped_with_a_warning(kb: Path) -> None:
     write_tree(kb, {"locked/inside.md": "# L\nalpha beta\n"})
     (kb / "locked").chmod(0)
     try:
-        _, report = run_json(kb)
+        code, report, _ = run_unprivileged(kb)
     finally:
         (kb / "locked").chmod(0o755)
+    assert code == 0 and report is not None
     assert documents(report) == 1 and warnings(report) == [("folder-skipped", "locked")]
+    assert report["warnings"][0]["message"] == (
+        "folder cannot be read (Permission denied); its files are not indexed"
+    )
+
+
+def test_an_unreadable_golden_file_is_exit_2_naming_it(kb: Path) -> None:
+    (kb / ".kb-eval.yml").chmod(0)
+    code, report, stderr = run_unprivileged(kb)
+    assert code == 2 and report is None
+    assert ".kb-eval.yml: golden file cannot be read (Permission denied)" in stderr
