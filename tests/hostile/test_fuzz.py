@@ -174,3 +174,26 @@ def test_shown_and_defused_keep_any_text_on_one_line_and_shown_round_trips(text:
         assert len(line.splitlines()) == 1 and command_lines(line) == []
     if shown(text) != text:
         assert ast.literal_eval(shown(text)) == text
+
+
+# The ATX regexes the chunker used before it trimmed headings with str methods (they were
+# quadratic in a run of spaces). Kept here as the reference the linear version must agree with.
+_OLD_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_OLD_ATX_CLOSING = re.compile(r"[ \t]+#+$")
+
+
+def _old_atx_heading(line: str) -> tuple[int, str] | None:
+    match = _OLD_ATX.match(line)
+    if match is None:
+        return None
+    content = match.group(2) or ""
+    content = "" if re.fullmatch(r"#+", content) else _OLD_ATX_CLOSING.sub("", content)
+    return len(match.group(1)), content.strip()
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(st.sampled_from(list(" \t#a\x0b\u3000")), max_size=16))
+def test_the_linear_atx_heading_trim_agrees_with_the_commonmark_regexes(line: str) -> None:
+    from scanner.chunking import _atx_heading
+
+    assert _atx_heading(line) == _old_atx_heading(line)
