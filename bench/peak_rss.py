@@ -18,8 +18,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
 MIB = 1024 * 1024
@@ -49,8 +49,7 @@ def sparse_200mb(root: Path) -> Path:
 def line_50mb(root: Path) -> Path:
     kb = _kb(root)
     with open(kb / "line.md", "wb") as handle:
-        for _ in range(50):
-            handle.write(b"alpha " * (MIB // 6) + b"x" * (MIB % 6))
+        handle.writelines(b"alpha " * (MIB // 6) + b"x" * (MIB % 6) for _ in range(50))
     return kb
 
 

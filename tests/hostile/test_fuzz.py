@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scanner.chunking import parse_document, split_lines
@@ -104,7 +104,7 @@ def test_any_yaml_structure_loads_or_is_an_input_error(value: Any) -> None:
 def test_the_chunker_places_every_line_of_any_text_exactly_once(parts: list[str], newline: str) -> None:
     text = newline.join(parts)
     parsed = parse_document(text, "t")
-    lines = split_lines(text[1:] if text.startswith("\ufeff") else text)
+    lines = split_lines(text.removeprefix("\ufeff"))
     owner = [0] * (len(lines) + 1)
     if parsed.frontmatter is not None:
         assert parsed.frontmatter.first_line == 1 <= parsed.frontmatter.last_line <= len(lines)
