@@ -23,7 +23,7 @@ from .diagnostics import Diagnostics
 from .index import CorpusSnapshot
 from .metrics import AggregateMetrics
 from .quotes import CHECK_NAME
-from .untrusted_text import shown
+from .untrusted_text import LEGACY_COMMAND, shown
 
 if TYPE_CHECKING:
     from .evaluate import LocatedFinding, QueryResult
@@ -143,7 +143,7 @@ def validate_report(report: Mapping[str, object]) -> None:
 def to_json(report: Mapping[str, object]) -> str:
     # allow_nan=False: a NaN that slipped through is a crash here, not an invalid file downstream.
     text = json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False)
-    return text.translate(_LINE_BREAKS_ESCAPED).replace("##[", "#\\u0023[") + "\n"
+    return LEGACY_COMMAND.sub(r"#\\u0023[", text.translate(_LINE_BREAKS_ESCAPED)) + "\n"
 
 
 # Paths and ids from the pull request may hold what a log reader takes for a line break or a

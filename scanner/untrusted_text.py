@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import re
 
-_NEEDS_QUOTING = re.compile(r"^\s|\s$|^::|^['\"]|##\[")
+_NEEDS_QUOTING = re.compile(r"^\s|\s$|^::|^['\"]|#{2}\[")
+LEGACY_COMMAND = re.compile(r"#{2}\[")
+"""Two '#' then '[': the runner's legacy command form, recognised anywhere in a line."""
 
 
 def shown(text: str) -> str:
@@ -32,11 +34,11 @@ def defused(message: str) -> str:
     """A message composed by kb-eval that may quote untrusted text: every character that is
     not printable is escaped as in a Python literal, and `##[` is spelled `#\\x23[`, so the
     message stays on its line and holds no command. Plain messages are unchanged."""
-    if message.isprintable() and "##[" not in message:
+    if message.isprintable() and LEGACY_COMMAND.search(message) is None:
         return message
     escaped = "".join(char if char.isprintable() else repr(char)[1:-1] for char in message)
     return _defuse_legacy(escaped)
 
 
 def _defuse_legacy(text: str) -> str:
-    return text.replace("##[", "#\\x23[")
+    return LEGACY_COMMAND.sub(r"#\\x23[", text)
