@@ -28,7 +28,7 @@ from scanner.retrievers.builtin import BuiltinRetriever, Tokenization
 from scanner.untrusted_text import defused, shown
 from tests.hostile.support import command_lines
 
-FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Characters that matter to YAML, Markdown, FTS5 and the workflow log, mixed into arbitrary text.
 _SPICE = st.sampled_from(
@@ -191,7 +191,7 @@ def _old_atx_heading(line: str) -> tuple[int, str] | None:
     return len(match.group(1)), content.strip()
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.text(st.sampled_from(list(" \t#a\x0b\u3000")), max_size=16))
 def test_the_linear_atx_heading_trim_agrees_with_the_commonmark_regexes(line: str) -> None:
     from scanner.chunking import _atx_heading
