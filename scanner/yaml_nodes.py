@@ -26,10 +26,10 @@ class ComposeLoader(yaml.SafeLoader):
 
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted", event.start_mark)
         if self._depth >= MAX_YAML_DEPTH:
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(
                 None, None, f"nested more than {MAX_YAML_DEPTH} levels deep", event.start_mark
             )
@@ -51,7 +51,7 @@ def refuse_deep_nesting(text: str, loader: type) -> None:
             depth += 1
             if depth > MAX_YAML_DEPTH:
                 raise yaml.composer.ComposerError(
-                    None, None, f"nested more than {MAX_YAML_DEPTH} levels deep", event.start_mark
+                    None, None, f"nested more than {MAX_YAML_DEPTH} levels deep", event.start_mark  # type: ignore[arg-type]
                 )
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             depth -= 1
