@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 import yaml
 
+from .yaml_nodes import refuse_deep_nesting
+
 BREADCRUMB_SEPARATOR = " > "
 
 # CommonMark: up to three spaces of indentation, 1-6 '#', then a space/tab or end of line.
-_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_ATX_CLOSING = re.compile(r"[ \t]+#+$")
+# Only the opening is a regex: the rest is trimmed with str methods (see _atx_heading).
+_ATX_OPENING = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _ONLY_HASHES = re.compile(r"#+")
 _SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
@@ -109,6 +111,9 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str]]) -> tup
     try:
         # Composed, never constructed: an alias is a shared node, so a 'billion laughs' block
         # costs what its text costs, and only the top-level `title` scalar is ever read.
+        # Nesting is checked first on the event stream: libyaml's composer recurses in C, and a
+        # block nested 100,000 deep crashed the whole run with SIGSEGV.
+        refuse_deep_nesting(block, _FRONTMATTER_LOADER)
         node = yaml.compose(block, Loader=_FRONTMATTER_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -135,12 +140,20 @@ _FRONTMATTER_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _atx_heading(line: str) -> tuple[int, str] | None:
-    match = _ATX.match(line)
+    match = _ATX_OPENING.match(line)
     if match is None:
         return None
-    content = match.group(2) or ""
-    # A closing run of '#' is markup only when a space separates it from the text (`# C#` keeps its '#').
-    content = "" if _ONLY_HASHES.fullmatch(content) else _ATX_CLOSING.sub("", content)
+    # Trimmed with str methods, not `(.*?)[ \t]*$` and `[ \t]+#+$`: those backtrack through a run
+    # of spaces from every position, quadratic in its length (a heading with 20,000 spaces inside
+    # took 5 s, and the time grows with the square of the run).
+    content = line[match.end() :].strip(" \t")
+    if _ONLY_HASHES.fullmatch(content):
+        content = ""
+    else:
+        # A closing run of '#' is markup only when a space separates it from the text (`# C#` keeps its '#').
+        without_closing = content.rstrip("#")
+        if without_closing != content and without_closing.endswith((" ", "\t")):
+            content = without_closing
     return len(match.group(1)), content.strip()
 
 

@@ -12,7 +12,7 @@ import os
 import re
 import sqlite3
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -204,7 +204,7 @@ def _indexable_files(
 ) -> Iterable[tuple[str, Path]]:
     excluded = compile_excludes(exclude)
     real_root = os.path.realpath(root)
-    for folder, dirnames, filenames in os.walk(root, followlinks=False, onerror=_walk_error(root, diagnostics)):
+    for folder, dirnames, filenames in _walk(str(root), _walk_error(root, diagnostics)):
         relative_folder = os.path.relpath(folder, root)
         relative_folder = "" if relative_folder == "." else relative_folder.replace(os.sep, "/") + "/"
         kept = []
@@ -236,9 +236,41 @@ def _indexable_files(
             yield relative, absolute
 
 
+def _walk(
+    root: str, onerror: Callable[[OSError], None]
+) -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk(root, followlinks=False), top-down, without recursion.
+
+    os.walk recurses once per folder level (Python 3.11), so a tree ~1,000 folders deep, which a
+    pull request can commit, raised RecursionError and stopped the run. An explicit stack has no
+    depth limit; a path past PATH_MAX fails its scandir with ENAMETOOLONG and becomes a recorded
+    skip through `onerror`. The caller prunes `dirnames` in place, as with os.walk."""
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        dirnames: list[str] = []
+        filenames: list[str] = []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()  # follows links, as os.walk does when listing
+                    except OSError:
+                        is_dir = False
+                    (dirnames if is_dir else filenames).append(entry.name)
+        except OSError as error:
+            onerror(error)
+            continue
+        yield folder, dirnames, filenames
+        # Reversed onto the stack, so folders are visited in the order the caller left them.
+        pending.extend(
+            os.path.join(folder, name) for name in reversed(dirnames) if not os.path.islink(os.path.join(folder, name))
+        )
+
+
 def _walk_error(root: Path, diagnostics: Diagnostics):  # type: ignore[no-untyped-def]
     def record(error: OSError) -> None:
-        name = os.path.relpath(error.filename, root).replace(os.sep, "/") if error.filename else str(root)
+        name = _shown(os.path.relpath(error.filename, root).replace(os.sep, "/")) if error.filename else str(root)
         diagnostics.warn("folder-skipped", f"folder cannot be read ({error.strerror}); its files are not indexed", name)
 
     return record
@@ -294,4 +326,6 @@ def _is_readable_name(relative: str) -> bool:
 
 
 def _shown(relative: str) -> str:
-    return relative.encode("utf-8", "backslashreplace").decode("utf-8")
+    """A name with undecodable bytes, spelled with the bytes escaped (`caf\\xe9.md`), as the user
+    would recognise it; its lone surrogates could not be written to the report or the terminal."""
+    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .untrusted_text import defused, shown
+
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
@@ -20,10 +22,12 @@ class Diagnostic:
     line: int | None = None
 
     def render(self) -> str:
+        """One stderr line. The file name and message may hold pull-request text, so they are
+        escaped (untrusted_text.py): the line cannot break or carry a workflow command."""
         where = ""
         if self.file is not None:
-            where = self.file + (f":{self.line}" if self.line is not None else "") + ": "
-        return f"kb-eval: warning: {where}{self.message}"
+            where = shown(self.file) + (f":{self.line}" if self.line is not None else "") + ": "
+        return f"kb-eval: warning: {where}{defused(self.message)}"
 
     def to_json(self) -> dict[str, object]:
         return {"code": self.code, "message": self.message, "file": self.file, "line": self.line}

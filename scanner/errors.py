@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from .untrusted_text import defused, shown
+
 
 class ExitCode(enum.IntEnum):
     OK = 0
@@ -39,15 +41,17 @@ class InputError(Exception):
     hint: str | None = None
 
     def __str__(self) -> str:
+        # Every part may quote the pull request's text (a path, a query id), so each is escaped
+        # onto its line (untrusted_text.py); the only line break is the one before the hint.
         where = ""
         if self.file is not None:
-            where = self.file
+            where = shown(self.file)
             if self.line is not None:
                 where += f":{self.line}"
             where += ": "
-        text = where + self.message
+        text = where + defused(self.message)
         if self.field is not None:
-            text += f" (field: {self.field})"
+            text += f" (field: {defused(self.field)})"
         if self.hint:
-            text += f"\n  hint: {self.hint}"
+            text += f"\n  hint: {defused(self.hint)}"
         return text

@@ -2,9 +2,9 @@
 
 The file is untrusted (a pull request can change it), so it is composed into
 YAML nodes and checked node by node: every error names the file, the line, the
-field and the query it belongs to. Aliases are refused outright (a 'billion
-laughs' file costs nothing), and only the standard scalar tags are accepted (a
-tag cannot construct an object).
+field and the query it belongs to. Aliases and deep nesting are refused while
+composing (see yaml_nodes.py: a 'billion laughs' file costs nothing), and only
+the standard scalar tags are accepted (a tag cannot construct an object).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from .errors import InputError
+from .yaml_nodes import ComposeLoader
 
 DEFAULT_GOLDEN_NAMES = (".kb-eval.yml", ".kb-mcp-eval.yml", ".groove-eval.yml")
 """Looked up in this order in the KB folder; the last two keep kb-mcp and grooveseek golden sets working unchanged."""
@@ -87,14 +88,14 @@ def load_golden(path: Path, shown: str | None = None) -> GoldenSet:
     except UnicodeDecodeError as error:
         raise InputError(f"not valid UTF-8 at byte {error.start}", file=shown, hint="save the file as UTF-8") from None
     try:
-        root = yaml.compose(text, Loader=_StrictLoader)
+        root = yaml.compose(text, Loader=ComposeLoader)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         raise InputError(
             f"not valid YAML: {error.problem or error.context}",
             file=shown,
             line=mark.line + 1 if mark is not None else None,
-            hint="fix the YAML syntax (anchors and aliases are not accepted)",
+            hint="fix the YAML syntax (anchors, aliases and nesting deeper than 50 levels are not accepted)",
         ) from None
     except yaml.YAMLError as error:
         raise InputError(f"not valid YAML: {error}", file=shown) from None
@@ -130,14 +131,6 @@ def _read_golden_bytes(path: Path, shown: str) -> bytes:
     if len(data) > MAX_GOLDEN_BYTES:
         raise InputError(f"golden file is over the {MAX_GOLDEN_BYTES} byte limit", file=shown)
     return data
-
-
-class _StrictLoader(yaml.SafeLoader):
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted", event.start_mark)
-        return super().compose_node(parent, index)
 
 
 class _GoldenReader:

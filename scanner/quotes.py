@@ -26,6 +26,7 @@ from .documents import Chunk
 from .golden import GoldenQuery
 from .index import INDEXED_FIELDS, IndexedChunk
 from .retrievers.base import Hit
+from .untrusted_text import shown
 
 CHECK_NAME = "golden-queries-quoted"
 
@@ -269,11 +270,12 @@ def render_warning(findings: Sequence[Finding]) -> str:
     lines = [
         f"kb-eval: {len(findings)} document(s) quote {MIN_QUOTED_QUERIES} or more golden queries verbatim ({CHECK_NAME})."
     ]
+    # Paths and ids come from the pull request: shown() keeps each on its line and command-free.
     for finding in findings:
-        lines.append(f"  {finding.path}")
+        lines.append(f"  {shown(finding.path)}")
         for quoted in finding.quoted:
             rank = f"rank {quoted.rank_in_top_k}" if quoted.rank_in_top_k is not None else "not in top_k"
-            lines.append(f"    {quoted.query_id} ({rank})")
+            lines.append(f"    {shown(quoted.query_id)} ({rank})")
     lines.append("  Either these notes leaked into the corpus, or the queries came from them")
     lines.append("  and the documents belong in `expected`. kb-eval changes neither.")
     return "\n".join(lines) + "\n"

@@ -23,6 +23,7 @@ from .diagnostics import Diagnostics
 from .index import CorpusSnapshot
 from .metrics import AggregateMetrics
 from .quotes import CHECK_NAME
+from .untrusted_text import LEGACY_COMMAND, shown
 
 if TYPE_CHECKING:
     from .evaluate import LocatedFinding, QueryResult
@@ -141,19 +142,32 @@ def validate_report(report: Mapping[str, object]) -> None:
 
 def to_json(report: Mapping[str, object]) -> str:
     # allow_nan=False: a NaN that slipped through is a crash here, not an invalid file downstream.
-    return json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    text = json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False)
+    return LEGACY_COMMAND.sub(r"#\\u0023[", text.translate(_LINE_BREAKS_ESCAPED)) + "\n"
+
+
+# Paths and ids from the pull request may hold what a log reader takes for a line break or a
+# command: json.dumps escapes C0 controls but leaves U+0085, U+2028 and U+2029 raw, and `##[`
+# anywhere in a line is a legacy workflow command to the runner. Each is written as a JSON
+# escape instead (`#` as \u0023 before `[`), so any JSON reader decodes the same text and no
+# line of the file holds a break or a command. These characters occur only inside strings,
+# and no JSON escape sequence contains one, so the rewrite cannot cut an escape.
+_LINE_BREAKS_ESCAPED = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
 def render_text(report: Mapping[str, Any]) -> str:
-    """The people-facing report: header, aggregate table, findings, and the queries that missed."""
+    """The people-facing report: header, aggregate table, findings, and the queries that missed.
+
+    Paths, ids, headings, tags and an external retriever's name are pull-request text: each is
+    printed through shown(), so none can break its line or start a workflow command."""
     fp = report["fingerprint"]
     agg = report["aggregate"]
     corpus = report["corpus"]
     ks = [str(k) for k in fp["k"]]
     retriever = fp["retriever"]
     out = [
-        f"kb-eval {report['tool']['version']}: retriever {retriever.get('name')}"
-        + (f" ({retriever['tokenization']})" if retriever.get("tokenization") else "")
+        f"kb-eval {report['tool']['version']}: retriever {shown(str(retriever.get('name')))}"
+        + (f" ({shown(str(retriever['tokenization']))})" if retriever.get("tokenization") else "")
         + f", limit {fp['limit']}, {agg['query_count']} queries,"
         f" {corpus['documents']} documents / {corpus['chunks']} chunks",
         "",
@@ -170,25 +184,27 @@ def render_text(report: Mapping[str, Any]) -> str:
     if report.get("by_tag"):
         out.append("")
         out.append("by tag: " + ", ".join(
-            f"{tag} (n={m['query_count']}) MRR {m['mrr']:.4f}" for tag, m in report["by_tag"].items()
+            f"{shown(tag)} (n={m['query_count']}) MRR {m['mrr']:.4f}" for tag, m in report["by_tag"].items()
         ))
     if report["findings"]:
         out.append("")
         out.append(f"findings ({CHECK_NAME}): documents quoting 2 or more golden queries verbatim")
         for finding in report["findings"]:
-            out.append(f"  {finding['path']}")
+            out.append(f"  {shown(finding['path'])}")
             for quoted in finding["quoted"]:
                 rank = f"rank {quoted['rank_in_top_k']}" if quoted["rank_in_top_k"] is not None else "not in top_k"
-                out.append(f"    {quoted['query_id']} ({rank}), {quoted['field']} line {quoted['line']}")
+                out.append(f"    {shown(quoted['query_id'])} ({rank}), {quoted['field']} line {quoted['line']}")
     largest = ks[-1]
     missed = [q for q in report["per_query"] if q["metrics"]["recall_at_k"][largest] < 1.0]
     if missed:
         out.append("")
         out.append(f"queries that missed an expected document in the top {largest}:")
         for q in missed:
-            got = ", ".join(f"{h['rank']}. {h['path']}" for h in q["top_k"][:3]) or "no hits"
-            want = ", ".join(e["path"] + (f" # {e['heading']}" if e["heading"] else "") for e in q["expected"])
-            out.append(f"  {q['id']}: recall@{largest} {q['metrics']['recall_at_k'][largest]:.2f}, RR {q['metrics']['rr']:.2f}")
+            got = ", ".join(f"{h['rank']}. {shown(h['path'])}" for h in q["top_k"][:3]) or "no hits"
+            want = ", ".join(
+                shown(e["path"]) + (f" # {shown(e['heading'])}" if e["heading"] else "") for e in q["expected"]
+            )
+            out.append(f"  {shown(q['id'])}: recall@{largest} {q['metrics']['recall_at_k'][largest]:.2f}, RR {q['metrics']['rr']:.2f}")
             out.append(f"    expected: {want}")
             out.append(f"    got:      {got}")
     return "\n".join(out) + "\n"
