@@ -240,8 +240,12 @@ def test_hostile_file_names_and_ids_issue_no_command_but_ours(layout: RunnerLayo
     observed = observe(run)
     assert observed.returncode == ExitCode.OK, run.stdout + run.stderr
     assert_only_our_commands(observed)
-    # The hostile text did reach the log, and the runner ignored it there.
-    assert any(c.name.lower() in {"set-output", "add-mask"} for c in observed.log.ignored)
+    # The hostile text did reach the log, inside the stop-commands region, and printed escaped
+    # (scanner/untrusted_text.py), so not even an ignored command appears there.
+    [token] = observed.log.stop_tokens
+    echoed = run.stdout.split(f"::stop-commands::{token}\n", 1)[1].split(f"::{token}::\n", 1)[0]
+    assert "'q\\n::add-mask::m'" in echoed and "'notes/line\\n::warning::injected.md'" in echoed
+    assert "\n::add-mask::m" not in run.stdout and observed.log.ignored == []
     # Exactly what we meant: 4 findings and the 3 expected-not-in-corpus warnings, nothing else.
     titles = [a[4] for a in observed.annotations]
     assert titles == ["golden-queries-quoted"] * 4 + ["kb-eval: expected document not in the corpus"] * 3
