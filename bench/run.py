@@ -37,10 +37,11 @@ sys.path.insert(0, str(BENCH))
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from quality import mean_ndcg  # noqa: E402
+from quality import best_ndcg_function, mean_ndcg  # noqa: E402
 from systems import load_queries  # noqa: E402
 
-ALL_SYSTEMS = ("kb-eval", "bm25s", "tantivy", "fts5-trigram", "naive-scan")
+ALL_SYSTEMS = ("kb-eval", "kb-eval-word", "kb-eval-trigram", "bm25s", "tantivy", "fts5-trigram", "naive-scan")
+DEFAULT_SYSTEMS = ("kb-eval", "bm25s", "tantivy", "fts5-trigram", "naive-scan")
 REFERENCE = "bm25s"
 LIBRARIES = ("bm25s", "PyStemmer", "tantivy", "numpy", "scipy", "PyYAML", "pyahocorasick")
 
@@ -155,7 +156,8 @@ def quality(result: WorkerResult, golden: Path) -> dict[str, float | None]:
         "en": [q.id for q in queries if "en" in q.tags],
         "ja": [q.id for q in queries if "ja" in q.tags],
     }
-    return {name: mean_ndcg(result.rankings, expected, ids) for name, ids in subsets.items()}
+    metric, _ = best_ndcg_function()
+    return {name: mean_ndcg(result.rankings, expected, ids, metric=metric) for name, ids in subsets.items()}
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -164,16 +166,16 @@ def fmt(value: float | None, digits: int = 3) -> str:
 
 def render_table(summary: dict[str, dict[str, object]], scan: dict[str, object], repeat: int) -> str:
     lines = [f"Per phase (median of {repeat} runs, seconds; min-max; peak RSS reached by the end of the phase)"]
-    lines.append(f"{'system':<13} {'phase':<11} {'median':>9} {'min-max':>17} {'RSS MiB':>9}")
+    lines.append(f"{'system':<15} {'phase':<11} {'median':>9} {'min-max':>17} {'RSS MiB':>9}")
     for system, s in summary.items():
         for phase, value in s["phases_median"].items():  # type: ignore[union-attr]
             rss = s["rss_mib_after_phase_median"].get(phase)  # type: ignore[union-attr]
             spread = f"{s['phases_min'][phase]:.3f}-{s['phases_max'][phase]:.3f}"  # type: ignore[index]
-            lines.append(f"{system:<13} {phase:<11} {value:>9.3f} {spread:>17} {fmt(rss, 1):>9}")
+            lines.append(f"{system:<15} {phase:<11} {value:>9.3f} {spread:>17} {fmt(rss, 1):>9}")
     lines.append("")
     lines.append(f"Totals (median of per-run sums of phases) and retrieval quality")
     lines.append(
-        f"{'system':<13} {'total s':>9} {'x ' + REFERENCE:>9} {'process s':>10} {'peak MiB':>9}"
+        f"{'system':<15} {'total s':>9} {'x ' + REFERENCE:>9} {'process s':>10} {'peak MiB':>9}"
         f" {'nDCG@10':>8} {'en':>7} {'ja':>7}"
     )
     reference = summary.get(REFERENCE, {}).get("total_seconds_median")
@@ -182,7 +184,7 @@ def render_table(summary: dict[str, dict[str, object]], scan: dict[str, object],
         ratio = total / reference if reference else None  # type: ignore[operator]
         q = s.get("ndcg_at_10") or {}
         lines.append(
-            f"{system:<13} {total:>9.3f} {fmt(ratio, 2):>9} {s['process_seconds_median']:>10.3f}"
+            f"{system:<15} {total:>9.3f} {fmt(ratio, 2):>9} {s['process_seconds_median']:>10.3f}"
             f" {s['peak_rss_mib_median']:>9.1f} {fmt(q.get('all')):>8} {fmt(q.get('en')):>7} {fmt(q.get('ja')):>7}"  # type: ignore[union-attr]
         )
     if scan:
@@ -219,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kb", type=Path, help="a real KB folder instead of a generated one")
     parser.add_argument("--golden", type=Path, help="golden file for --kb (default KB/.kb-eval.yml)")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--systems", default=",".join(ALL_SYSTEMS), help="comma-separated subset of " + ",".join(ALL_SYSTEMS))
+    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help="comma-separated subset of " + ",".join(ALL_SYSTEMS))
     parser.add_argument("--naive-budget", type=float, default=120.0, help="seconds before the naive scan extrapolates")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "kb-eval-bench")
     parser.add_argument("--json", type=Path, help="write the full results here")
@@ -229,9 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [s for s in systems if s not in ALL_SYSTEMS]
     if unknown:
         parser.error(f"unknown systems {unknown}; choose from {', '.join(ALL_SYSTEMS)}")
-    if "kb-eval" in systems and importlib.util.find_spec("scanner.evaluate") is None:
-        print("kb-eval's scanner.evaluate is not importable here; skipping kb-eval", file=sys.stderr)
-        systems.remove("kb-eval")
+    if importlib.util.find_spec("scanner.evaluate") is None:
+        skipped = [s for s in systems if s.startswith("kb-eval")]
+        if skipped:
+            print(f"kb-eval's scanner.evaluate is not importable here; skipping {skipped}", file=sys.stderr)
+        systems = [s for s in systems if s not in skipped]
 
     kb, golden = prepare_kb(args)
     runs: dict[str, list[WorkerResult]] = {s: [] for s in systems}
@@ -244,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, dict[str, object]] = {}
     for system in systems:
         summary[system] = summarise(runs[system])
-        if system != "naive-scan":
+        if system != "naive-scan" and runs[system][0].rankings:
             summary[system]["ndcg_at_10"] = quality(runs[system][0], golden)
     reference = summary.get(REFERENCE, {}).get("total_seconds_median")
     for s in summary.values():
@@ -259,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             "golden": str(golden),
             "queries": len(load_queries(golden)),
             "repeat": args.repeat,
+            "ndcg_metric": best_ndcg_function()[1],
             "systems": summary,
             "scan": scan,
         }

@@ -18,7 +18,6 @@ import resource
 import sqlite3
 import sys
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -192,16 +191,27 @@ def run_fts5_trigram(kb: Path, golden: Path) -> SystemRun:
 
 # -- the naive quote scan --------------------------------------------------------
 def fallback_normalise(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return " ".join(text.split()).lower()
 
 
 def quote_normaliser() -> tuple[Callable[[str], str], str]:
     """kb-eval's own normalisation when it exists, so both scans look for the same needles."""
     try:
-        from scanner.quotes import normalise  # type: ignore[import-not-found]
+        from scanner.quotes import normalise
     except ImportError:
-        return fallback_normalise, "bench fallback (NFKC, casefold, whitespace collapsed)"
+        return fallback_normalise, "bench fallback (whitespace collapsed, lower-cased)"
     return normalise, "scanner.quotes.normalise"
+
+
+def scan_fields(kb: Path) -> tuple[list[tuple[str, str, str]], str]:
+    """(heading, breadcrumb, body) of every chunk: kb-eval's chunks when importable, so the
+    naive scan and kb-eval's scan search exactly the same texts."""
+    try:
+        from scanner.corpus import read_corpus
+    except ImportError:
+        return [(c.heading, c.breadcrumb, c.body) for c in read_chunks(kb)], "bench/sections.py"
+    corpus = read_corpus(kb)
+    return [(c.heading, c.breadcrumb, c.body) for d in corpus.documents for c in d.chunks], "scanner.corpus.read_corpus"
 
 
 def run_naive_scan(kb: Path, golden: Path, budget_seconds: float = 120.0) -> SystemRun:
@@ -214,15 +224,15 @@ def run_naive_scan(kb: Path, golden: Path, budget_seconds: float = 120.0) -> Sys
     run = SystemRun("naive-scan")
     normalise, normaliser = quote_normaliser()
     t = time.perf_counter()
-    chunks = read_chunks(kb)
+    fields, chunker = scan_fields(kb)
     queries = load_queries(golden)
     t = run.phase("read", t)
     needles = list(dict.fromkeys(n for n in (normalise(q.text) for q in queries) if len(n) >= MIN_QUOTABLE_QUERY))
     matches = 0
     done = 0
     deadline = t + budget_seconds
-    for chunk in chunks:
-        for text in (chunk.heading, chunk.breadcrumb, chunk.body):
+    for chunk_fields in fields:
+        for text in chunk_fields:
             field_text = normalise(text)
             for needle in needles:
                 if needle in field_text:
@@ -232,44 +242,60 @@ def run_naive_scan(kb: Path, golden: Path, budget_seconds: float = 120.0) -> Sys
             break
     elapsed = time.perf_counter() - t
     run.phase("scan", t)
-    if done < len(chunks):
-        run.phases["scan"] = elapsed * len(chunks) / done
+    if done < len(fields):
+        run.phases["scan"] = elapsed * len(fields) / done
     run.extra.update(
         needles=len(needles),
-        chunks=len(chunks),
+        chunks=len(fields),
         chunks_scanned=done,
-        extrapolated=done < len(chunks),
+        extrapolated=done < len(fields),
         field_matches=matches,
         normaliser=normaliser,
+        chunker=chunker,
     )
     return run
 
 
 # -- kb-eval -----------------------------------------------------------------
-def run_kb_eval(kb: Path, golden: Path) -> SystemRun:
-    from scanner.evaluate import EvalOptions, run_eval  # type: ignore[import-not-found]
+def run_kb_eval(kb: Path, golden: Path, tokenization: str = "fused") -> SystemRun:
+    from scanner import evaluate
+    from scanner.retrievers.builtin import Tokenization
 
-    run = SystemRun("kb-eval")
+    run = SystemRun("kb-eval" if tokenization == "fused" else f"kb-eval-{tokenization}")
+    # run_eval times its phases with _PhaseClock.lap; wrapping lap records the peak RSS reached
+    # by the end of each phase as well, without touching scanner/.
+    original_lap = evaluate._PhaseClock.lap
+
+    def lap(clock: evaluate._PhaseClock, phase: str) -> None:
+        original_lap(clock, phase)
+        run.rss_kib_after[phase] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    evaluate._PhaseClock.lap = lap  # type: ignore[method-assign]
     t = time.perf_counter()
-    outcome = run_eval(EvalOptions(kb_path=kb, golden_path=golden))
+    outcome = evaluate.run_eval(
+        evaluate.EvalOptions(kb_path=kb, golden_path=golden, tokenization=Tokenization(tokenization))
+    )
     wall = time.perf_counter() - t
-    for name, seconds in outcome.phase_seconds.items():
-        run.phases[name] = seconds
-    run.rss_kib_after["end"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    run.phases.update(outcome.phase_seconds)
     report = outcome.report
-    for row in report["per_query"]:
+    for row in report["per_query"]:  # type: ignore[union-attr]
         run.rankings[row["id"]] = [(hit["path"], hit["heading"] or "") for hit in row["top_k"]]
     run.extra.update(
         wall_seconds=wall,
+        untimed_seconds=wall - sum(outcome.phase_seconds.values()),
         aggregate=report["aggregate"],
-        findings=len(report["findings"]),
-        chunks=report["corpus"]["chunks"],
+        findings=len(report["findings"]),  # type: ignore[arg-type]
+        documents=report["corpus"]["documents"],  # type: ignore[index]
+        chunks=report["corpus"]["chunks"],  # type: ignore[index]
+        retriever=report["fingerprint"]["retriever"],  # type: ignore[index]
     )
     return run
 
 
 SYSTEMS: dict[str, Callable[[Path, Path], SystemRun]] = {
     "kb-eval": run_kb_eval,
+    "kb-eval-word": lambda kb, golden: run_kb_eval(kb, golden, "word"),
+    "kb-eval-trigram": lambda kb, golden: run_kb_eval(kb, golden, "trigram"),
     "bm25s": run_bm25s,
     "tantivy": run_tantivy,
     "fts5-trigram": run_fts5_trigram,
