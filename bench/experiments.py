@@ -1,0 +1,91 @@
+"""Measured alternatives for kb-eval's two slowest phases (index and search), on one KB.
+
+    python bench/experiments.py KB GOLDEN
+
+Builds kb-eval's own index (scanner.index.Index.build), then times, on the
+same data and queries: each FTS5 table's build alone; kb-eval's search SQL
+per table; the same ranking without the JOIN to `chunks` (ids only, path and
+heading looked up in Python); the word query without English stopwords; and
+how many rows each OR-query matches (the cost driver: bm25() is computed for
+every matching row before ORDER BY ... LIMIT). Findings only: nothing here
+changes scanner/.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from scanner.corpus import read_corpus  # noqa: E402
+from scanner.golden import load_golden  # noqa: E402
+from scanner.index import TRIGRAM_TOKENIZER, WORD_TOKENIZER, Index  # noqa: E402
+from scanner.query_compiler import compile_query  # noqa: E402
+
+STOPWORDS = frozenset(
+    "a an and are as at be by for from how in is it not of on or that the this to was what when where which why with".split()
+)
+
+
+def timed(label: str, fn):  # type: ignore[no-untyped-def]
+    t = time.perf_counter()
+    value = fn()
+    print(f"{label:<58} {time.perf_counter() - t:8.3f} s", flush=True)
+    return value
+
+
+def main() -> int:
+    kb, golden_path = Path(sys.argv[1]), Path(sys.argv[2])
+    golden = load_golden(golden_path)
+    corpus = timed("read_corpus", lambda: read_corpus(kb))
+    index = timed("Index.build (chunks + fts_word + fts_trigram)", lambda: Index.build(corpus))
+    db = index.connection
+    rows = db.execute("SELECT id, path, heading, breadcrumb, body FROM chunks").fetchall()
+    print(f"chunks: {len(rows)}")
+    for name, tokenizer in (("fts_word", WORD_TOKENIZER), ("fts_trigram", TRIGRAM_TOKENIZER)):
+        for detail in ("full", "column"):
+            other = sqlite3.connect(":memory:")
+            other.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, path, heading, breadcrumb, body)")
+            other.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)", rows)
+            other.execute(
+                f"CREATE VIRTUAL TABLE t USING fts5(heading, breadcrumb, body, content='chunks',"
+                f" content_rowid='id', tokenize='{tokenizer}', detail={detail})"
+            )
+            timed(f"build {name} alone, detail={detail}", lambda: other.execute(
+                "INSERT INTO t(rowid, heading, breadcrumb, body) SELECT id, heading, breadcrumb, body FROM chunks"
+            ))
+            other.close()
+
+    compiled = [compile_query(q.text) for q in golden.queries]
+    located = {r[0]: (r[1], r[2]) for r in rows}
+    weights = (2.0, 1.0, 1.0)
+    for table, pick in (("fts_word", lambda c: c.word), ("fts_trigram", lambda c: c.trigram)):
+        expressions = [pick(c) for c in compiled if c is not None and pick(c) is not None]
+        timed(f"{table}: kb-eval search SQL x{len(expressions)} (depth 100)",
+              lambda: [index.search(table, e, weights, 100) for e in expressions])
+        sql = (f"SELECT rowid, -bm25({table}, 2.0, 1.0, 1.0) AS s FROM {table}"
+               f" WHERE {table} MATCH ? ORDER BY s DESC, rowid LIMIT 100")
+        timed(f"{table}: same ranking, no JOIN (ids, then Python lookup)",
+              lambda: [[(i, *located[i], s) for i, s in db.execute(sql, (e,))] for e in expressions])
+        counts = [db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (e,)).fetchone()[0]
+                  for e in expressions]
+        print(f"{table}: rows matched per query: median {statistics.median(counts):.0f},"
+              f" max {max(counts)}, of {len(rows)}")
+        if table == "fts_word":
+            def without_stopwords(expression: str) -> str | None:
+                terms = [t for t in expression.split(" OR ") if t.strip('"') not in STOPWORDS]
+                return " OR ".join(terms) or None
+            lean = [x for x in (without_stopwords(e) for e in expressions) if x]
+            timed(f"{table}: kb-eval SQL, English stopwords dropped", lambda: [index.search(table, e, weights, 100) for e in lean])
+            lean_counts = [db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (e,)).fetchone()[0] for e in lean]
+            print(f"{table}: rows matched without stopwords: median {statistics.median(lean_counts):.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
