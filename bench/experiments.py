@@ -22,13 +22,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scanner.corpus import read_corpus  # noqa: E402
-from scanner.golden import load_golden  # noqa: E402
-from scanner.index import TRIGRAM_TOKENIZER, WORD_TOKENIZER, Index  # noqa: E402
-from scanner.query_compiler import compile_query  # noqa: E402
+from scanner.analysis import has_cjk, with_cjk_bigrams
+from scanner.corpus import read_corpus
+from scanner.golden import load_golden
+from scanner.index import TRIGRAM_TOKENIZER, WORD_TOKENIZER, Index
+from scanner.query_compiler import compile_query
 
 STOPWORDS = frozenset(
-    "a an and are as at be by for from how in is it not of on or that the this to was what when where which why with".split()
+    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "is", "it", "not", "of", "on", "or", "that", "the", "this", "to", "was", "what", "when", "where", "which", "why", "with"]
 )
 
 
@@ -47,19 +48,30 @@ def main() -> int:
     db = index.connection
     rows = db.execute("SELECT id, path, heading, breadcrumb, body FROM chunks").fetchall()
     print(f"chunks: {len(rows)}")
-    for name, tokenizer in (("fts_word", WORD_TOKENIZER), ("fts_trigram", TRIGRAM_TOKENIZER)):
-        for detail in ("full", "column"):
-            other = sqlite3.connect(":memory:")
-            other.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, path, heading, breadcrumb, body)")
-            other.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)", rows)
-            other.execute(
-                f"CREATE VIRTUAL TABLE t USING fts5(heading, breadcrumb, body, content='chunks',"
-                f" content_rowid='id', tokenize='{tokenizer}', detail={detail})"
-            )
-            timed(f"build {name} alone, detail={detail}", lambda: other.execute(
-                "INSERT INTO t(rowid, heading, breadcrumb, body) SELECT id, heading, breadcrumb, body FROM chunks"
-            ))
-            other.close()
+    # Each FTS5 table built alone, the way Index.build fills it (the word index contentless,
+    # over CJK-bigrammed text; the trigram index over the chunks table).
+    word_rows = [
+        (r[0], with_cjk_bigrams(r[2]), with_cjk_bigrams(r[3]), with_cjk_bigrams(r[4]))
+        if any(has_cjk(v) for v in r[2:]) else (r[0], r[2], r[3], r[4])
+        for r in rows
+    ]
+    other = sqlite3.connect(":memory:")
+    other.execute(f"CREATE VIRTUAL TABLE w USING fts5(heading, breadcrumb, body, content='', tokenize='{WORD_TOKENIZER}')")
+    timed("build fts_word alone (bigrams precomputed)", lambda: other.executemany(
+        "INSERT INTO w(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)", word_rows))
+    other.close()
+    timed("with_cjk_bigrams over every chunk (Python)", lambda: [
+        (with_cjk_bigrams(r[2]), with_cjk_bigrams(r[3]), with_cjk_bigrams(r[4])) for r in rows])
+    other = sqlite3.connect(":memory:")
+    other.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, path, heading, breadcrumb, body)")
+    other.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)", rows)
+    other.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(heading, breadcrumb, body, content='chunks',"
+        f" content_rowid='id', tokenize='{TRIGRAM_TOKENIZER}')"
+    )
+    timed("build fts_trigram alone", lambda: other.execute(
+        "INSERT INTO t(rowid, heading, breadcrumb, body) SELECT id, heading, breadcrumb, body FROM chunks"))
+    other.close()
 
     compiled = [compile_query(q.text) for q in golden.queries]
     located = {r[0]: (r[1], r[2]) for r in rows}
@@ -67,11 +79,17 @@ def main() -> int:
     for table, pick in (("fts_word", lambda c: c.word), ("fts_trigram", lambda c: c.trigram)):
         expressions = [pick(c) for c in compiled if c is not None and pick(c) is not None]
         timed(f"{table}: kb-eval search SQL x{len(expressions)} (depth 100)",
-              lambda: [index.search(table, e, weights, 100) for e in expressions])
+              lambda table=table, expressions=expressions: [index.search(table, e, weights, 100) for e in expressions])
         sql = (f"SELECT rowid, -bm25({table}, 2.0, 1.0, 1.0) AS s FROM {table}"
                f" WHERE {table} MATCH ? ORDER BY s DESC, rowid LIMIT 100")
         timed(f"{table}: same ranking, no JOIN (ids, then Python lookup)",
-              lambda: [[(i, *located[i], s) for i, s in db.execute(sql, (e,))] for e in expressions])
+              lambda sql=sql, expressions=expressions: [[(i, *located[i], s) for i, s in db.execute(sql, (e,))] for e in expressions])
+        for tag in ("en", "ja"):
+            subset = [pick(c) for q, c in zip(golden.queries, compiled)
+                      if tag in q.tags and c is not None and pick(c) is not None]
+            terms = statistics.median(e.count(" OR ") + 1 for e in subset) if subset else 0
+            timed(f"{table}: kb-eval search SQL, {len(subset)} {tag} queries ({terms:.0f} OR terms median)",
+                  lambda table=table, subset=subset: [index.search(table, e, weights, 100) for e in subset])
         counts = [db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (e,)).fetchone()[0]
                   for e in expressions]
         print(f"{table}: rows matched per query: median {statistics.median(counts):.0f},"
@@ -81,7 +99,7 @@ def main() -> int:
                 terms = [t for t in expression.split(" OR ") if t.strip('"') not in STOPWORDS]
                 return " OR ".join(terms) or None
             lean = [x for x in (without_stopwords(e) for e in expressions) if x]
-            timed(f"{table}: kb-eval SQL, English stopwords dropped", lambda: [index.search(table, e, weights, 100) for e in lean])
+            timed(f"{table}: kb-eval SQL, English stopwords dropped", lambda table=table, lean=lean: [index.search(table, e, weights, 100) for e in lean])
             lean_counts = [db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (e,)).fetchone()[0] for e in lean]
             print(f"{table}: rows matched without stopwords: median {statistics.median(lean_counts):.0f}")
     return 0

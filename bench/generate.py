@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vocabulary import (  # noqa: E402
+from vocabulary import (
     ENGLISH_FUNCTION_WORDS,
     ENGLISH_SUFFIXES,
     ENGLISH_WORDS,

@@ -16,8 +16,8 @@ expected entry first. No expected entries: nDCG is 0.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from statistics import fmean
-from typing import Callable, Sequence
 
 Expected = Sequence[tuple[str, str | None]]
 Ranking = Sequence[tuple[str, str]]

@@ -37,8 +37,8 @@ sys.path.insert(0, str(BENCH))
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from quality import best_ndcg_function, mean_ndcg  # noqa: E402
-from systems import load_queries  # noqa: E402
+from quality import best_ndcg_function, mean_ndcg
+from systems import load_queries
 
 ALL_SYSTEMS = ("kb-eval", "kb-eval-word", "kb-eval-trigram", "bm25s", "tantivy", "fts5-trigram", "naive-scan")
 DEFAULT_SYSTEMS = ("kb-eval", "bm25s", "tantivy", "fts5-trigram", "naive-scan")
@@ -173,7 +173,7 @@ def render_table(summary: dict[str, dict[str, object]], scan: dict[str, object],
             spread = f"{s['phases_min'][phase]:.3f}-{s['phases_max'][phase]:.3f}"  # type: ignore[index]
             lines.append(f"{system:<15} {phase:<11} {value:>9.3f} {spread:>17} {fmt(rss, 1):>9}")
     lines.append("")
-    lines.append(f"Totals (median of per-run sums of phases) and retrieval quality")
+    lines.append("Totals (median of per-run sums of phases) and retrieval quality")
     lines.append(
         f"{'system':<15} {'total s':>9} {'x ' + REFERENCE:>9} {'process s':>10} {'peak MiB':>9}"
         f" {'nDCG@10':>8} {'en':>7} {'ja':>7}"

@@ -18,12 +18,11 @@ import resource
 import sqlite3
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import yaml
-
 from sections import Chunk, read_chunks
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from systems import SYSTEMS, run_naive_scan  # noqa: E402
+from systems import SYSTEMS, run_naive_scan
 
 
 def main() -> int:

@@ -13,10 +13,10 @@ import yaml
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 
-from sections import read_chunks, split_sections  # noqa: E402
-from vocabulary import ENGLISH_WORDS, build_vocabulary, zipf_rank_share  # noqa: E402
+import random
 
-import random  # noqa: E402
+from sections import read_chunks, split_sections
+from vocabulary import ENGLISH_WORDS, build_vocabulary, zipf_rank_share
 
 
 def generate(out: Path, docs: int, queries: int, seed: int) -> Path:
@@ -55,7 +55,7 @@ def test_a_non_empty_output_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "keep.txt").write_text("mine")
     result = subprocess.run(
         [sys.executable, str(BENCH / "generate.py"), "--docs", "2", "--queries", "1", str(tmp_path)],
-        capture_output=True, text=True, timeout=60,
+        check=False, capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 2
     assert "not empty" in result.stderr
@@ -68,9 +68,9 @@ def test_the_corpus_has_the_shape_of_a_real_kb(kb: Path) -> None:
     joined = "\n".join(texts)
     assert len(files) == 80 + 2  # documents plus the two default leak notes
     assert sum(t.startswith("---\ntitle: ") for t in texts) > len(texts) // 2
-    assert re.search(r"^## \S", joined, re.M) and re.search(r"^### \S", joined, re.M)
-    assert re.search(r"^\S.*\n-{3,}$", joined, re.M) or re.search(r"^\S.*\n={3,}$", joined, re.M)  # setext
-    assert "```" in joined and re.search(r"^[-*] \S", joined, re.M) and re.search(r"^1\. \S", joined, re.M)
+    assert re.search(r"^## \S", joined, re.MULTILINE) and re.search(r"^### \S", joined, re.MULTILINE)
+    assert re.search(r"^\S.*\n-{3,}$", joined, re.MULTILINE) or re.search(r"^\S.*\n={3,}$", joined, re.MULTILINE)  # setext
+    assert "```" in joined and re.search(r"^[-*] \S", joined, re.MULTILINE) and re.search(r"^1\. \S", joined, re.MULTILINE)
     assert re.search(r"[\u3040-\u30ff\u4e00-\u9fff]", joined)  # Japanese text
     assert max(len(p.relative_to(kb / "kb").parts) for p in files) >= 3  # nested folders
     sizes = sorted(len(t) for t in texts)
