@@ -173,9 +173,11 @@ def render_table(summary: dict[str, dict[str, object]], scan: dict[str, object],
             spread = f"{s['phases_min'][phase]:.3f}-{s['phases_max'][phase]:.3f}"  # type: ignore[index]
             lines.append(f"{system:<15} {phase:<11} {value:>9.3f} {spread:>17} {fmt(rss, 1):>9}")
     lines.append("")
-    lines.append("Totals (median of per-run sums of phases) and retrieval quality")
     lines.append(
-        f"{'system':<15} {'total s':>9} {'x ' + REFERENCE:>9} {'process s':>10} {'peak MiB':>9}"
+        "Totals (median of per-run sums of phases; 'paired' = median of per-round ratios) and retrieval quality"
+    )
+    lines.append(
+        f"{'system':<15} {'total s':>9} {'x ' + REFERENCE:>9} {'paired':>7} {'process s':>10} {'peak MiB':>9}"
         f" {'nDCG@10':>8} {'en':>7} {'ja':>7}"
     )
     reference = summary.get(REFERENCE, {}).get("total_seconds_median")
@@ -183,8 +185,9 @@ def render_table(summary: dict[str, dict[str, object]], scan: dict[str, object],
         total = s["total_seconds_median"]
         ratio = total / reference if reference else None  # type: ignore[operator]
         q = s.get("ndcg_at_10") or {}
+        paired = s.get("ratio_to_" + REFERENCE + "_paired_median")
         lines.append(
-            f"{system:<15} {total:>9.3f} {fmt(ratio, 2):>9} {s['process_seconds_median']:>10.3f}"
+            f"{system:<15} {total:>9.3f} {fmt(ratio, 2):>9} {fmt(paired, 2):>7} {s['process_seconds_median']:>10.3f}"
             f" {s['peak_rss_mib_median']:>9.1f} {fmt(q.get('all')):>8} {fmt(q.get('en')):>7} {fmt(q.get('ja')):>7}"  # type: ignore[union-attr]
         )
     if scan:
@@ -251,8 +254,13 @@ def main(argv: list[str] | None = None) -> int:
         if system != "naive-scan" and runs[system][0].rankings:
             summary[system]["ndcg_at_10"] = quality(runs[system][0], golden)
     reference = summary.get(REFERENCE, {}).get("total_seconds_median")
-    for s in summary.values():
+    for system, s in summary.items():
         s["ratio_to_" + REFERENCE] = s["total_seconds_median"] / reference if reference else None  # type: ignore[operator]
+        if REFERENCE in runs:
+            # Paired by round: both ran within the same minute, so a noisy minute cancels out.
+            paired = [sum(a.phases.values()) / sum(b.phases.values()) for a, b in zip(runs[system], runs[REFERENCE])]
+            s["ratio_to_" + REFERENCE + "_paired_median"] = median(paired)
+            s["ratio_to_" + REFERENCE + "_paired_runs"] = paired
     scan = scan_comparison(summary)
     print(render_table(summary, scan, args.repeat))
     if args.json:
