@@ -136,6 +136,7 @@ def summarise(runs: list[WorkerResult]) -> dict[str, object]:
         "phases_median": {p: median(r.phases[p] for r in runs) for p in phase_names},
         "phases_min": {p: min(r.phases[p] for r in runs) for p in phase_names},
         "phases_max": {p: max(r.phases[p] for r in runs) for p in phase_names},
+        "phases_runs": [r.phases for r in runs],
         "rss_mib_after_phase_median": {
             p: median(r.rss_kib_after[p] for r in runs) / 1024 for p in runs[0].rss_kib_after
         },
@@ -213,6 +214,8 @@ def scan_comparison(summary: dict[str, dict[str, object]]) -> dict[str, object]:
             out["kb_eval_scan_share_of_total"] = round(scan_seconds / kb_eval["total_seconds_median"], 4)  # type: ignore[operator]
             if naive and scan_seconds > 0:
                 out["naive_over_kb_eval"] = round(naive["phases_median"]["scan"] / scan_seconds, 1)  # type: ignore[index]
+                pairs = zip(naive["phases_runs"], kb_eval["phases_runs"])  # type: ignore[call-overload]
+                out["naive_over_kb_eval_paired_median"] = round(median(n["scan"] / k["scan"] for n, k in pairs), 1)
     return out
 
 
