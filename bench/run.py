@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:
 from quality import best_ndcg_function, mean_ndcg
 from systems import load_queries
 
-ALL_SYSTEMS = ("kb-eval", "kb-eval-word", "kb-eval-trigram", "bm25s", "tantivy", "fts5-trigram", "naive-scan")
+ALL_SYSTEMS = ("kb-eval", "kb-eval-word", "bm25s", "tantivy", "fts5-trigram", "naive-scan")
 DEFAULT_SYSTEMS = ("kb-eval", "bm25s", "tantivy", "fts5-trigram", "naive-scan")
 REFERENCE = "bm25s"
 LIBRARIES = ("bm25s", "PyStemmer", "tantivy", "numpy", "scipy", "PyYAML", "pyahocorasick")

@@ -13,6 +13,7 @@ never counts against another.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import resource
 import sqlite3
@@ -256,11 +257,12 @@ def run_naive_scan(kb: Path, golden: Path, budget_seconds: float = 120.0) -> Sys
 
 
 # -- kb-eval -----------------------------------------------------------------
-def run_kb_eval(kb: Path, golden: Path, tokenization: str = "fused") -> SystemRun:
+def run_kb_eval(kb: Path, golden: Path, tokenization: str | None = None) -> SystemRun:
+    """kb-eval's whole run; `tokenization` None keeps kb-eval's default, else a Tokenization value."""
     from scanner import evaluate
     from scanner.retrievers.builtin import Tokenization
 
-    run = SystemRun("kb-eval" if tokenization == "fused" else f"kb-eval-{tokenization}")
+    run = SystemRun("kb-eval" if tokenization is None else f"kb-eval-{tokenization}")
     # run_eval times its phases with _PhaseClock.lap; wrapping lap records the peak RSS reached
     # by the end of each phase as well, without touching scanner/.
     original_lap = evaluate._PhaseClock.lap
@@ -271,9 +273,10 @@ def run_kb_eval(kb: Path, golden: Path, tokenization: str = "fused") -> SystemRu
 
     evaluate._PhaseClock.lap = lap  # type: ignore[method-assign]
     t = time.perf_counter()
-    outcome = evaluate.run_eval(
-        evaluate.EvalOptions(kb_path=kb, golden_path=golden, tokenization=Tokenization(tokenization))
-    )
+    options = evaluate.EvalOptions(kb_path=kb, golden_path=golden)
+    if tokenization is not None:
+        options = dataclasses.replace(options, tokenization=Tokenization(tokenization))
+    outcome = evaluate.run_eval(options)
     wall = time.perf_counter() - t
     run.phases.update(outcome.phase_seconds)
     report = outcome.report
@@ -294,7 +297,6 @@ def run_kb_eval(kb: Path, golden: Path, tokenization: str = "fused") -> SystemRu
 SYSTEMS: dict[str, Callable[[Path, Path], SystemRun]] = {
     "kb-eval": run_kb_eval,
     "kb-eval-word": lambda kb, golden: run_kb_eval(kb, golden, "word"),
-    "kb-eval-trigram": lambda kb, golden: run_kb_eval(kb, golden, "trigram"),
     "bm25s": run_bm25s,
     "tantivy": run_tantivy,
     "fts5-trigram": run_fts5_trigram,
