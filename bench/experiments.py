@@ -3,17 +3,17 @@
     python bench/experiments.py KB GOLDEN
 
 Builds kb-eval's own index (scanner.index.Index.build), then times, on the
-same data and queries: each FTS5 table's build alone; kb-eval's search SQL
-per table; the same ranking without the JOIN to `chunks` (ids only, path and
-heading looked up in Python); the word query without English stopwords; and
+same data and queries: each FTS5 table's build; kb-eval's search SQL per
+table and per query language; the word query without English stopwords; and
 how many rows each OR-query matches (the cost driver: bm25() is computed for
 every matching row before ORDER BY ... LIMIT). Findings only: nothing here
-changes scanner/.
+changes scanner/. (The figures in notes/bench.md were taken with an earlier
+version of this script against kb-eval a047346/9386ba3, which also timed a
+JOIN-free variant; kb-eval's search has had no JOIN since 96acea1.)
 """
 
 from __future__ import annotations
 
-import sqlite3
 import statistics
 import sys
 import time
@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 from scanner.analysis import has_cjk, with_cjk_bigrams
 from scanner.corpus import read_corpus
 from scanner.golden import load_golden
-from scanner.index import TRIGRAM_TOKENIZER, WORD_TOKENIZER, Index
+from scanner.index import Index
 from scanner.query_compiler import compile_query
 
 STOPWORDS = frozenset(
@@ -44,46 +44,22 @@ def main() -> int:
     kb, golden_path = Path(sys.argv[1]), Path(sys.argv[2])
     golden = load_golden(golden_path)
     corpus = timed("read_corpus", lambda: read_corpus(kb))
-    index = timed("Index.build (chunks + fts_word + fts_trigram)", lambda: Index.build(corpus))
+    index = timed("Index.build (chunks table)", lambda: Index.build(corpus))
     db = index.connection
     rows = db.execute("SELECT id, path, heading, breadcrumb, body FROM chunks").fetchall()
     print(f"chunks: {len(rows)}")
-    # Each FTS5 table built alone, the way Index.build fills it (the word index contentless,
-    # over CJK-bigrammed text; the trigram index over the chunks table).
-    word_rows = [
-        (r[0], with_cjk_bigrams(r[2]), with_cjk_bigrams(r[3]), with_cjk_bigrams(r[4]))
-        if any(has_cjk(v) for v in r[2:]) else (r[0], r[2], r[3], r[4])
-        for r in rows
-    ]
-    other = sqlite3.connect(":memory:")
-    other.execute(f"CREATE VIRTUAL TABLE w USING fts5(heading, breadcrumb, body, content='', tokenize='{WORD_TOKENIZER}')")
-    timed("build fts_word alone (bigrams precomputed)", lambda: other.executemany(
-        "INSERT INTO w(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)", word_rows))
-    other.close()
-    timed("with_cjk_bigrams over every chunk (Python)", lambda: [
-        (with_cjk_bigrams(r[2]), with_cjk_bigrams(r[3]), with_cjk_bigrams(r[4])) for r in rows])
-    other = sqlite3.connect(":memory:")
-    other.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, path, heading, breadcrumb, body)")
-    other.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)", rows)
-    other.execute(
-        "CREATE VIRTUAL TABLE t USING fts5(heading, breadcrumb, body, content='chunks',"
-        f" content_rowid='id', tokenize='{TRIGRAM_TOKENIZER}')"
-    )
-    timed("build fts_trigram alone", lambda: other.execute(
-        "INSERT INTO t(rowid, heading, breadcrumb, body) SELECT id, heading, breadcrumb, body FROM chunks"))
-    other.close()
+    # kb-eval builds each FTS5 table on first use (ensure_full_text); time each on its own.
+    timed("ensure_full_text fts_word", lambda: index.ensure_full_text("fts_word"))
+    timed("ensure_full_text fts_trigram (CJK chunks only)", lambda: index.ensure_full_text("fts_trigram"))
+    timed("with_cjk_bigrams over every CJK chunk (Python)", lambda: [
+        (with_cjk_bigrams(r[2]), with_cjk_bigrams(r[3]), with_cjk_bigrams(r[4])) for r in rows if has_cjk(r[4])])
 
     compiled = [compile_query(q.text) for q in golden.queries]
-    located = {r[0]: (r[1], r[2]) for r in rows}
     weights = (2.0, 1.0, 1.0)
     for table, pick in (("fts_word", lambda c: c.word), ("fts_trigram", lambda c: c.trigram)):
         expressions = [pick(c) for c in compiled if c is not None and pick(c) is not None]
         timed(f"{table}: kb-eval search SQL x{len(expressions)} (depth 100)",
               lambda table=table, expressions=expressions: [index.search(table, e, weights, 100) for e in expressions])
-        sql = (f"SELECT rowid, -bm25({table}, 2.0, 1.0, 1.0) AS s FROM {table}"
-               f" WHERE {table} MATCH ? ORDER BY s DESC, rowid LIMIT 100")
-        timed(f"{table}: same ranking, no JOIN (ids, then Python lookup)",
-              lambda sql=sql, expressions=expressions: [[(i, *located[i], s) for i, s in db.execute(sql, (e,))] for e in expressions])
         for tag in ("en", "ja"):
             subset = [pick(c) for q, c in zip(golden.queries, compiled)
                       if tag in q.tags and c is not None and pick(c) is not None]

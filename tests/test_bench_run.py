@@ -18,7 +18,7 @@ def test_the_harness_prints_a_table_and_writes_every_system_phase_and_quality(tm
     out = tmp_path / "bench.json"
     result = subprocess.run(
         [sys.executable, str(BENCH / "run.py"), "--docs", "40", "--queries", "12", "--repeat", "2",
-         "--systems", "kb-eval,fts5-trigram,naive-scan", "--workdir", str(tmp_path / "work"), "--json", str(out)],
+         "--systems", "kb-eval,kb-eval-cached,fts5-trigram,naive-scan", "--workdir", str(tmp_path / "work"), "--json", str(out)],
         check=False, capture_output=True, text=True, timeout=240,
     )
     assert result.returncode == 0, result.stderr
@@ -36,6 +36,9 @@ def test_the_harness_prints_a_table_and_writes_every_system_phase_and_quality(tm
     assert data["scan"]["naive_over_kb_eval"] > 0
     # the generated KB holds two notes quoting golden queries; kb-eval must report them
     assert kb_eval["extra"]["findings"] == 2
+    # the parse cache was emptied before round 1 and filled by it; the cached run ranks the same
+    assert any((tmp_path / "work" / "parse-cache").iterdir())
+    assert data["systems"]["kb-eval-cached"]["ndcg_at_10"] == kb_eval["ndcg_at_10"]
 
 
 def test_the_fallback_ndcg_agrees_with_kb_eval_metric_on_section_and_document_entries() -> None:
