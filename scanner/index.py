@@ -14,7 +14,12 @@ how their rankings are combined.
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import sqlite3
+import tempfile
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,20 +54,29 @@ class CorpusSnapshot:
 
 
 class Index:
-    """An in-memory SQLite database; searches and the scan run inside one read snapshot.
+    """SQLite databases in a private temporary folder; searches and the scan run inside one read
+    snapshot of the chunk table.
 
-    The chunk table is always built (the quote scan reads it, whatever retriever answers).
-    Each FTS5 table is built the first time a search needs it, before the read snapshot
-    starts: an English-only golden set never pays for the trigram index."""
+    On disk rather than in memory: the indexed text then lives in the page cache, not in the
+    process, which keeps a 100,000-document KB inside the runner's memory. The chunk table is
+    always built (the quote scan reads it, whatever retriever answers). Each FTS5 table is built
+    the first time a search needs it, before the read snapshot starts: an English-only golden set
+    never pays for the trigram index. The trigram index is a database of its own, so it can be
+    built on the second core while the word index is built on the first; it is written once,
+    before any search, and only read afterwards."""
 
-    def __init__(self, connection: sqlite3.Connection, snapshot: CorpusSnapshot) -> None:
+    def __init__(self, folder: str, connection: sqlite3.Connection, snapshot: CorpusSnapshot) -> None:
+        self.folder = folder
         self.connection = connection
         self.corpus = snapshot
+        self._trigram: sqlite3.Connection | None = None
         self._built: set[str] = set()
+        weakref.finalize(self, _remove_folder, folder, [connection])
 
     @classmethod
     def build(cls, corpus: Corpus) -> Index:
-        connection = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        folder = tempfile.mkdtemp(prefix="kb-eval-index-")
+        connection = _connect(os.path.join(folder, "chunks.sqlite"))
         connection.execute(
             "CREATE TABLE chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
             " heading TEXT NOT NULL, breadcrumb TEXT NOT NULL, body TEXT NOT NULL, cjk INTEGER NOT NULL)"
@@ -74,7 +88,7 @@ class Index:
                 breadcrumb = chunk.breadcrumb
                 cjk = has_cjk(chunk.heading) or has_cjk(breadcrumb) or has_cjk(chunk.body)
                 rows.append((len(rows) + 1, chunk.path, chunk.heading, breadcrumb, chunk.body, int(cjk)))
-                for value in (chunk.path, chunk.heading, chunk.breadcrumb, chunk.body):
+                for value in (chunk.path, chunk.heading, breadcrumb, chunk.body):
                     encoded = value.encode("utf-8", "surrogatepass")
                     # Length-prefixed, so no two different corpora share a digest by moving a seam.
                     digest.update(len(encoded).to_bytes(8, "big"))
@@ -83,46 +97,73 @@ class Index:
         connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?)", rows)
         connection.execute("COMMIT")
         snapshot = CorpusSnapshot(len(corpus.documents), len(rows), "sha256:" + digest.hexdigest())
-        return cls(connection, snapshot)
+        return cls(folder, connection, snapshot)
 
-    def ensure_full_text(self, table: str) -> None:
-        """Build `fts_word` or `fts_trigram` if it is not there yet."""
-        if table in self._built:
-            return
+    def ensure_full_text(self, *tables: str) -> None:
+        """Build the named FTS5 tables (`fts_word`, `fts_trigram`) that are not there yet;
+        two at once are built in parallel."""
+        wanted = [t for t in dict.fromkeys(tables) if t not in self._built]
+        for table in wanted:
+            if table not in ("fts_word", "fts_trigram"):
+                raise ValueError(table)
+        if "fts_trigram" in wanted and "fts_word" in wanted:
+            # sqlite3 releases the GIL while a statement runs, so the two builds overlap.
+            cjk_rows = self._cjk_rows()
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                trigram = pool.submit(self._build_trigram, cjk_rows)
+                self._build_word()
+                trigram.result()
+        elif "fts_word" in wanted:
+            self._build_word()
+        elif "fts_trigram" in wanted:
+            self._build_trigram(self._cjk_rows())
+        self._built.update(wanted)
+
+    def _cjk_rows(self) -> list[tuple[int, str, str, str]]:
+        return self.connection.execute("SELECT id, heading, breadcrumb, body FROM chunks WHERE cjk = 1").fetchall()
+
+    def _build_word(self) -> None:
+        # The word index holds the same three fields with CJK runs spelled as bigrams (see
+        # analysis.py), so it is contentless; only chunks holding CJK text are rewritten.
         connection = self.connection
         connection.execute("BEGIN")
-        if table == "fts_word":
-            # The word index holds the same three fields with CJK runs spelled as bigrams (see
-            # analysis.py), so it is contentless; only chunks holding CJK text are rewritten.
-            connection.execute(
-                "CREATE VIRTUAL TABLE fts_word USING fts5(heading, breadcrumb, body,"
-                f" content='', tokenize='{WORD_TOKENIZER}')"
-            )
-            connection.execute(
-                "INSERT INTO fts_word(rowid, heading, breadcrumb, body)"
-                " SELECT id, heading, breadcrumb, body FROM chunks WHERE cjk = 0"
-            )
-            rows = connection.execute("SELECT id, heading, breadcrumb, body FROM chunks WHERE cjk = 1").fetchall()
-            connection.executemany(
-                "INSERT INTO fts_word(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)",
-                ((i, with_cjk_bigrams(h), with_cjk_bigrams(b), with_cjk_bigrams(t)) for i, h, b, t in rows),
-            )
-        elif table == "fts_trigram":
-            # Only chunks holding CJK text: the trigram index answers CJK queries, which cannot
-            # match a chunk without CJK characters, and it costs several times the word index
-            # to build; an English KB with a few Japanese notes pays for those notes only.
-            connection.execute(
-                "CREATE VIRTUAL TABLE fts_trigram USING fts5(heading, breadcrumb, body,"
-                f" content='chunks', content_rowid='id', tokenize='{TRIGRAM_TOKENIZER}')"
-            )
-            connection.execute(
-                "INSERT INTO fts_trigram(rowid, heading, breadcrumb, body)"
-                " SELECT id, heading, breadcrumb, body FROM chunks WHERE cjk = 1"
-            )
-        else:
-            raise ValueError(table)
+        connection.execute(
+            "CREATE VIRTUAL TABLE fts_word USING fts5(heading, breadcrumb, body,"
+            f" content='', tokenize='{WORD_TOKENIZER}')"
+        )
+        connection.execute(
+            "INSERT INTO fts_word(rowid, heading, breadcrumb, body)"
+            " SELECT id, heading, breadcrumb, body FROM chunks WHERE cjk = 0"
+        )
+        rows = self._cjk_rows()
+        connection.executemany(
+            "INSERT INTO fts_word(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)",
+            ((i, with_cjk_bigrams(h), with_cjk_bigrams(b), with_cjk_bigrams(t)) for i, h, b, t in rows),
+        )
         connection.execute("COMMIT")
-        self._built.add(table)
+
+    def _build_trigram(self, rows: list[tuple[int, str, str, str]]) -> None:
+        # Only chunks holding CJK text: the trigram index answers CJK queries, which cannot
+        # match a chunk without CJK characters, and it costs several times the word index
+        # to build; an English KB with a few Japanese notes pays for those notes only.
+        connection = _connect(os.path.join(self.folder, "trigram.sqlite"))
+        connection.execute("BEGIN")
+        connection.execute(
+            "CREATE VIRTUAL TABLE fts_trigram USING fts5(heading, breadcrumb, body,"
+            f" content='', tokenize='{TRIGRAM_TOKENIZER}')"
+        )
+        connection.executemany("INSERT INTO fts_trigram(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)", rows)
+        connection.execute("COMMIT")
+        self._trigram = connection
+        weakref.finalize(self, connection.close)
+
+    def connection_for(self, table: str) -> sqlite3.Connection:
+        """The connection whose database holds `table`."""
+        if table == "fts_trigram":
+            if self._trigram is None:
+                raise ValueError("fts_trigram is not built")
+            return self._trigram
+        return self.connection
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
@@ -135,7 +176,8 @@ class Index:
 
     def chunks_by_document(self) -> Iterator[tuple[str, list[IndexedChunk]]]:
         """Every indexed chunk, grouped by document, in path order."""
-        cursor = self.connection.execute("SELECT id, path, heading, breadcrumb, body FROM chunks ORDER BY path, id")
+        # Ids were given in path order (Index.build walks the sorted corpus): no sort needed.
+        cursor = self.connection.execute("SELECT id, path, heading, breadcrumb, body FROM chunks ORDER BY id")
         current: str | None = None
         group: list[IndexedChunk] = []
         for row in cursor:
@@ -163,7 +205,8 @@ class Index:
             f"SELECT rowid, bm25({table}, {w_heading!r}, {w_breadcrumb!r}, {w_body!r}) AS s"
             f" FROM {table} WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?"
         )
-        return [(chunk_id, -score) for chunk_id, score in self.connection.execute(sql, (expression, depth))]
+        rows = self.connection_for(table).execute(sql, (expression, depth))
+        return [(chunk_id, -score) for chunk_id, score in rows]
 
     def locate_chunks(self, chunk_ids: list[int]) -> dict[int, tuple[str, str]]:
         """chunk id -> (path, heading)."""
@@ -172,3 +215,18 @@ class Index:
         marks = ",".join("?" * len(chunk_ids))
         rows = self.connection.execute(f"SELECT id, path, heading FROM chunks WHERE id IN ({marks})", chunk_ids)
         return {chunk_id: (path, heading) for chunk_id, path, heading in rows}
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # A private scratch database: nothing to recover after a crash, so no journal and no fsync.
+    connection.execute("PRAGMA journal_mode = OFF")
+    connection.execute("PRAGMA synchronous = OFF")
+    connection.execute("PRAGMA cache_size = -65536")  # 64 MiB of page cache per connection
+    return connection
+
+
+def _remove_folder(folder: str, connections: list[sqlite3.Connection]) -> None:
+    for connection in connections:
+        connection.close()
+    shutil.rmtree(folder, ignore_errors=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 import pytest
@@ -130,7 +131,10 @@ def test_auto_answers_english_from_the_word_index_alone_and_never_builds_the_tri
     retriever.prepare([SearchRequest("q", "how do I roll back", 10)])
     assert retriever.search("how do I roll back", 1)[0].path == "deploy.md"
     tables = {name for (name,) in index.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert "fts_word" in tables and "fts_trigram" not in tables
+    assert "fts_word" in tables
+    assert not os.path.exists(os.path.join(index.folder, "trigram.sqlite"))
+    with pytest.raises(ValueError):
+        index.connection_for("fts_trigram")
 
 
 def test_auto_ranks_a_cjk_query_by_trigrams_and_fills_from_bigrams_when_trigrams_find_too_little() -> None:
@@ -143,5 +147,17 @@ def test_auto_ranks_a_cjk_query_by_trigrams_and_fills_from_bigrams_when_trigrams
     assert compiled is not None and compiled.trigram is not None
     assert index.search("fts_trigram", compiled.trigram, (2.0, 1.0, 1.0), 10) == []
     assert retriever.search("中文检索使用什么索引", 1)[0].path == "zh.md"
-    [(trigram_rows,)] = index.connection.execute("SELECT count(*) FROM fts_trigram_docsize").fetchall()
+    [(trigram_rows,)] = index.connection_for("fts_trigram").execute("SELECT count(*) FROM fts_trigram_docsize").fetchall()
     assert trigram_rows == 2  # ja.md and zh.md; the three English chunks are not in it
+
+
+def test_the_index_folder_is_removed_when_the_index_is_dropped() -> None:
+    import gc
+
+    index = index_of(CORPUS)
+    BuiltinRetriever(index).prepare([SearchRequest("q", "全文検索の仕組み and rollback", 10)])
+    folder = index.folder
+    assert os.path.exists(os.path.join(folder, "trigram.sqlite"))
+    del index
+    gc.collect()
+    assert not os.path.exists(folder)

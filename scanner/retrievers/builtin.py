@@ -68,11 +68,12 @@ class BuiltinRetriever:
 
     def prepare(self, requests: Sequence[SearchRequest]) -> None:
         """Build the FTS5 tables these queries will use, before the read snapshot starts."""
+        tables: set[str] = set()
         for request in requests:
             compiled = compile_query(request.text)
             if compiled is not None:
-                for table, _ in self._plan(request.text, compiled):
-                    self.index.ensure_full_text(table)
+                tables.update(table for table, _ in self._plan(request.text, compiled))
+        self.index.ensure_full_text(*sorted(tables))
 
     def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         return [self.search(request.text, request.limit) for request in requests]
