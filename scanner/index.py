@@ -20,7 +20,10 @@ import sqlite3
 import tempfile
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from itertools import groupby
+from operator import itemgetter
 from collections.abc import Iterator
+from typing import NamedTuple
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -34,9 +37,11 @@ WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 TRIGRAM_TOKENIZER = "trigram"
 
 
-@dataclass(frozen=True, slots=True)
-class IndexedChunk:
-    """A chunk as the index holds it: what the searches ranked and the scan reads."""
+class IndexedChunk(NamedTuple):
+    """A chunk as the index holds it: what the searches ranked and the scan reads.
+
+    A named tuple, so the scan can take SQLite's rows as they come (same field order) instead
+    of building an object per chunk: at 100,000 chunks that was a tenth of the scan."""
 
     id: int
     path: str
@@ -178,17 +183,8 @@ class Index:
         """Every indexed chunk, grouped by document, in path order."""
         # Ids were given in path order (Index.build walks the sorted corpus): no sort needed.
         cursor = self.connection.execute("SELECT id, path, heading, breadcrumb, body FROM chunks ORDER BY id")
-        current: str | None = None
-        group: list[IndexedChunk] = []
-        for row in cursor:
-            chunk = IndexedChunk(*row)
-            if chunk.path != current:
-                if group:
-                    yield current, group  # type: ignore[misc]
-                current, group = chunk.path, []
-            group.append(chunk)
-        if group:
-            yield current, group  # type: ignore[misc]
+        for path, rows in groupby(cursor, key=itemgetter(1)):
+            yield path, list(rows)
 
     def search(
         self, table: str, expression: str, weights: tuple[float, float, float], depth: int

@@ -162,7 +162,8 @@ class QuoteScanner:
         # One normalisation and one automaton pass per document, over its fields joined by the
         # seam. Normalising the joined text equals normalising each field: the seam is not
         # whitespace, so it survives, and no needle holds it, so no match crosses it.
-        text = normalise(_SEAM.join(getattr(chunk, field) for chunk in chunks for field in INDEXED_FIELDS))
+        # chunk[2:5] is (heading, breadcrumb, body): INDEXED_FIELDS, in IndexedChunk's order.
+        text = normalise(_SEAM.join([field for chunk in chunks for field in chunk[2:5]]))
         first: dict[int, int] = {}
         for end, number in self.automaton.iter(text):
             if number not in first:
@@ -170,7 +171,7 @@ class QuoteScanner:
         if not first:
             return {}
         seams = [m.start() for m in _SEAM_PATTERN.finditer(text)]
-        where = [(chunk.id, field) for chunk in chunks for field in INDEXED_FIELDS]
+        where = [(chunk[0], field) for chunk in chunks for field in INDEXED_FIELDS]
         return {number: where[bisect_right(seams, start)] for number, start in first.items()}
 
 

@@ -296,3 +296,8 @@ def test_the_text_report_lists_the_findings_too(tmp_path: Path) -> None:
     result = run_cli("--kb-path", kb)
     assert result.code == 0
     assert "findings (golden-queries-quoted)" in result.stdout and "notes/q.md" in result.stdout
+
+
+def test_the_scan_reads_exactly_the_indexed_fields_in_the_index_column_order() -> None:
+    # The scanner slices rows as chunk[2:5]; this is the equality decision 0006 makes the rule.
+    assert IndexedChunk._fields[2:5] == INDEXED_FIELDS == ("heading", "breadcrumb", "body")
