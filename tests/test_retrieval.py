@@ -117,12 +117,13 @@ def test_the_heading_weight_changes_the_ranking() -> None:
     assert light.search("kubernetes", 1)[0].path == "b.md"
 
 
-def test_the_description_records_tokenizers_weights_and_fusion_for_the_fingerprint(retriever: BuiltinRetriever) -> None:
+def test_the_description_records_tokenizers_weights_and_routing_for_the_fingerprint(retriever: BuiltinRetriever) -> None:
     described = retriever.describe()
     assert described["tokenization"] == "auto"
     assert described["tokenizers"] == {"word": "porter unicode61 remove_diacritics 2 + cjk bigrams", "trigram": "trigram"}
     assert described["weights"] == {"heading": 2.0, "breadcrumb": 1.0, "body": 1.0}
-    assert described["fusion"] == {"method": "rrf", "k": 60, "depth": 100}
+    assert described["routing"] == "cjk queries: trigram, filled from word"
+    assert BuiltinRetriever(retriever.index, tokenization=Tokenization.WORD).describe()["routing"] is None
 
 
 def test_auto_answers_english_from_the_word_index_alone_and_never_builds_the_trigram_index() -> None:
@@ -149,6 +150,15 @@ def test_auto_ranks_a_cjk_query_by_trigrams_and_fills_from_bigrams_when_trigrams
     assert retriever.search("中文检索使用什么索引", 1)[0].path == "zh.md"
     [(trigram_rows,)] = index.connection_for("fts_trigram").execute("SELECT count(*) FROM fts_trigram_docsize").fetchall()
     assert trigram_rows == 2  # ja.md and zh.md; the three English chunks are not in it
+
+
+def test_a_mixed_script_query_is_ranked_by_trigrams() -> None:
+    index = index_of(CORPUS)
+    hits = BuiltinRetriever(index).search("BM25 の全文検索", 1)
+    compiled = compile_query("BM25 の全文検索")
+    assert compiled is not None and compiled.trigram is not None
+    [(first, _)] = index.search("fts_trigram", compiled.trigram, (2.0, 1.0, 1.0), 1)
+    assert hits[0].path == index.locate_chunks([first])[first][0] == "ja.md"
 
 
 def test_the_index_folder_is_removed_when_the_index_is_dropped() -> None:

@@ -1,12 +1,14 @@
-"""The embedded default: SQLite FTS5, word and trigram rankings fused.
+"""The embedded default: SQLite FTS5 over the chunk fields, routed by the query's script.
 
-Why two rankings: a word index with Porter stemming is what English needs
-(`indexing` finds `indexed`), but it sees a Japanese sentence as one
-unsplittable token; a trigram index finds Japanese and Chinese substrings but
-ranks English worse (no stemming, short words lost). Reciprocal rank fusion of
-the two needs no score calibration between indexes and keeps each one's
-strength: a chunk that both rank high wins, a chunk only one of them can see
-still gets in.
+Why two indexes: a word index with Porter stemming is what English needs
+(`indexing` finds `indexed`), and it holds Japanese/Chinese as character bigrams;
+a trigram index ranks Japanese paraphrases better than bigrams but ranks
+English worse (no stemming, short words lost). So a query without CJK
+characters goes to the word index, and a query with CJK characters to the
+trigram index, whose list the word index fills when trigrams find too little.
+Measured on the bench generator's bilingual KB (README, The built-in search):
+fusing both rankings for every query cost English more than it gained
+Japanese, and routing mixed-script queries to trigrams beat fusing them.
 """
 
 from __future__ import annotations
@@ -20,19 +22,10 @@ from ..index import TRIGRAM_TOKENIZER, WORD_TOKENIZER, Index
 from ..query_compiler import QUERY_COMPILER_VERSION, CompiledQuery, compile_query
 from .base import Hit, SearchRequest
 
-RRF_K = 60
-"""The constant of Cormack et al. (2009), used unchanged: it damps the top ranks of each list
-so that agreement between the two rankings counts for more than one list's first place."""
-
-FUSION_DEPTH = 100
-"""How many hits of each ranking take part in the fusion (or the limit, when larger)."""
-
-
 class Tokenization(str, Enum):
     AUTO = "auto"
-    """By the query's script: word index for queries without CJK, trigram index (filled from the
-    word index's bigrams) for CJK-only queries, both fused for mixed ones. Chosen by measurement
-    (README, Search quality)."""
+    """By the query's script: the word index for queries without CJK characters, the trigram index
+    (filled from the word index's bigrams) for queries with them."""
     WORD = "word"
     """The word index alone (CJK as bigrams), for every query."""
 
@@ -62,7 +55,7 @@ class BuiltinRetriever:
             "tokenization": self.tokenization.value,
             "tokenizers": {"word": WORD_TOKENIZER + " + cjk bigrams", "trigram": TRIGRAM_TOKENIZER},
             "weights": {"heading": self.weights.heading, "breadcrumb": self.weights.breadcrumb, "body": self.weights.body},
-            "fusion": {"method": "rrf", "k": RRF_K, "depth": FUSION_DEPTH},
+            "routing": "cjk queries: trigram, filled from word" if self.tokenization is Tokenization.AUTO else None,
             "query_compiler_version": QUERY_COMPILER_VERSION,
         }
 
@@ -84,23 +77,17 @@ class BuiltinRetriever:
             return []
         self.prepare([SearchRequest("", text, limit)])
         weights = self.weights.as_tuple()
-        plan = self._plan(text, compiled)
-        fused = len(plan) == 2 and plan[0][0] == "fts_word"
-        if fused:
-            depth = max(limit, FUSION_DEPTH)
-            ranked = _fuse([self.index.search(table, expression, weights, depth) for table, expression in plan], limit)
-        else:
-            # One index ranks; a second one (CJK: the word index's bigrams) only fills the list
-            # when the first finds fewer than `limit` chunks, e.g. a question sharing no
-            # three-character run with any document.
-            ranked = []
-            for table, expression in plan:
-                seen = {chunk_id for chunk_id, _ in ranked}
-                more = self.index.search(table, expression, weights, limit + len(ranked))
-                ranked.extend((chunk_id, score) for chunk_id, score in more if chunk_id not in seen)
-                ranked = ranked[:limit]
-                if len(ranked) >= limit:
-                    break
+        # The first index ranks; the second (for CJK: the word index's bigrams) only fills the
+        # list when the first finds fewer than `limit` chunks, e.g. a question sharing no
+        # three-character run with any document. Scores of filled hits are the second index's.
+        ranked: list[tuple[int, float]] = []
+        for table, expression in self._plan(text, compiled):
+            seen = {chunk_id for chunk_id, _ in ranked}
+            more = self.index.search(table, expression, weights, limit + len(ranked))
+            ranked.extend((chunk_id, score) for chunk_id, score in more if chunk_id not in seen)
+            ranked = ranked[:limit]
+            if len(ranked) >= limit:
+                break
         located = self.index.locate_chunks([chunk_id for chunk_id, _ in ranked])
         return [Hit(rank, *located[chunk_id], score) for rank, (chunk_id, score) in enumerate(ranked, 1)]
 
@@ -110,20 +97,5 @@ class BuiltinRetriever:
         trigram = [("fts_trigram", compiled.trigram)] if compiled.trigram is not None else []
         if self.tokenization is Tokenization.WORD or not has_cjk(text):
             return word
-        # Mixed-script queries need both indexes, fused. CJK-only queries: the trigram index
-        # ranks them best, the word index's bigrams fill in what it cannot match.
-        if any(ch.isascii() and ch.isalnum() for ch in text):
-            return word + trigram
         return trigram + word
 
-
-def _fuse(rankings: list[list[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:
-    scores: dict[int, float] = {}
-    best_rank: dict[int, int] = {}
-    for rows in rankings:
-        for rank, (chunk_id, _) in enumerate(rows, 1):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
-            best_rank[chunk_id] = min(best_rank.get(chunk_id, rank), rank)
-    # Ties (equal fused score) go to the better single-list rank, then to index order.
-    order = sorted(scores, key=lambda c: (-scores[c], best_rank[c], c))[:limit]
-    return [(c, round(scores[c], 12)) for c in order]
