@@ -87,21 +87,27 @@ class Index:
             " heading TEXT NOT NULL, breadcrumb TEXT NOT NULL, body TEXT NOT NULL, cjk INTEGER NOT NULL)"
         )
         digest = hashlib.sha256()
-        rows: list[tuple[int, str, str, str, str, int]] = []
-        for document in corpus.documents:
-            for chunk in document.chunks:
-                breadcrumb = chunk.breadcrumb
-                cjk = has_cjk(chunk.heading) or has_cjk(breadcrumb) or has_cjk(chunk.body)
-                rows.append((len(rows) + 1, chunk.path, chunk.heading, breadcrumb, chunk.body, int(cjk)))
-                for value in (chunk.path, chunk.heading, breadcrumb, chunk.body):
-                    encoded = value.encode("utf-8", "surrogatepass")
-                    # Length-prefixed, so no two different corpora share a digest by moving a seam.
-                    digest.update(len(encoded).to_bytes(8, "big"))
-                    digest.update(encoded)
+        count = 0
+
+        def rows() -> Iterator[tuple[int, str, str, str, str, int]]:
+            # A generator, not a list: the chunk rows of a large KB are not held twice.
+            nonlocal count
+            for document in corpus.documents:
+                for chunk in document.chunks:
+                    breadcrumb = chunk.breadcrumb
+                    cjk = has_cjk(chunk.heading) or has_cjk(breadcrumb) or has_cjk(chunk.body)
+                    count += 1
+                    for value in (chunk.path, chunk.heading, breadcrumb, chunk.body):
+                        encoded = value.encode("utf-8", "surrogatepass")
+                        # Length-prefixed, so no two different corpora share a digest by moving a seam.
+                        digest.update(len(encoded).to_bytes(8, "big"))
+                        digest.update(encoded)
+                    yield count, chunk.path, chunk.heading, breadcrumb, chunk.body, int(cjk)
+
         connection.execute("BEGIN")
-        connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?)", rows)
+        connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?)", rows())
         connection.execute("COMMIT")
-        snapshot = CorpusSnapshot(len(corpus.documents), len(rows), "sha256:" + digest.hexdigest())
+        snapshot = CorpusSnapshot(len(corpus.documents), count, "sha256:" + digest.hexdigest())
         return cls(folder, connection, snapshot)
 
     def ensure_full_text(self, *tables: str) -> None:
@@ -116,10 +122,10 @@ class Index:
             cjk_rows = self._cjk_rows()
             with ThreadPoolExecutor(max_workers=1) as pool:
                 trigram = pool.submit(self._build_trigram, cjk_rows)
-                self._build_word()
+                self._build_word(cjk_rows)
                 trigram.result()
         elif "fts_word" in wanted:
-            self._build_word()
+            self._build_word(self._cjk_rows())
         elif "fts_trigram" in wanted:
             self._build_trigram(self._cjk_rows())
         self._built.update(wanted)
@@ -127,7 +133,7 @@ class Index:
     def _cjk_rows(self) -> list[tuple[int, str, str, str]]:
         return self.connection.execute("SELECT id, heading, breadcrumb, body FROM chunks WHERE cjk = 1").fetchall()
 
-    def _build_word(self) -> None:
+    def _build_word(self, cjk_rows: list[tuple[int, str, str, str]]) -> None:
         # The word index holds the same three fields with CJK runs spelled as bigrams (see
         # analysis.py), so it is contentless; only chunks holding CJK text are rewritten.
         connection = self.connection
@@ -140,10 +146,9 @@ class Index:
             "INSERT INTO fts_word(rowid, heading, breadcrumb, body)"
             " SELECT id, heading, breadcrumb, body FROM chunks WHERE cjk = 0"
         )
-        rows = self._cjk_rows()
         connection.executemany(
             "INSERT INTO fts_word(rowid, heading, breadcrumb, body) VALUES (?, ?, ?, ?)",
-            ((i, with_cjk_bigrams(h), with_cjk_bigrams(b), with_cjk_bigrams(t)) for i, h, b, t in rows),
+            ((i, with_cjk_bigrams(h), with_cjk_bigrams(b), with_cjk_bigrams(t)) for i, h, b, t in cjk_rows),
         )
         connection.execute("COMMIT")
 
