@@ -97,14 +97,29 @@ class ParseCache:
     def open_for_reading(self) -> sqlite3.Connection | None:
         if not self.path.is_file() or self.path.is_symlink():
             return None
+        connection: sqlite3.Connection | None = None
         try:
+            # The file may come from an untrusted cache entry: read-only, no schema-defined code,
+            # page sanity checks, an integrity check, and the two plain tables we wrote, or nothing.
             connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            connection.execute("PRAGMA trusted_schema = OFF")
+            connection.execute("PRAGMA cell_size_check = ON")
+            schema = set(connection.execute("SELECT type, name FROM sqlite_master").fetchall())
+            plain_tables = {
+                ("table", "documents"), ("index", "sqlite_autoindex_documents_1"),
+                ("table", "meta"), ("index", "sqlite_autoindex_meta_1"),
+            }
+            if schema != plain_tables or connection.execute("PRAGMA quick_check").fetchall() != [("ok",)]:
+                connection.close()
+                return None
             row = connection.execute("SELECT value FROM meta WHERE key = 'parser_version'").fetchone()
             if row is None or row[0] != PARSER_VERSION:
                 connection.close()
                 return None
             return connection
         except sqlite3.Error:
+            if connection is not None:
+                connection.close()
             return None
 
     def save(self, entries: dict[str, str], diagnostics: Diagnostics) -> None:

@@ -98,3 +98,16 @@ def test_parallel_workers_read_and_fill_the_cache_like_one_process(tmp_path: Pat
     cold = read_corpus(root, (), workers=2, cache=cache)
     warm = read_corpus(root, (), workers=2, cache=cache)
     assert serial == cold == warm
+
+
+def test_a_cache_file_with_extra_schema_objects_is_not_opened(tmp_path: Path, parse_calls: list[str]) -> None:
+    root, cache = kb(tmp_path / "kb"), ParseCache(tmp_path / "cache")
+    read_corpus(root, (), workers=1, cache=cache)
+    with sqlite3.connect(tmp_path / "cache" / CACHE_FILE) as connection:
+        connection.execute("CREATE VIEW sneaky AS SELECT 1")
+    connection.close()
+    assert cache.open_for_reading() is None
+    parse_calls.clear()
+    read_corpus(root, (), workers=1, cache=cache)
+    assert sorted(parse_calls) == ["a.md", "b.md", "c.md"]
+    assert cache.open_for_reading() is not None  # the run rewrote a clean cache
