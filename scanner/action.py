@@ -64,6 +64,7 @@ INPUT_DEFAULTS: Mapping[str, str] = {
     "history": "",
     "baseline": "",
     "save-baseline": "",
+    "cache-dir": "",
     "fail-on-regression": "false",
     "regression-threshold": "0.05",
     "alpha": "",
@@ -111,6 +112,7 @@ class ActionInputs:
     history: str | None
     baseline: str | None
     save_baseline: str | None
+    cache_dir: str | None
     fail_on_regression: bool
     regression_threshold: float
     alpha: float | None
@@ -254,6 +256,7 @@ def read_inputs(environ: Mapping[str, str], workspace: Path) -> ActionInputs:
         history=_optional_path(environ, workspace, "history"),
         baseline=_optional_path(environ, workspace, "baseline"),
         save_baseline=_optional_path(environ, workspace, "save-baseline"),
+        cache_dir=_optional_path(environ, workspace, "cache-dir"),
         fail_on_regression=_bool(environ, "fail-on-regression"),
         regression_threshold=_float(environ, "regression-threshold", 0.0, 1.0, low_open=False, high_open=True),
         alpha=_float(environ, "alpha", 0.0, 1.0, low_open=True, high_open=False) if alpha_text else None,
@@ -294,6 +297,8 @@ def cli_arguments(inputs: ActionInputs, flags: frozenset[str]) -> tuple[list[str
     if inputs.limit is not None:
         argv.append(f"--limit={inputs.limit}")
     argv += [f"--exclude={pattern}" for pattern in inputs.exclude]
+    if inputs.cache_dir is not None:
+        argv.append(f"--cache-dir={inputs.cache_dir}")
 
     argv.append(f"--retriever={inputs.retriever}")
     if inputs.http_url is not None:

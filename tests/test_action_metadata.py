@@ -21,6 +21,7 @@ REQUIRED_INPUTS = {
     "history": "",
     "baseline": "",
     "save-baseline": "",
+    "cache-dir": "",
     "fail-on-regression": "false",
     "regression-threshold": "0.05",
     "alpha": "",

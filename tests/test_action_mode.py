@@ -416,7 +416,10 @@ def test_the_arguments_follow_the_inputs_and_parse_with_the_cli_parser(tmp_path:
     assert args.http_method == "POST" and str(args.output) == "kb-eval-report.json"
     builtin, _ = cli_arguments(_inputs(tmp_path), frozenset(build_parser()._option_string_actions))
     assert not any(a.startswith("--http-method") for a in builtin)  # its default does not apply to builtin
+    assert not any(a.startswith("--cache-dir") for a in builtin)  # an empty cache-dir keeps no cache
     assert ignored == []
+    cached, _ = cli_arguments(_inputs(tmp_path, **{"cache-dir": ".kb-eval-cache"}), frozenset(build_parser()._option_string_actions))
+    assert build_parser().parse_args(cached).cache_dir == Path(".kb-eval-cache")
 
 
 def test_history_and_gate_inputs_map_only_onto_flags_the_cli_has(tmp_path: Path) -> None:
