@@ -1,4 +1,4 @@
-"""Two-run flows through the CLI: history, baseline and the regression gate (issue 5)."""
+"""Two-run flows through the CLI: history, baseline and the regression gate."""
 
 from __future__ import annotations
 

@@ -15,10 +15,6 @@ from tests.run_records import make_run
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
-FRAGMENT_MERGED = "required" in SCHEMA["properties"].get("comparison", {})
-"""main's schema has loose placeholders for comparison and gate until the fragment is pasted."""
-
-
 def _report(current: dict[str, Any], comparison_json: dict[str, Any], gate_json: dict[str, Any]) -> dict[str, Any]:
     return current | comparison_json | {"gate": gate_json}
 
@@ -62,11 +58,6 @@ def test_a_comparison_with_an_old_run_without_ndcg_is_valid() -> None:
     _assert_valid(_report(current, comparison.to_json(), evaluate_gate(comparison, 0.05).to_json()))
 
 
-@pytest.mark.xfail(
-    not FRAGMENT_MERGED,
-    reason="schema/report.schema.json has only placeholders for the issue-5 keys (paste notes/history.schema-fragment.json)",
-    strict=True,
-)
 @pytest.mark.parametrize(
     "broken",
     [
