@@ -8,6 +8,7 @@ or printed; one that fails is a bug in kb-eval (exit 3), never written.
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -30,7 +31,14 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 1
 SCHEMA_ID = "https://kb-eval.github.io/schema/report-v1.json"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "report.schema.json"
+SCHEMA_FILE = "report.schema.json"
+_CHECKOUT_SCHEMA = Path(__file__).resolve().parent.parent / "schema" / SCHEMA_FILE
+# A checkout (and the Docker image, /app/schema) reads the published file itself; an installed
+# wheel carries a copy as package data (pyproject.toml maps schema/ to scanner._schema).
+SCHEMA_PATH = (
+    _CHECKOUT_SCHEMA if _CHECKOUT_SCHEMA.is_file()
+    else Path(str(importlib.resources.files("scanner._schema").joinpath(SCHEMA_FILE)))
+)
 
 Report = dict[str, Any]
 

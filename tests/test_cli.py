@@ -190,3 +190,18 @@ def test_the_written_report_is_readable_by_other_users(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     assert run_cli("--kb-path", small_kb(tmp_path / "kb"), "--output", out).code == 0
     assert out.stat().st_mode & 0o777 == 0o644
+
+
+def test_an_installed_wheel_carries_the_schema_it_validates_against(tmp_path: Path) -> None:
+    """`pip install .` (not editable) must still find schema/report.schema.json."""
+    import zipfile
+
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    [wheel] = tmp_path.glob("kb_eval-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        packaged = archive.read("scanner/_schema/report.schema.json")
+    assert packaged == (REPO / "schema" / "report.schema.json").read_bytes()
