@@ -15,8 +15,8 @@ from pathlib import Path
 
 from . import report as report_module
 from .corpus import read_corpus
-from .documents import Chunk, Corpus
 from .diagnostics import Diagnostics
+from .documents import Chunk, Corpus
 from .errors import InputError
 from .golden import GoldenQuery, GoldenSet, find_golden, load_golden
 from .index import Index

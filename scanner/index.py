@@ -19,13 +19,13 @@ import shutil
 import sqlite3
 import tempfile
 import weakref
-from concurrent.futures import ThreadPoolExecutor
-from itertools import groupby
-from operator import itemgetter
 from collections.abc import Iterator
-from typing import NamedTuple
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
+from typing import NamedTuple
 
 from .analysis import has_cjk, with_cjk_bigrams
 from .documents import Corpus

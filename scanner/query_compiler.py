@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .analysis import has_cjk, with_cjk_bigrams
 
-QUERY_COMPILER_VERSION = 3
+QUERY_COMPILER_VERSION = 4
 """Recorded in the fingerprint: a change here changes the numbers."""
 
 MAX_TERMS = 64
@@ -69,14 +69,14 @@ def _word_terms(phrase: str) -> list[str]:
 
 
 def _trigram_fragments(phrase: str) -> list[str]:
-    """Latin words stay whole (a word is a run of adjacent trigrams); a CJK run is cut into
-    overlapping three-character windows, so a paraphrase that shares only parts still matches."""
+    """Every word is cut into its overlapping three-character windows, each its own OR term, so a
+    paraphrase that shares only parts of a word still matches (the trigram index answers queries
+    with CJK text, whose 'words' are whole clauses; their Latin words, product names mostly, are
+    treated the same way). Measured: Japanese-tagged nDCG@10 0.609 -> 0.638 at 10,000 documents
+    against keeping Latin words whole (README, The built-in search)."""
     fragments: list[str] = []
     for word in phrase.split(" "):
-        if has_cjk(word) and len(word) > 3:
-            fragments.extend(word[i : i + 3] for i in range(len(word) - 2))
-        elif len(word) >= 3:
-            fragments.append(word)
+        fragments.extend(word[i : i + 3] for i in range(len(word) - 2))
     return fragments
 
 

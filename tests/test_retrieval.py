@@ -171,3 +171,9 @@ def test_the_index_folder_is_removed_when_the_index_is_dropped() -> None:
     del index
     gc.collect()
     assert not os.path.exists(folder)
+
+
+def test_the_trigram_query_cuts_every_word_into_three_character_windows() -> None:
+    compiled = compile_query("BM25 の全文検索 ab")
+    assert compiled is not None
+    assert compiled.trigram == '"bm2" OR "m25" OR "の全文" OR "全文検" OR "文検索"'

@@ -22,6 +22,7 @@ from ..index import TRIGRAM_TOKENIZER, WORD_TOKENIZER, Index
 from ..query_compiler import QUERY_COMPILER_VERSION, CompiledQuery, compile_query
 from .base import Hit, SearchRequest
 
+
 class Tokenization(str, Enum):
     AUTO = "auto"
     """By the query's script: the word index for queries without CJK characters, the trigram index
