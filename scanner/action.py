@@ -39,6 +39,7 @@ from .annotations import input_error_annotation, report_annotations
 from .cli import RunResult, build_parser, execute
 from .errors import ExitCode, InputError
 from .github import (
+    GITHUB_ANNOTATIONS_PER_KIND_PER_STEP,
     Annotation,
     AnnotationKind,
     AnnotationProperties,
@@ -69,7 +70,7 @@ INPUT_DEFAULTS: Mapping[str, str] = {
     "regression-threshold": "0.05",
     "alpha": "",
     "annotations": "true",
-    "max-annotations": "10",
+    "max-annotations": str(GITHUB_ANNOTATIONS_PER_KIND_PER_STEP),
     "summary": "true",
     "comment": "false",
     "github-token": "",

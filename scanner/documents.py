@@ -43,7 +43,3 @@ class Document:
 class Corpus:
     documents: tuple[Document, ...]
     """Sorted by path, so every derived artefact (index, digest, report) is deterministic."""
-
-    @property
-    def chunk_count(self) -> int:
-        return sum(len(d.chunks) for d in self.documents)

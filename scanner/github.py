@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import html
 import os
 import posixpath
 import re
@@ -439,11 +438,6 @@ def escape_markdown_text(text: str) -> str:
     escaped = "".join(_MARKDOWN_ACTIVE.get(char, char) for char in text)
     escaped = escaped.replace("@", "@&#8203;")
     return _LINE_BREAK.sub("<br>", escaped)
-
-
-def escape_html(text: str) -> str:
-    """Plain HTML escaping (`& < > " '`) for text inside an HTML block such as `<details>`."""
-    return html.escape(text, quote=True)
 
 
 # --- inputs ----------------------------------------------------------------------

@@ -147,16 +147,17 @@ class QuoteScanner:
     def __init__(self, queries: Sequence[GoldenQuery]) -> None:
         self.needles = fold_needles(queries)
         self.automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
-        for number, needle in enumerate(self.needles):
+        self.by_order = {needle.order: needle for needle in self.needles}
+        for needle in self.needles:
             # A needle holding the seam character could match across two fields; corpus text
             # never holds it (files with NUL bytes are skipped), so such a needle can't be quoted.
             if _SEAM not in needle.text:
-                self.automaton.add_word(needle.text, number)
+                self.automaton.add_word(needle.text, needle.order)
         if len(self.automaton):
             self.automaton.make_automaton()
 
     def matches_in_document(self, chunks: Sequence[IndexedChunk]) -> dict[int, tuple[int, str]]:
-        """needle number -> (chunk id, field) of its first occurrence in this document."""
+        """needle order -> (chunk id, field) of its first occurrence in this document."""
         if not len(self.automaton):
             return {}
         # One normalisation and one automaton pass per document, over its fields joined by the
@@ -165,14 +166,14 @@ class QuoteScanner:
         # chunk[2:5] is (heading, breadcrumb, body): INDEXED_FIELDS, in IndexedChunk's order.
         text = normalise(_SEAM.join([field for chunk in chunks for field in chunk[2:5]]))
         first: dict[int, int] = {}
-        for end, number in self.automaton.iter(text):
-            if number not in first:
-                first[number] = end - len(self.needles[number].text) + 1
+        for end, order in self.automaton.iter(text):
+            if order not in first:
+                first[order] = end - len(self.by_order[order].text) + 1
         if not first:
             return {}
         seams = [m.start() for m in _SEAM_PATTERN.finditer(text)]
         where = [(chunk[0], field) for chunk in chunks for field in INDEXED_FIELDS]
-        return {number: where[bisect_right(seams, start)] for number, start in first.items()}
+        return {order: where[bisect_right(seams, start)] for order, start in first.items()}
 
 
 def scan(
@@ -185,17 +186,16 @@ def scan(
     findings = []
     for path, chunks in chunks_by_document:
         matches = scanner.matches_in_document(chunks)
-        matched = [scanner.needles[n] for n in matches if not is_exempt(scanner.needles[n], path)]
+        matched = [scanner.by_order[o] for o in matches if not is_exempt(scanner.by_order[o], path)]
         independent = drop_explained_matches(matched)
         if not is_finding(independent):
             continue
-        number_of = {id(needle): n for n, needle in enumerate(scanner.needles)}
         quoted = tuple(
             QuotedQuery(
                 query_id=needle.representative.id,
                 rank_in_top_k=best_rank(returned.get(needle.representative.id, ()), path),
-                first_quote_chunk=matches[number_of[id(needle)]][0],
-                first_quote_field=matches[number_of[id(needle)]][1],
+                first_quote_chunk=matches[needle.order][0],
+                first_quote_field=matches[needle.order][1],
             )
             for needle in sorted(independent, key=lambda n: n.order)
         )

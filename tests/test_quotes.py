@@ -14,6 +14,7 @@ from scanner.golden import ExpectedEntry, GoldenQuery
 from scanner.index import INDEXED_FIELDS, Index, IndexedChunk
 from scanner.quotes import (
     MIN_QUOTE_CHARS,
+    Needle,
     Finding,
     QuoteLocation,
     QuoteScanner,
@@ -210,11 +211,11 @@ def test_the_warning_names_the_check_each_path_each_query_and_both_causes() -> N
 
 # --- The multi-pattern scan agrees with the plain reference on random corpora -----------------
 
-def reference_matches(chunks: Sequence[IndexedChunk], needles: Sequence[str]) -> set[int]:
+def reference_matches(chunks: Sequence[IndexedChunk], needles: Sequence[Needle]) -> set[int]:
     """The naive definition: a needle matches if it is inside any one field's normalised text."""
     return {
-        n for n, needle in enumerate(needles)
-        if any(needle in normalise(getattr(chunk, field)) for chunk in chunks for field in INDEXED_FIELDS)
+        needle.order for needle in needles
+        if any(needle.text in normalise(getattr(chunk, field)) for chunk in chunks for field in INDEXED_FIELDS)
     }
 
 
@@ -231,7 +232,7 @@ def test_aho_corasick_finds_exactly_what_the_naive_scan_finds(fields, texts) -> 
     queries = [query(f"q{n}", text, "x.md") for n, text in enumerate(texts)]
     scanner = QuoteScanner(queries)
     found = set(scanner.matches_in_document(chunks))
-    expected = reference_matches(chunks, [needle.text for needle in scanner.needles])
+    expected = reference_matches(chunks, scanner.needles)
     assert found == expected
 
 

@@ -76,13 +76,14 @@ class BuiltinRetriever:
         compiled = compile_query(text)
         if compiled is None:
             return []
-        self.prepare([SearchRequest("", text, limit)])
+        plan = self._plan(text, compiled)
+        self.index.ensure_full_text(*(table for table, _ in plan))  # a no-op after prepare()
         weights = self.weights.as_tuple()
         # The first index ranks; the second (for CJK: the word index's bigrams) only fills the
         # list when the first finds fewer than `limit` chunks, e.g. a question sharing no
         # three-character run with any document. Scores of filled hits are the second index's.
         ranked: list[tuple[int, float]] = []
-        for table, expression in self._plan(text, compiled):
+        for table, expression in plan:
             seen = {chunk_id for chunk_id, _ in ranked}
             more = self.index.search(table, expression, weights, limit + len(ranked))
             ranked.extend((chunk_id, score) for chunk_id, score in more if chunk_id not in seen)
