@@ -1,7 +1,9 @@
 """golden-queries-quoted: documents that quote two or more golden queries verbatim.
 
-The specification is decision record 0006 (`shared/seed/0006-report-a-corpus-that-quotes-the-golden-set.txt`).
-Each of its rules is one function or constant below, with the reason beside it.
+The specification is docs/decisions/0006-report-a-corpus-that-quotes-the-golden-set.md. Each of
+its rules is one function or constant below, with the reason beside it, and `scan` applies them in
+the order the original implementation does (grooveseek, formerly kb-mcp: `grooveseek/src/eval.rs`,
+`quote_needles` then `detect_quoted_queries`).
 The scan decides with no I/O: it is given the indexed chunks (read inside the
 same snapshot the searches used) and each query's returned list, and returns
 findings. Rendering the warning is separate (`render_warning`), so is locating
@@ -25,6 +27,7 @@ from .chunking import BREADCRUMB_SEPARATOR
 from .documents import Chunk
 from .golden import GoldenQuery
 from .index import INDEXED_FIELDS, IndexedChunk
+from .metrics import hit_matches
 from .retrievers.base import Hit
 from .untrusted_text import shown
 
@@ -86,6 +89,14 @@ class QuotedQuery:
     first_quote_chunk: int
     """Index-chunk id holding the first quotation (resolved to a source line by `locate`)."""
     first_quote_field: str
+    best_expected_rank: int | None
+    """Best rank of any hit in the query's returned list that matches one of its expected entries
+    (`metrics.hit_matches`, so a pinned heading must match); None when none reached the list."""
+    displaces_expected: bool | None
+    """True when this document ranked above every expected document of the query in this run
+    (also when no expected document reached the list), False when an expected document ranked
+    above it, None when this document is not in the list. Reported beside the rank, never part of
+    the rule: the finding set, the exit status and the fingerprint do not depend on it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +141,10 @@ def drop_explained_matches(matched: Sequence[Needle]) -> list[Needle]:
     """A match whose text is a substring of another match in the same document is dropped: one
     quotation of 'how does cross-encoder reranking work?' also matches 'cross-encoder reranking',
     and is still one piece of evidence. Without occurrence positions this also drops a shorter
-    query quoted elsewhere, erring toward under-counting, the same trade the threshold makes."""
+    query quoted elsewhere, erring toward under-counting, the same trade the threshold makes.
+
+    `matched` must be every match in the document, exempt ones included: a longer match that is
+    exempt (the document answers it) still explains the shorter one inside it (see `scan`)."""
     return [n for n in matched if not any(n is not m and n.text in m.text for m in matched)]
 
 
@@ -181,31 +195,76 @@ def scan(
     queries: Sequence[GoldenQuery],
     returned: Mapping[str, Sequence[Hit]],
 ) -> list[Finding]:
-    """Scan every indexed document once. `returned` maps query id to the list that query got."""
-    scanner = QuoteScanner(queries)
+    """Scan every indexed document once. `returned` maps query id to the list that query got.
+
+    The rules apply in grooveseek's order (`grooveseek/src/eval.rs`: `quote_needles` folds and
+    floors, `scan_quoted_documents` matches per field, `detect_quoted_queries` drops explained
+    matches first and exempts second, then counts). Explained matches go first because a
+    quotation is evidence whatever the document is: a labelled answer for 'how does cross-encoder
+    reranking work?' that mentions one other golden query holds one quotation of the long query,
+    and exempting first would let its 'cross-encoder reranking' count as a second one."""
+    scanner = QuoteScanner(queries)  # fold_needles: the length floor, then folded wording
     findings = []
     for path, chunks in chunks_by_document:
-        matches = scanner.matches_in_document(chunks)
-        matched = [scanner.by_order[o] for o in matches if not is_exempt(scanner.by_order[o], path)]
-        independent = drop_explained_matches(matched)
-        if not is_finding(independent):
+        matches = scanner.matches_in_document(chunks)  # per field, never across a seam
+        independent = drop_explained_matches([scanner.by_order[order] for order in matches])
+        counted = [needle for needle in independent if not is_exempt(needle, path)]
+        if not is_finding(counted):
             continue
         quoted = tuple(
-            QuotedQuery(
-                query_id=needle.representative.id,
-                rank_in_top_k=best_rank(returned.get(needle.representative.id, ()), path),
-                first_quote_chunk=matches[needle.order][0],
-                first_quote_field=matches[needle.order][1],
-            )
-            for needle in sorted(independent, key=lambda n: n.order)
+            quoted_query(needle, path, matches[needle.order], returned.get(needle.representative.id, ()))
+            for needle in sorted(counted, key=lambda n: n.order)
         )
         findings.append(Finding(path, quoted))
     findings.sort(key=lambda f: f.path)
     return findings
 
 
+def quoted_query(needle: Needle, path: str, first_quote: tuple[int, str], hits: Sequence[Hit]) -> QuotedQuery:
+    """The report line for one counted needle, with the representative entry's id, list and
+    expected entries (the same entry `rank_in_top_k` has always been read from)."""
+    rank = best_rank(hits, path)
+    expected_rank = best_expected_rank(hits, needle.representative)
+    return QuotedQuery(
+        query_id=needle.representative.id,
+        rank_in_top_k=rank,
+        first_quote_chunk=first_quote[0],
+        first_quote_field=first_quote[1],
+        best_expected_rank=expected_rank,
+        displaces_expected=displaces_expected(rank, expected_rank),
+    )
+
+
 def best_rank(hits: Sequence[Hit], path: str) -> int | None:
     return min((hit.rank for hit in hits if hit.path == path), default=None)
+
+
+def best_expected_rank(hits: Sequence[Hit], query: GoldenQuery) -> int | None:
+    """Best rank of a hit that the metrics would credit to this query (same matching rule), so
+    'the labelled answer ranked above it' means what recall and MRR mean by a labelled answer."""
+    return min((hit.rank for hit in hits if any(hit_matches(hit, e) for e in query.expected)), default=None)
+
+
+def displaces_expected(rank: int | None, expected_rank: int | None) -> bool | None:
+    """Whether the quoting document took a place above every labelled answer: the harm decision
+    0006 exists to reveal. Unknown (None) when the document is not in the list at all; True when
+    no labelled answer reached the list, since the document then ranks above all of them."""
+    if rank is None:
+        return None
+    return expected_rank is None or rank < expected_rank
+
+
+def is_displacing(finding: Finding) -> bool:
+    """A finding that displaced a labelled answer for at least one of the queries it quotes."""
+    return any(quoted.displaces_expected is True for quoted in finding.quoted)
+
+
+def displacing_first(findings: Sequence[Finding]) -> list[Finding]:
+    """Findings that displaced a labelled answer first, each group in its existing (path) order.
+
+    For renderers: a reader who reads only the first lines should meet the harm, not the overview
+    pages that merely name several features. The finding set and its JSON order are unchanged."""
+    return sorted(findings, key=lambda finding: not is_displacing(finding))
 
 
 def locate_in_text(raw: str, needle: str) -> tuple[int, int] | None:

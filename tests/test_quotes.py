@@ -1,9 +1,9 @@
-"""golden-queries-quoted, rule by rule (decision 0006): each finding next to the near miss that must not fire."""
+"""golden-queries-quoted, rule by rule (docs/decisions/0006): each finding next to the near miss that must not fire."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,10 +14,12 @@ from scanner.golden import ExpectedEntry, GoldenQuery
 from scanner.index import INDEXED_FIELDS, Index, IndexedChunk
 from scanner.quotes import (
     MIN_QUOTE_CHARS,
-    Needle,
     Finding,
+    Needle,
     QuoteLocation,
     QuoteScanner,
+    displaces_expected,
+    displacing_first,
     fold_needles,
     locate,
     normalise,
@@ -160,6 +162,102 @@ def test_a_match_contained_in_another_match_is_not_independent_evidence() -> Non
     assert findings_for({"d.md": f"Someone asked: {long}"}, queries) == []
     found = findings_for({"d.md": f"Someone asked: {long}\n{Q_ROLLBACK}"}, queries)
     assert [q.query_id for q in found[0].quoted] == ["long", "r"]
+
+
+SHORT, LONG = "cross-encoder reranking", "how does cross-encoder reranking work?"
+
+
+def test_an_exempt_longer_match_still_explains_the_shorter_one_inside_it() -> None:
+    # grooveseek's order: explained matches are dropped before the exemption. The labelled answer
+    # for LONG quotes it once and mentions one other query: one quotation, not two.
+    queries = [query("short", SHORT, "x.md"), query("long", LONG, "answer.md"), query("r", Q_ROLLBACK, "x.md")]
+    assert findings_for({"answer.md": f"{LONG}\n{Q_ROLLBACK}"}, queries) == []
+    # The near miss: the same text in a document no query expects is LONG plus the other query.
+    found = findings_for({"note.md": f"{LONG}\n{Q_ROLLBACK}"}, queries)
+    assert [(f.path, [q.query_id for q in f.quoted]) for f in found] == [("note.md", ["long", "r"])]
+
+
+def test_an_exempt_document_is_still_a_finding_for_two_other_queries_it_quotes() -> None:
+    # The exemption is per query: answering LONG does not hide two independent quotations.
+    queries = [query("long", LONG, "answer.md"), query("r", Q_ROLLBACK, "x.md"), query("i", Q_IMAGES, "x.md")]
+    found = findings_for({"answer.md": f"{LONG}\n{Q_ROLLBACK}\n{Q_IMAGES}"}, queries)
+    assert [(f.path, [q.query_id for q in f.quoted]) for f in found] == [("answer.md", ["r", "i"])]
+    assert findings_for({"answer.md": f"{LONG}\n{Q_ROLLBACK}"}, queries) == []
+
+
+def test_folding_happens_before_explained_matches_and_exemption() -> None:
+    # Two spellings of one wording are one needle before anything else looks at them: unfolded,
+    # each would 'explain' the other away (same text), and the exemption of one would not cover
+    # the other. Folded, it is exempt wherever either entry expects, and counts once elsewhere.
+    queries = [query("a", SHORT, "x.md"), query("b", SHORT.upper(), "d.md"), query("r", Q_ROLLBACK, "x.md")]
+    assert findings_for({"d.md": f"{SHORT}\n{Q_ROLLBACK}"}, queries) == []
+    found = findings_for({"e.md": f"{SHORT}\n{Q_ROLLBACK}"}, queries)
+    assert [q.query_id for q in found[0].quoted] == ["a", "r"]
+
+
+# --- displaces_expected: did the quoting document take a place above the labelled answer? ------
+
+def ranks(*paths: str, headings: dict[int, str] | None = None) -> list[Hit]:
+    return [Hit(n, path, (headings or {}).get(n, ""), 1.0 / n) for n, path in enumerate(paths, 1)]
+
+
+NOTE = {"note.md": f"{Q_ROLLBACK}\n{Q_IMAGES}"}
+
+
+def quoted_by_id(returned: dict[str, list[Hit]], queries: Sequence[GoldenQuery] = GOLDEN) -> dict[str, tuple[int | None, int | None, bool | None]]:
+    [finding] = findings_for(NOTE, queries, returned)
+    return {q.query_id: (q.rank_in_top_k, q.best_expected_rank, q.displaces_expected) for q in finding.quoted}
+
+
+def test_displaces_expected_is_true_above_the_labelled_answer_and_false_below_it() -> None:
+    returned = {"rollback": ranks("note.md", "x.md", "deploy.md"), "images": ranks("deploy.md", "note.md")}
+    assert quoted_by_id(returned) == {"rollback": (1, 3, True), "images": (2, 1, False)}
+
+
+def test_displaces_expected_is_true_when_no_labelled_answer_reached_the_list() -> None:
+    returned = {"rollback": ranks("x.md", "note.md"), "images": ranks("deploy.md", "note.md")}
+    assert quoted_by_id(returned) == {"rollback": (2, None, True), "images": (2, 1, False)}
+
+
+def test_displaces_expected_is_unknown_when_the_quoting_document_is_not_in_the_list() -> None:
+    returned = {"rollback": ranks("x.md"), "images": ranks("x.md", "deploy.md")}
+    assert quoted_by_id(returned) == {"rollback": (None, None, None), "images": (None, 2, None)}
+
+
+def test_a_pinned_heading_counts_as_the_labelled_answer_only_where_the_heading_matches() -> None:
+    pinned = [query("rollback", Q_ROLLBACK, "deploy.md", heading="Database"), query("images", Q_IMAGES, "x.md")]
+    other_section = ranks("deploy.md", "note.md", "deploy.md", headings={1: "Images", 3: " database "})
+    assert quoted_by_id({"rollback": other_section}, pinned)["rollback"] == (2, 3, True)
+    labelled_section = ranks("deploy.md", "note.md", headings={1: "DATABASE"})
+    assert quoted_by_id({"rollback": labelled_section}, pinned)["rollback"] == (2, 1, False)
+
+
+def test_displaces_expected_never_changes_which_documents_are_findings() -> None:
+    files = {"note.md": f"{Q_ROLLBACK}\n{Q_IMAGES}", "one.md": Q_RERANK, "deploy.md": f"{Q_ROLLBACK}\n{Q_IMAGES}"}
+    listed = {q.id: ranks("note.md", "one.md", "deploy.md") for q in GOLDEN}
+    unlisted: dict[str, list[Hit]] = {}
+    shape = [(f.path, [q.query_id for q in f.quoted]) for f in findings_for(files, GOLDEN, listed)]
+    assert shape == [(f.path, [q.query_id for q in f.quoted]) for f in findings_for(files, GOLDEN, unlisted)]
+    assert shape == [("note.md", ["rollback", "images"])]
+
+
+def test_the_comparison_is_strict_and_unknown_only_without_a_rank() -> None:
+    assert (displaces_expected(1, 2), displaces_expected(2, 1), displaces_expected(3, None)) == (True, False, True)
+    assert displaces_expected(2, 2) is False
+    assert (displaces_expected(None, 1), displaces_expected(None, None)) == (None, None)
+
+
+def test_findings_that_displaced_a_labelled_answer_come_first_each_group_in_path_order() -> None:
+    files = {"a-overview.md": f"{Q_ROLLBACK}\n{Q_IMAGES}", "b-note.md": f"{Q_ROLLBACK}\n{Q_RERANK}", "c-index.md": f"{Q_IMAGES}\n{Q_RERANK}", "d-note.md": f"{Q_IMAGES}\n{Q_RERANK}"}
+    returned = {
+        "rollback": ranks("deploy.md", "a-overview.md", "b-note.md"),
+        "images": ranks("deploy.md", "a-overview.md", "c-index.md", "d-note.md"),
+        "rerank": ranks("b-note.md", "d-note.md", "search.md", "c-index.md"),
+    }
+    found = findings_for(files, GOLDEN, returned)
+    assert [f.path for f in found] == ["a-overview.md", "b-note.md", "c-index.md", "d-note.md"]
+    assert [f.path for f in displacing_first(found)] == ["b-note.md", "d-note.md", "a-overview.md", "c-index.md"]
+    assert displacing_first([]) == []
 
 
 def test_a_query_holding_the_seam_character_cannot_join_two_fields() -> None:
