@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .annotations import input_error_annotation, report_annotations
 from .cli import RunResult, build_parser, execute
 from .errors import ExitCode, InputError
 from .github import (
@@ -53,7 +52,9 @@ from .github import (
     write_annotations,
 )
 from .pr_comment import CommentRefused, GitHubApi, PullRequest, marker_for, upsert_comment
-from .summary import SourceLinks, render_input_error, render_summary
+from .render.annotations import gate_not_run_annotation, input_error_annotation, report_annotations
+from .render.markdown import SourceLinks, SummaryContext, render_input_error, render_summary
+from .run import Report
 
 INPUT_DEFAULTS: Mapping[str, str] = {
     "kb-path": ".",
@@ -388,7 +389,8 @@ def source_links(environ: Mapping[str, str], event: EventInfo) -> SourceLinks | 
     sha = event.head_sha or environ.get("GITHUB_SHA", "")
     if not server.startswith(("https://", "http://")) or repository.count("/") != 1 or not _SHA.fullmatch(sha):
         return None
-    return SourceLinks(server, repository, sha)
+    run_id = environ.get("GITHUB_RUN_ID", "")
+    return SourceLinks(server, repository, sha, run_id if run_id.isascii() and run_id.isdigit() else None)
 
 
 # --- files handed back to the workspace owner ----------------------------------------------------
@@ -481,18 +483,16 @@ def post_comment(
     return None
 
 
-def write_outputs(path: str, report: Mapping[str, Any], report_path: str) -> None:
-    largest = str(report["fingerprint"]["k"][-1])
-    aggregate = report["aggregate"]
-    gate = report.get("gate")
+def write_outputs(path: str, report: Report, report_path: str) -> None:
+    run = report.run
     values = {
         "report": report_path,
-        "query-count": str(aggregate["query_count"]),
-        "mrr": repr(float(aggregate["mrr"])),
-        "recall": repr(float(aggregate["recall_at_k"][largest])),
-        "ndcg": repr(float(aggregate["ndcg_at_k"][largest])),
-        "findings-count": str(len(report["findings"])),
-        "regressed": "true" if isinstance(gate, Mapping) and gate.get("tripped") is True else "false",
+        "query-count": str(run.aggregate.query_count),
+        "mrr": repr(float(run.aggregate.mrr)),
+        "recall": repr(float(run.aggregate.recall_at_k[run.largest_k])),
+        "ndcg": repr(float(run.aggregate.ndcg_at_k[run.largest_k])),
+        "findings-count": str(len(run.findings)),
+        "regressed": "true" if report.gate.tripped else "false",
     }
     for name, value in values.items():
         append_output(path, name, value)
@@ -564,8 +564,15 @@ def _bool_or(environ: Mapping[str, str], name: str, fallback: bool) -> bool:
 
 
 def _summary_markdown(result: RunResult, inputs: ActionInputs, links: SourceLinks | None) -> str | None:
-    if result.report is not None:
-        return render_summary(result.report, kb_path=inputs.kb_path, report_path=inputs.report, links=links)
+    if result.outcome is not None:
+        context = SummaryContext(
+            kb_path=inputs.kb_path,
+            report_path=inputs.report,
+            links=links,
+            history=result.outcome.history,
+            gate_requested=inputs.fail_on_regression,
+        )
+        return render_summary(result.outcome.report, context)
     if result.input_error is not None:
         return render_input_error(str(result.input_error))
     return None
@@ -576,16 +583,16 @@ def _annotations(result: RunResult, inputs: ActionInputs, notes: list[Annotation
     if result.input_error is not None:
         always.append(input_error_annotation(result.input_error))
     elif result.exit_code == ExitCode.REGRESSION and result.report is not None:
-        gate = result.report.get("gate")
-        reason = gate.get("reason") if isinstance(gate, Mapping) else None
         always.append(
             Annotation(
                 AnnotationKind.ERROR,
-                f"{reason or 'an aggregate metric regressed'}. fail-on-regression is true, so the step fails; "
+                f"{result.report.gate.reason}. fail-on-regression is true, so the step fails; "
                 "the step summary and the JSON report have the deltas.",
                 AnnotationProperties(title="kb-eval: regression"),
             )
         )
+    elif result.report is not None and inputs.fail_on_regression and not result.report.gate.evaluated:
+        always.append(gate_not_run_annotation(result.report))
     elif result.exit_code == ExitCode.INTERNAL:
         always.append(
             Annotation(

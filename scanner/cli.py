@@ -8,9 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import sys
-import tempfile
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,22 +16,17 @@ from pathlib import Path
 from typing import TextIO
 
 from . import __version__
-from .compare import Comparison, compare_runs, compare_with_history, no_previous
 from .diagnostics import Diagnostic, Diagnostics
 from .errors import ExitCode, InputError
-from .evaluate import DEFAULT_KS, EvalOptions, EvalOutcome, LocatedFinding, run_eval
-from .gate import DEFAULT_REGRESSION_THRESHOLD, GateResult, check_gate_settings, evaluate_gate
-from .history import (
-    DEFAULT_HISTORY_SIZE,
-    HistoryRead,
-    check_history_size,
-    read_baseline,
-    read_history,
-    save_baseline,
-    save_history,
-)
-from .quotes import render_warning
-from .report import ReportInvalid, render_text, to_json, validate_report, validation_errors
+from .evaluate import DEFAULT_KS, EvalOptions
+from .gate import DEFAULT_REGRESSION_THRESHOLD
+from .history import DEFAULT_HISTORY_SIZE
+from .pipeline import RunOutcome, RunPlan, run_pipeline
+from .render import console
+from .render.console import SafeStream
+from .render.json_report import ReportInvalid
+from .render.text import render_text
+from .run import Report
 from .retrievers.builtin import FieldWeights, Tokenization
 from .retrievers.factory import add_retriever_arguments, external_retriever_factory, options_from_namespace
 
@@ -112,108 +105,99 @@ class RunResult:
     """What one CLI run produced, for callers that do more than print it (Action mode).
 
     `stdout_text` and `stderr_text` are exactly what `main` prints; the other
-    fields carry the same run as data, so nothing has to be parsed back out of text.
+    fields carry the same run as records, so nothing has to be parsed back out of text.
     """
 
     exit_code: int
-    report: dict[str, object] | None
-    """The validated report; None when the run stopped before one was built (exit 2 or 3)."""
-    findings: tuple[LocatedFinding, ...]
+    outcome: RunOutcome | None
+    """The run; None when it stopped before a report was built (exit 2 or 3)."""
     diagnostics: tuple[Diagnostic, ...]
     input_error: InputError | None
     """Why the run was exit 2 (usage errors from the parser included), else None."""
-    golden_path: str | None
-    """The golden file as shown in messages (as given, or found in the KB); None when not found."""
     args: argparse.Namespace | None
     """The parsed arguments; None when they did not parse."""
     stdout_text: str
     stderr_text: str
 
+    @property
+    def report(self) -> Report | None:
+        return self.outcome.report if self.outcome is not None else None
+
 
 def execute(argv: Sequence[str] | None = None) -> RunResult:
-    """Run the CLI on `argv` without printing anything: the text goes into the result."""
+    """Run the CLI on `argv` without printing anything: the text goes into the result.
+
+    Every line passes through `log_safe` on its way into the result (render/console.py)."""
     out, err = io.StringIO(), io.StringIO()
+    stdout, stderr = SafeStream(out), SafeStream(err)
     try:
         # argparse writes usage errors, --help and --version to the sys streams.
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):  # type: ignore[type-var]
             args = build_parser().parse_args(argv)
     except SystemExit as exit_:
+        stdout.flush()
+        stderr.flush()
         code = int(exit_.code or 0)
         usage_error = None
         if code == ExitCode.BAD_INPUT:
             last = err.getvalue().strip().splitlines()[-1:] or ["usage error"]
             usage_error = InputError(last[0].removeprefix("kb-eval: error: "))
-        return RunResult(code, None, (), (), usage_error, None, None, out.getvalue(), err.getvalue())
+        return RunResult(code, None, (), usage_error, None, out.getvalue(), err.getvalue())
     diagnostics = Diagnostics()
 
-    def stopped(code: int, error: InputError | None = None) -> RunResult:
-        return RunResult(code, None, (), tuple(diagnostics.items), error, None, args, out.getvalue(), err.getvalue())
+    def finished(code: int, outcome: RunOutcome | None = None, error: InputError | None = None) -> RunResult:
+        stdout.flush()
+        stderr.flush()
+        return RunResult(code, outcome, tuple(diagnostics.items), error, args, out.getvalue(), err.getvalue())
 
     try:
-        check_gate_settings(args.regression_threshold, args.alpha)
-        check_history_size(args.history_size)
-        history_path = None if args.no_history else (args.history or args.kb_path / ".kb-eval-history.json")
-        # Read the history and the baseline BEFORE the eval: one that cannot be read stops
-        # the run (exit 2) before anything is written over it.
-        history = read_history(history_path) if history_path is not None else None
-        if history is not None:
-            diagnostics.items.extend(history.warnings)
-        baseline = read_baseline(args.baseline, validation_errors) if args.baseline is not None else None
-        outcome = run_eval(options_from_args(args), diagnostics)
-        comparison = compare_with_previous(outcome.report, history, baseline)
-        gate = evaluate_gate(comparison, args.regression_threshold, args.alpha)
-        outcome.report.update(comparison.to_json())
-        outcome.report["gate"] = gate.to_json()
-        validate_report(outcome.report)
-        if history_path is not None and history is not None:
-            saved = save_history(history_path, [outcome.report, *history.runs], args.history_size)
-            diagnostics.items.extend(saved.warnings)
-            # The report's warnings are the run's diagnostics; the pruning warning comes after the save.
-            outcome.report["warnings"] = [item.to_json() for item in diagnostics.items]
-        if args.save_baseline is not None:
-            save_baseline(args.save_baseline, outcome.report)
+        outcome = run_pipeline(options_from_args(args), plan_from_args(args), diagnostics)
     except InputError as error:
-        _print_diagnostics(diagnostics, err)
-        err.write(f"kb-eval: error: {error}\n")
-        return stopped(ExitCode.BAD_INPUT, error)
+        _print_diagnostics(diagnostics, stderr)
+        stderr.write(console.error_lines(error))
+        return finished(ExitCode.BAD_INPUT, error=error)
     except ReportInvalid as error:
-        err.write(f"kb-eval: internal error: {error}\n")
-        return stopped(ExitCode.INTERNAL)
+        stderr.write(f"kb-eval: internal error: {error}\n")
+        return finished(ExitCode.INTERNAL)
     except Exception:  # noqa: BLE001 - anything else is a bug, and must not pass for bad input
-        err.write("kb-eval: internal error (please report this):\n" + traceback.format_exc())
-        return stopped(ExitCode.INTERNAL)
-    _print_diagnostics(diagnostics, err)
-    err.write(render_warning([f.finding for f in outcome.findings]))
-    try:
-        code = emit(outcome, args, out, err, comparison, gate)
-    except InputError as error:
-        err.write(f"kb-eval: error: {error}\n")
-        return stopped(ExitCode.BAD_INPUT, error)
-    if code == ExitCode.OK and gate.tripped and args.fail_on_regression:
-        err.write(f"kb-eval: regression: {gate.reason}\n")
+        stderr.write("kb-eval: internal error (please report this):\n" + traceback.format_exc())
+        return finished(ExitCode.INTERNAL)
+    _print_diagnostics(diagnostics, stderr)
+    stderr.write(console.findings_warning(outcome.report.run.findings))
+    if args.format == "json":
+        stdout.write(outcome.json_text)
+    else:
+        stdout.write(render_text(outcome.report))
+    code = ExitCode.OK
+    gate = outcome.report.gate
+    if gate.tripped and args.fail_on_regression:
+        stderr.write(console.regression_line(gate))
         code = ExitCode.REGRESSION
-    return RunResult(
-        code, outcome.report, tuple(outcome.findings), tuple(diagnostics.items), None,
-        str(outcome.golden.path), args, out.getvalue(), err.getvalue(),
-    )
+    return finished(code, outcome)
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     result = execute(argv)
-    (stderr or sys.stderr).write(result.stderr_text)
-    (stdout or sys.stdout).write(result.stdout_text)
+    try:
+        (stderr or sys.stderr).write(result.stderr_text)
+        (stdout or sys.stdout).write(result.stdout_text)
+        (stdout or sys.stdout).flush()
+    except (OSError, ValueError):
+        # A closed pipe or stream while printing is not a regression: never let it pass as exit 1.
+        return ExitCode.INTERNAL if result.exit_code == ExitCode.OK else result.exit_code
     return result.exit_code
 
 
-def compare_with_previous(
-    report: dict[str, object], history: HistoryRead | None, baseline: dict[str, object] | None
-) -> Comparison:
-    """A baseline, when given, wins over the history; with neither there is nothing to compare."""
-    if baseline is not None:
-        return compare_runs(report, baseline, "baseline")
-    if history is not None:
-        return compare_with_history(report, history.runs)
-    return no_previous("history disabled (--no-history) and no --baseline given")
+def plan_from_args(args: argparse.Namespace) -> RunPlan:
+    return RunPlan(
+        history=None if args.no_history else (args.history or args.kb_path / ".kb-eval-history.json"),
+        history_size=args.history_size,
+        baseline=args.baseline,
+        save_baseline=args.save_baseline,
+        output=args.output,
+        regression_threshold=args.regression_threshold,
+        alpha=args.alpha,
+    )
 
 
 def options_from_args(args: argparse.Namespace) -> EvalOptions:
@@ -230,50 +214,9 @@ def options_from_args(args: argparse.Namespace) -> EvalOptions:
     )
 
 
-def emit(
-    outcome: EvalOutcome,
-    args: argparse.Namespace,
-    stdout: TextIO,
-    stderr: TextIO,
-    comparison: Comparison,
-    gate: GateResult,
-) -> int:
-    document = to_json(outcome.report)
-    if args.output is not None:
-        try:
-            write_atomically(args.output, document)
-        except OSError as error:
-            raise InputError(f"cannot write the report ({error.strerror})", file=str(args.output)) from error
-    if args.format == "json":
-        stdout.write(document)
-    else:
-        lines = ["", *comparison.text_lines(), *(gate.text_lines() if gate.evaluated else [])]
-        stdout.write(render_text(outcome.report) + "\n".join(lines) + "\n")
-    return ExitCode.OK
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Temp file in the same folder, then rename: a reader never sees half a report."""
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            # mkstemp creates 0600; a report is for later steps (upload-artifact runs as another user).
-            os.fchmod(handle.fileno(), 0o644)
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def _print_diagnostics(diagnostics: Diagnostics, stderr: TextIO) -> None:
-    stderr.writelines(item.render() + "\n" for item in diagnostics.items)
+def _print_diagnostics(diagnostics: Diagnostics, stderr: SafeStream) -> None:
+    for item in diagnostics.items:
+        stderr.write(console.diagnostic_line(item) + "\n")
 
 
 def _positive_int(text: str) -> int:

@@ -1,32 +1,36 @@
 """Comparing this run with a previous one: only what is comparable, and what changed.
 
 Two runs are comparable when their fingerprints are equal: the fingerprint holds
-every setting that changes the numbers (retriever and its settings, limit, k
-values, golden file hash, metric and query-compiler versions). Equality is
-checked over every key, so a fingerprint key added later is never ignored; a
-run recorded before that key existed is not comparable (a missing setting may
-have had another value).
+every setting that changes the numbers (the golden file's hash, the limit, the
+k values, the metric version, and the retriever's own `describe()`, which for
+the built-in search includes its query-compiler version). Equality is checked
+over every key, so a fingerprint key added later is never ignored; a run
+recorded before that key existed is not comparable (a missing setting may have
+had another value).
 
 The corpus snapshot and the findings are deliberately NOT in the fingerprint:
 a knowledge base grows every day, and if a new document made runs incomparable
 the gate would go quiet exactly when a change might have hurt retrieval. A
-changed corpus is reported instead (`corpus_changed`), so a reader knows a
+changed corpus is reported instead (`CorpusChange`), so a reader knows a
 delta may come from the corpus rather than from retrieval.
 
-Everything here is pure: run records in (as validated by
-`scanner.runrecord`), frozen records out, and `to_json()` fragments for the
-report keys `previous`, `diff`, `corpus_changed` and `comparison`.
+Pure: run records in (a record read from a file was checked by
+`scanner.runrecord` first), frozen records out. How a comparison reads is
+scanner/render's job.
 """
 
 from __future__ import annotations
 
 import enum
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from scanner.runrecord import run_record_problems
+from scanner.index import CorpusSnapshot
+from scanner.metrics import AggregateMetrics, QueryMetrics, hit_matches
+from scanner.run import QueryRecord, RunRecord
 
 DELTA_DECIMALS = 10
 """Deltas are rounded to 10 decimals: 0.80 - 0.75 is 0.05000000000000004 in floating
@@ -39,7 +43,6 @@ _NAMED_FINGERPRINT_KEYS = (
     "limit",
     "k",
     "metric_version",
-    "query_compiler_version",
 )
 """Keys with a purpose-written reason, in the order reasons are listed."""
 
@@ -57,6 +60,9 @@ class ComparisonStatus(enum.Enum):
 
 
 MetricFamily = Literal["mrr", "recall", "ndcg"]
+Source = Literal["history", "baseline", "git"]
+"""Where the previous run came from: the history file, a baseline report, or a git revision
+evaluated in the same job."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,29 +80,18 @@ class Metric:
             return "MRR"
         return f"{'recall' if self.family == 'recall' else 'nDCG'}@{self.k}"
 
-    def in_aggregate(self, aggregate: Mapping[str, Any]) -> float | None:
-        """The value in a report's `aggregate` object, None when that run did not record it."""
+    def in_aggregate(self, aggregate: AggregateMetrics) -> float | None:
+        """The value in an aggregate, None when that run did not record it (an older run, no nDCG)."""
         if self.family == "mrr":
-            return _number(aggregate.get("mrr"))
-        return _at_k(aggregate.get(f"{self.family}_at_k"), self.k)
+            return aggregate.mrr
+        return (aggregate.recall_at_k if self.family == "recall" else aggregate.ndcg_at_k).get(self.k or 0)
 
-    def in_query(self, metrics: Mapping[str, Any]) -> float | None:
-        """The value in a per-query `metrics` object (MRR's per-query value is `rr`)."""
+    def in_query(self, metrics: QueryMetrics) -> float | None:
+        """The value for one query (MRR's per-query value is the reciprocal rank)."""
         if self.family == "mrr":
-            return _number(metrics.get("rr"))
-        return _at_k(metrics.get(f"{self.family}_at_k"), self.k)
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
-def _at_k(values: object, k: int | None) -> float | None:
-    if not isinstance(values, Mapping) or k is None:
-        return None
-    return _number(values.get(str(k)))
+            # NaN: a history entry that did not record it (see scanner.runrecord).
+            return None if math.isnan(metrics.reciprocal_rank) else metrics.reciprocal_rank
+        return (metrics.recall_at_k if self.family == "recall" else metrics.ndcg_at_k).get(self.k or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +107,6 @@ class MetricDelta:
         """current - previous, rounded to DELTA_DECIMALS; negative means it got worse."""
         return round(self.current - self.previous, DELTA_DECIMALS)
 
-    def to_json(self) -> dict[str, float]:
-        return {"previous": self.previous, "current": self.current, "delta": self.delta}
-
 
 @dataclass(frozen=True, slots=True)
 class QueryDelta:
@@ -125,6 +117,13 @@ class QueryDelta:
     """The query text as this run recorded it."""
     deltas: tuple[MetricDelta, ...]
     """Every metric both runs recorded for this query, in aggregate order."""
+    rank_before: int | None = None
+    """Rank of the first expected document in the previous run's list; None: not in it (or not recorded)."""
+    rank_after: int | None = None
+    """The same in this run."""
+    now_above: str | None = None
+    """A document that now ranks above the first expected one and did not before: what pushed
+    it down (None when nothing new ranks above it)."""
 
     @property
     def status(self) -> Literal["worse", "better", "mixed", "unchanged"]:
@@ -145,20 +144,6 @@ class QueryDelta:
                 return delta
         return None
 
-    def to_json(self) -> dict[str, object]:
-        deltas: dict[str, Any] = {}
-        for delta in self.deltas:
-            if delta.metric.family == "mrr":
-                deltas["rr"] = delta.to_json()
-            else:
-                deltas.setdefault(f"{delta.metric.family}_at_k", {})[str(delta.metric.k)] = delta.to_json()
-        return {
-            "id": self.query_id,
-            "query": self.query,
-            "status": self.status,
-            "metrics": deltas,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class CorpusChange:
@@ -169,9 +154,6 @@ class CorpusChange:
     description: str
     """`642 -> 646 documents`, `same counts, different contents`, `unchanged`, or why unknown."""
 
-    def to_json(self) -> dict[str, object]:
-        return {"changed": self.changed, "description": self.description}
-
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
@@ -180,9 +162,9 @@ class Comparison:
     status: ComparisonStatus
     reasons: tuple[str, ...]
     """Why nothing was compared (no-previous / incomparable); empty when compared."""
-    source: Literal["history", "baseline"] | None
+    source: Source | None
     """Where the previous run came from; None when there was nowhere to look."""
-    previous: Mapping[str, Any] | None
+    previous: RunRecord | None
     """The compared run record, only when status is COMPARED."""
     metric_deltas: tuple[MetricDelta, ...]
     """Every aggregate metric both runs recorded: MRR, recall@k and nDCG@k for each k."""
@@ -219,117 +201,18 @@ class Comparison:
                 previous.append(delta.previous)
         return current, previous
 
-    # --- report fragments --------------------------------------------------
-
-    def to_json(self) -> dict[str, Any]:
-        """The four report keys this comparison fills, every key every time."""
-        return {
-            "previous": self.previous_json(),
-            "diff": self.diff_json(),
-            "corpus_changed": self.corpus_changed_json(),
-            "comparison": self.comparison_json(),
-        }
-
-    def previous_json(self) -> dict[str, Any] | None:
-        if self.previous is None:
-            return None
-        corpus = self.previous.get("corpus")
-        return {
-            "source": self.source,
-            "timestamp": self.previous.get("timestamp"),
-            "fingerprint": self.previous.get("fingerprint"),
-            "corpus": corpus if isinstance(corpus, dict) else None,
-            "aggregate": self.previous.get("aggregate"),
-        }
-
-    def diff_json(self) -> dict[str, Any] | None:
-        if not self.compared:
-            return None
-        aggregate: dict[str, Any] = {}
-        for delta in self.metric_deltas:
-            if delta.metric.family == "mrr":
-                aggregate["mrr"] = delta.to_json()
-            else:
-                aggregate.setdefault(f"{delta.metric.family}_at_k", {})[str(delta.metric.k)] = delta.to_json()
-        by_status: dict[str, list[str]] = {"worse": [], "better": [], "mixed": []}
-        changed_rows = []
-        unchanged = 0
-        for query in self.query_deltas:
-            status = query.status
-            if status == "unchanged":
-                unchanged += 1
-                continue
-            by_status[status].append(query.query_id)
-            changed_rows.append(query)
-        # Largest single drop first, so the rows a reader needs are at the top.
-        changed_rows.sort(key=lambda q: min((d.delta for d in q.deltas), default=0.0))
-        return {
-            "aggregate": aggregate,
-            "queries": {
-                "worse": by_status["worse"],
-                "better": by_status["better"],
-                "mixed": by_status["mixed"],
-                "unchanged": unchanged,
-                "only_in_current": list(self.only_in_current),
-                "only_in_previous": list(self.only_in_previous),
-            },
-            "per_query": [query.to_json() for query in changed_rows],
-            "corpus": self.corpus.to_json() if self.corpus else None,
-        }
-
-    def corpus_changed_json(self) -> bool | None:
-        """True/False when compared and both corpora are known; None otherwise (not False)."""
-        if not self.compared or self.corpus is None:
-            return None
-        return self.corpus.changed
-
-    def comparison_json(self) -> dict[str, object]:
-        return {
-            "status": self.status.value,
-            "source": self.source,
-            "reasons": list(self.reasons),
-        }
-
-    def corpus_note(self) -> str | None:
-        """The sentence the text report, the job summary and an annotation carry when the
-        corpus changed (or when it is unknown whether it did); None otherwise."""
-        if not self.compared or self.corpus is None or self.corpus.changed is False:
-            return None
-        if self.corpus.changed is None:
-            return f"Whether the corpus changed since the compared run is unknown ({self.corpus.description})."
-        return (
-            f"The corpus changed since the compared run ({self.corpus.description}): "
-            "a delta may reflect the corpus, not retrieval."
-        )
-
-    def text_lines(self) -> list[str]:
-        """Lines for the text report (and the summary) describing the comparison."""
-        if self.status is ComparisonStatus.NO_PREVIOUS:
-            return ["No comparison: " + "; ".join(self.reasons)]
-        if self.status is ComparisonStatus.INCOMPARABLE:
-            return ["Not compared with the previous run, because:"] + [f"  - {reason}" for reason in self.reasons]
-        assert self.previous is not None  # COMPARED always carries the run (see compare_runs)
-        lines = [f"Compared with the {self.source} run of {self.previous.get('timestamp')}:"]
-        for delta in self.metric_deltas:
-            lines.append(f"  {delta.metric.label:<10} {delta.previous:.4f} -> {delta.current:.4f} ({delta.delta:+.4f})")
-        note = self.corpus_note()
-        if note is not None:
-            lines.append(f"  {note}")
-        worse = [q.query_id for q in self.query_deltas if q.status == "worse"]
-        better = [q.query_id for q in self.query_deltas if q.status == "better"]
-        if worse:
-            lines.append(f"  Worse: {', '.join(worse[:10])}" + (" ..." if len(worse) > 10 else ""))
-        if better:
-            lines.append(f"  Better: {', '.join(better[:10])}" + (" ..." if len(better) > 10 else ""))
-        return lines
+    def changed_queries(self) -> list[QueryDelta]:
+        """The queries whose metrics moved, the largest single drop first (what a reader needs)."""
+        moved = [query for query in self.query_deltas if query.status != "unchanged"]
+        return sorted(moved, key=lambda q: min((d.delta for d in q.deltas), default=0.0))
 
 
 # --- choosing what to compare with -----------------------------------------------
 
 
 def fingerprint_differences(
-    current: Mapping[str, Any],
-    previous: Mapping[str, Any],
+    current: Mapping[str, object],
+    previous: Mapping[str, object],
     against: str = "the previous run",
 ) -> list[str]:
     """Why two fingerprints are not equal, one human reason per differing key; empty if equal.
@@ -359,8 +242,6 @@ def fingerprint_differences(
             reasons.append(f"k values differ: {_show(old)} vs {_show(new)} {order}")
         elif key == "metric_version":
             reasons.append(f"metric version differs: {_show(old)} vs {_show(new)} {order}")
-        elif key == "query_compiler_version":
-            reasons.append(f"query compiler version differs: {_show(old)} vs {_show(new)} {order}")
         elif key == "retriever" and isinstance(old, Mapping) and isinstance(new, Mapping):
             for part in sorted({*old, *new}):
                 if part not in old or part not in new or not _same(old[part], new[part]):
@@ -392,31 +273,27 @@ def _show(value: object) -> str:
     return text
 
 
-def pick_comparable(
-    current_fingerprint: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]
-) -> Mapping[str, Any] | None:
+def pick_comparable(current_fingerprint: Mapping[str, object], runs: Sequence[RunRecord]) -> RunRecord | None:
     """The newest run (runs are newest first) whose fingerprint equals this run's, or None."""
     for run in runs:
-        fingerprint = run.get("fingerprint")
-        if isinstance(fingerprint, Mapping) and _same(dict(fingerprint), dict(current_fingerprint)):
+        if _same(dict(run.fingerprint), dict(current_fingerprint)):
             return run
     return None
 
 
-def no_previous(reason: str, source: Literal["history", "baseline"] | None = None) -> Comparison:
+def no_previous(reason: str, source: Source | None = None) -> Comparison:
     """A comparison that did not happen because there was nothing to compare with."""
     return Comparison(ComparisonStatus.NO_PREVIOUS, (reason,), source, None, (), (), (), (), None)
 
 
-def compare_with_history(current: Mapping[str, Any], runs: Sequence[Mapping[str, Any]]) -> Comparison:
+def compare_with_history(current: RunRecord, runs: Sequence[RunRecord]) -> Comparison:
     """Compare with the newest comparable run of the history (newest first)."""
     if not runs:
         return no_previous("no previous run in the history", "history")
-    fingerprint = current.get("fingerprint", {})
-    match = pick_comparable(fingerprint, runs)
+    match = pick_comparable(current.fingerprint, runs)
     if match is not None:
         return compare_runs(current, match, "history")
-    reasons = fingerprint_differences(fingerprint, runs[0]["fingerprint"], "the previous run")
+    reasons = fingerprint_differences(current.fingerprint, runs[0].fingerprint, "the previous run")
     if len(runs) > 1:
         reasons.insert(
             0,
@@ -425,49 +302,39 @@ def compare_with_history(current: Mapping[str, Any], runs: Sequence[Mapping[str,
     return _incomparable(reasons, "history")
 
 
-def compare_runs(
-    current: Mapping[str, Any],
-    previous: Mapping[str, Any],
-    source: Literal["history", "baseline"] = "history",
-) -> Comparison:
-    """Compare this run with one previous run: incomparable unless the fingerprints are equal.
-
-    The previous run is checked again here (every metric finite and in [0, 1]);
-    one that fails is treated as unreadable content: nothing is compared, and the
-    reason says so.
-    """
-    problems = run_record_problems(previous)
-    if problems:
-        return no_previous(f"the previous run cannot be compared: {'; '.join(problems)}", source)
-    against = "the baseline" if source == "baseline" else "the previous run"
-    reasons = fingerprint_differences(current.get("fingerprint", {}), previous["fingerprint"], against)
+def compare_runs(current: RunRecord, previous: RunRecord, source: Source = "history") -> Comparison:
+    """Compare this run with one previous run: incomparable unless the fingerprints are equal."""
+    against = {"baseline": "the baseline", "git": "the base revision"}.get(source, "the previous run")
+    reasons = fingerprint_differences(current.fingerprint, previous.fingerprint, against)
     if reasons:
         return _incomparable(reasons, source)
 
-    metrics = _metrics_of(current.get("aggregate", {}))
+    metrics = metrics_of(current.aggregate)
     metric_deltas = []
     for metric in metrics:
-        new = metric.in_aggregate(current.get("aggregate", {}))
-        old = metric.in_aggregate(previous["aggregate"])
+        new = metric.in_aggregate(current.aggregate)
+        old = metric.in_aggregate(previous.aggregate)
         if new is not None and old is not None:
             metric_deltas.append(MetricDelta(metric, old, new))
 
-    previous_rows = {row["id"]: row for row in previous.get("per_query") or []}
-    current_rows = current.get("per_query") or []
-    current_ids = {row["id"] for row in current_rows}
+    previous_rows = {row.id: row for row in previous.queries or ()}
+    current_rows = current.queries or ()
+    current_ids = {row.id for row in current_rows}
     query_deltas = []
     for row in current_rows:
-        old_row = previous_rows.get(row["id"])
+        old_row = previous_rows.get(row.id)
         if old_row is None:
             continue
         deltas = []
         for metric in metrics:
-            new = metric.in_query(row.get("metrics", {}))
-            old = metric.in_query(old_row.get("metrics", {}))
+            new = metric.in_query(row.metrics)
+            old = metric.in_query(old_row.metrics)
             if new is not None and old is not None:
                 deltas.append(MetricDelta(metric, old, new))
-        query = row.get("query")
-        query_deltas.append(QueryDelta(row["id"], query if isinstance(query, str) else None, tuple(deltas)))
+        before, after = first_expected_rank(old_row), first_expected_rank(row)
+        query_deltas.append(
+            QueryDelta(row.id, row.text, tuple(deltas), before, after, newly_above(row, old_row, after))
+        )
     return Comparison(
         status=ComparisonStatus.COMPARED,
         reasons=(),
@@ -475,56 +342,57 @@ def compare_runs(
         previous=previous,
         metric_deltas=tuple(metric_deltas),
         query_deltas=tuple(query_deltas),
-        only_in_current=tuple(r["id"] for r in current_rows if r["id"] not in previous_rows),
+        only_in_current=tuple(r.id for r in current_rows if r.id not in previous_rows),
         only_in_previous=tuple(i for i in previous_rows if i not in current_ids),
-        corpus=corpus_change(current.get("corpus"), previous.get("corpus")),
+        corpus=corpus_change(current.corpus, previous.corpus),
     )
 
 
-def _incomparable(reasons: list[str], source: Literal["history", "baseline"]) -> Comparison:
-    return Comparison(
-        ComparisonStatus.INCOMPARABLE,
-        tuple(reasons),
-        source,
-        None,
-        (),
-        (),
-        (),
-        (),
-        None,
-    )
+def first_expected_rank(query: QueryRecord) -> int | None:
+    """Rank of the first hit that matches any expected entry (kb-mcp's hit rule), None if none."""
+    return next((hit.rank for hit in query.hits if any(hit_matches(hit, e) for e in query.expected)), None)
 
 
-def _metrics_of(aggregate: Mapping[str, Any]) -> list[Metric]:
+def newly_above(current: QueryRecord, previous: QueryRecord, rank_after: int | None) -> str | None:
+    """The best-ranked document above the first expected one now that was not above it before."""
+    cut = rank_after if rank_after is not None else len(current.hits) + 1
+    before = first_expected_rank(previous)
+    above_before = {h.path for h in previous.hits if before is None or h.rank < before}
+    return next((h.path for h in current.hits if h.rank < cut and h.path not in above_before), None)
+
+
+def _incomparable(reasons: list[str], source: Source) -> Comparison:
+    return Comparison(ComparisonStatus.INCOMPARABLE, tuple(reasons), source, None, (), (), (), (), None)
+
+
+def metrics_of(aggregate: AggregateMetrics) -> list[Metric]:
     """Every metric in an aggregate, in report order: recall@k by k, MRR, nDCG@k by k."""
-    metrics: list[Metric] = []
-    for family in ("recall", "ndcg"):
-        values = aggregate.get(f"{family}_at_k")
-        if isinstance(values, Mapping):
-            ks = sorted(int(k) for k in values if isinstance(k, str) and k.isdigit())
-            metrics.extend(Metric(family, k) for k in ks)
-        if family == "recall" and "mrr" in aggregate:
-            metrics.append(Metric("mrr", None))
-    return metrics
+    return [
+        *(Metric("recall", k) for k in sorted(aggregate.recall_at_k)),
+        Metric("mrr", None),
+        *(Metric("ndcg", k) for k in sorted(aggregate.ndcg_at_k)),
+    ]
 
 
-def corpus_change(current: object, previous: object) -> CorpusChange:
+def corpus_change(current: CorpusSnapshot | None, previous: CorpusSnapshot | None) -> CorpusChange:
     """Describe how the corpus moved: counts first, then the content digest."""
-    if not isinstance(previous, Mapping):
+    if previous is None:
         return CorpusChange(None, "the previous run did not record its corpus")
-    if not isinstance(current, Mapping):
+    if current is None:
         return CorpusChange(None, "this run did not record its corpus")
-    parts = []
-    for field in ("documents", "chunks"):
-        old, new = previous.get(field), current.get(field)
-        if isinstance(old, int) and isinstance(new, int) and old != new:
-            parts.append(f"{old} -> {new} {field}")
+    parts = [
+        f"{old} -> {new} {field}"
+        for field, old, new in (
+            ("documents", previous.documents, current.documents),
+            ("chunks", previous.chunks, current.chunks),
+        )
+        if old != new
+    ]
     if parts:
         return CorpusChange(True, ", ".join(parts))
-    old_digest, new_digest = previous.get("digest"), current.get("digest")
-    if isinstance(old_digest, str) and isinstance(new_digest, str):
-        if old_digest != new_digest:
-            return CorpusChange(True, "same counts, different contents")
-        return CorpusChange(False, "unchanged")
-    # Equal counts prove nothing about contents: an edited document keeps them.
-    return CorpusChange(None, "same counts; the previous run recorded no content digest")
+    if not previous.digest:
+        # Equal counts prove nothing about contents: an edited document keeps them.
+        return CorpusChange(None, "same counts; the previous run recorded no content digest")
+    if previous.digest != current.digest:
+        return CorpusChange(True, "same counts, different contents")
+    return CorpusChange(False, "unchanged")

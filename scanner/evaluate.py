@@ -8,12 +8,12 @@ print and which exit code to return.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import report as report_module
+from . import __version__
 from .corpus import read_corpus
 from .diagnostics import Diagnostics
 from .documents import Chunk, Corpus
@@ -26,6 +26,7 @@ from .query_compiler import QUERY_COMPILER_VERSION, compile_query
 from .quotes import Finding, QuoteLocation, locate, normalise, scan
 from .retrievers.base import Hit, Retriever, SearchRequest
 from .retrievers.builtin import BuiltinRetriever, FieldWeights, Tokenization
+from .run import LocatedFinding, QueryRecord, RunRecord
 
 DEFAULT_LIMIT = 10
 DEFAULT_KS = (1, 5, 10)
@@ -52,28 +53,12 @@ class EvalOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class QueryResult:
-    query: GoldenQuery
-    hits: tuple[Hit, ...]
-    metrics: QueryMetrics
-
-
-@dataclass(frozen=True, slots=True)
-class LocatedFinding:
-    finding: Finding
-    locations: tuple[QuoteLocation, ...]
-    """One per quoted query, in the same order as `finding.quoted`."""
-
-
-@dataclass
 class EvalOutcome:
-    report: dict[str, object]
+    """One evaluation: the run record, the golden set it read, and how long each phase took."""
+
+    run: RunRecord
     golden: GoldenSet
-    results: list[QueryResult]
-    aggregate: AggregateMetrics
-    findings: list[LocatedFinding]
-    diagnostics: Diagnostics
-    phase_seconds: dict[str, float] = field(default_factory=dict)
+    phase_seconds: Mapping[str, float] = field(default_factory=dict)
 
 
 def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> EvalOutcome:
@@ -110,10 +95,13 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     located = locate_findings(findings, corpus, golden)
     clock.lap("scan")
 
-    results = [
-        QueryResult(q, tuple(returned[q.id]), score_query(returned[q.id], q.expected, ks)) for q in golden.queries
-    ]
-    overall = aggregate((r.metrics for r in results), ks)
+    queries = tuple(
+        QueryRecord(
+            id=q.id, text=q.text, tags=q.tags, line=q.line, expected=q.expected,
+            hits=tuple(returned[q.id]), metrics=score_query(returned[q.id], q.expected, ks),
+        )
+        for q in golden.queries
+    )
     fingerprint = {
         "retriever": retriever.describe(),
         "limit": limit,
@@ -123,18 +111,19 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         "query_compiler_version": QUERY_COMPILER_VERSION,
     }
     timestamp = options.timestamp or datetime.now(UTC)
-    report = report_module.build_report(
-        timestamp=timestamp,
+    run = RunRecord(
+        tool_version=__version__,
+        timestamp=timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
         fingerprint=fingerprint,
         corpus=index.corpus,
-        results=results,
-        overall=overall,
-        by_tag=aggregate_by_tag(results, ks),
-        findings=located,
-        diagnostics=diagnostics,
+        aggregate=aggregate((q.metrics for q in queries), ks),
+        by_tag=aggregate_by_tag(queries, ks),
+        queries=queries,
+        findings=tuple(located),
+        warnings=tuple(diagnostics.items),
     )
     clock.lap("report")
-    return EvalOutcome(report, golden, results, overall, located, diagnostics, clock.seconds)
+    return EvalOutcome(run, golden, clock.seconds)
 
 
 def refuse_unsearchable_queries(golden: GoldenSet) -> None:
@@ -161,9 +150,9 @@ def warn_expected_not_in_corpus(golden: GoldenSet, corpus: Corpus, diagnostics: 
                 )
 
 
-def aggregate_by_tag(results: Sequence[QueryResult], ks: Sequence[int]) -> dict[str, AggregateMetrics]:
-    tags = sorted({tag for r in results for tag in r.query.tags})
-    return {tag: aggregate((r.metrics for r in results if tag in r.query.tags), ks) for tag in tags}
+def aggregate_by_tag(queries: Sequence[QueryRecord], ks: Sequence[int]) -> tuple[tuple[str, AggregateMetrics], ...]:
+    tags = sorted({tag for q in queries for tag in q.tags})
+    return tuple((tag, aggregate((q.metrics for q in queries if tag in q.tags), ks)) for tag in tags)
 
 
 def locate_findings(findings: Sequence[Finding], corpus: Corpus, golden: GoldenSet) -> list[LocatedFinding]:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from scanner.compare import Comparison, Metric
 from scanner.errors import InputError
 from scanner.significance import SignFlipResult, paired_sign_flip_test
+from scanner.untrusted_text import shown
 
 DEFAULT_REGRESSION_THRESHOLD = 0.05
 """`--regression-threshold`: an absolute drop in a metric, on the 0..1 scale."""
@@ -46,19 +46,6 @@ class MetricVerdict:
     worst_queries: tuple[tuple[str, float], ...]
     """(query id, delta) of the largest per-query drops in this metric."""
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "metric": self.metric.label,
-            "previous": self.previous,
-            "current": self.current,
-            "delta": self.delta,
-            "over_threshold": self.over_threshold,
-            "p_value": self.significance.p_value if self.significance else None,
-            "test": self.significance.to_json() if self.significance else None,
-            "counts": self.counts,
-            "worst_queries": [{"id": qid, "delta": delta} for qid, delta in self.worst_queries],
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class GateResult:
@@ -73,34 +60,6 @@ class GateResult:
     alpha: float | None
     verdicts: tuple[MetricVerdict, ...]
     """Every aggregate metric that fell, worst first."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tripped": self.tripped,
-            "evaluated": self.evaluated,
-            "reason": self.reason,
-            "threshold": self.threshold,
-            "alpha": self.alpha,
-            "metrics": [verdict.to_json() for verdict in self.verdicts],
-        }
-
-    def text_lines(self) -> list[str]:
-        lines = [("REGRESSION: " if self.tripped else "Regression gate: ") + self.reason]
-        for verdict in self.verdicts:
-            p = (
-                f", p = {verdict.significance.p_value:.4g} {verdict.significance.method}"
-                if verdict.significance
-                else ""
-            )
-            mark = "counts" if verdict.counts else "does not count"
-            lines.append(
-                f"  {verdict.metric.label}: {verdict.previous:.4f} -> {verdict.current:.4f} "
-                f"({verdict.delta:+.4f}{p}) {mark}"
-            )
-            if verdict.counts and verdict.worst_queries:
-                worst = ", ".join(f"{qid} ({delta:+.3f})" for qid, delta in verdict.worst_queries)
-                lines.append(f"    worst queries: {worst}")
-        return lines
 
 
 def check_gate_settings(threshold: float, alpha: float | None) -> None:
@@ -179,4 +138,5 @@ def _worst_overall(verdicts: list[MetricVerdict]) -> list[str]:
         for query_id, delta in verdict.worst_queries:
             worst[query_id] = min(delta, worst.get(query_id, 0.0))
     ranked = sorted(worst.items(), key=lambda item: (item[1], item[0]))
-    return [f"{qid} ({delta:+.3f})" for qid, delta in ranked[:WORST_QUERIES_SHOWN]]
+    # Query ids come from the golden file (pull-request text): shown() keeps each on its line.
+    return [f"{shown(qid)} ({delta:+.3f})" for qid, delta in ranked[:WORST_QUERIES_SHOWN]]

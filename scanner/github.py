@@ -420,7 +420,11 @@ def append_summary(path: str | os.PathLike[str], markdown: str) -> None:
 
 # Everything Markdown, GFM tables or HTML could read as markup, as numeric
 # character references: rendered, they show the character itself.
-_MARKDOWN_ACTIVE = {char: f"&#{ord(char)};" for char in "\\`*_{}[]()<>#+-.!|~&\"'=:$"}
+# CommonMark lets a backslash escape any ASCII punctuation, `<` and `&` included, so no HTML,
+# entity, link, emphasis, code span or table pipe survives, and the text still reads as text
+# in an e-mail notification (where `&#46;` would not). `.`, `-`, `'`, `"`, `=` and `:` are left
+# alone: they are active only at the start of a line, and escaped text never starts one here.
+_MARKDOWN_ACTIVE = {char: "\\" + char for char in "\\`*_{}[]()<>#+!|~&$"}
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -428,15 +432,15 @@ def escape_markdown_text(text: str) -> str:
     """PR-controlled text made inert for a step summary or PR comment, one line.
 
     HTML, links, images, emphasis, code spans, table pipes and headings all
-    come out as the literal characters. Line breaks become `<br>` so the text
-    stays in its table cell. `@` gets a zero-width space after it so a
+    come out as the literal characters (backslash escapes). Line breaks become `<br>` so
+    the text stays in its table cell. `@` gets a zero-width space after it so a
     heading such as `@org/team` does not notify anyone in a PR comment
     (UNVERIFIED whether an entity-escaped `@` alone would stop GitHub's
     mention filter, so the break is made in the text itself). Bare URLs may
     still be autolinked by GFM; that shows a link, it runs nothing.
     """
     escaped = "".join(_MARKDOWN_ACTIVE.get(char, char) for char in text)
-    escaped = escaped.replace("@", "@&#8203;")
+    escaped = escaped.replace("@", "@\u200b")
     return _LINE_BREAK.sub("<br>", escaped)
 
 

@@ -40,7 +40,9 @@ from typing import Any
 
 from scanner.diagnostics import Diagnostic
 from scanner.errors import InputError
-from scanner.runrecord import run_record_from_report, run_record_problems
+from scanner.json_text import serialise
+from scanner.run import RunRecord
+from scanner.runrecord import run_from_document, run_record_problems
 
 HISTORY_FORMAT = "kb-eval-history"
 """Marks the file as ours, so another tool's JSON is never mistaken for a history."""
@@ -68,8 +70,10 @@ _READ_CHUNK = 1024 * 1024
 class HistoryRead:
     """What reading the history produced."""
 
-    runs: tuple[dict[str, Any], ...]
+    runs: tuple[RunRecord, ...]
     """Comparable run records, newest first; empty when the file was absent or started fresh."""
+    documents: tuple[dict[str, Any], ...]
+    """The same runs as read, for writing back unchanged (an older entry keeps what it recorded)."""
     warnings: tuple[Diagnostic, ...]
     """Unparsable content (code history-unparsable) or dropped runs (history-run-dropped);
     empty for a clean read. Add them to the run's Diagnostics."""
@@ -99,7 +103,7 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
     """
     data = _read_regular_file(path, "history", cap_bytes, allow_links=False)
     if data is None:
-        return HistoryRead(runs=(), warnings=(), existed=False)
+        return HistoryRead(runs=(), documents=(), warnings=(), existed=False)
     try:
         document = _parse_strict_json(data)
     except _Unparsable as bad:
@@ -143,7 +147,9 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
             )
         else:
             kept.append(run)
-    return HistoryRead(runs=tuple(kept), warnings=tuple(warnings), existed=True)
+    return HistoryRead(
+        runs=tuple(run_from_document(run) for run in kept), documents=tuple(kept), warnings=tuple(warnings), existed=True
+    )
 
 
 def _fresh(path: Path, why: str) -> HistoryRead:
@@ -152,7 +158,7 @@ def _fresh(path: Path, why: str) -> HistoryRead:
         f"the history file {why}; starting a fresh history (it will be replaced when this run is saved)",
         str(path),
     )
-    return HistoryRead(runs=(), warnings=(warning,), existed=True)
+    return HistoryRead(runs=(), documents=(), warnings=(warning,), existed=True)
 
 
 def check_history_size(max_runs: int) -> None:
@@ -165,22 +171,37 @@ def check_history_size(max_runs: int) -> None:
         )
 
 
-def save_history(
+@dataclass(frozen=True, slots=True)
+class HistoryPlan:
+    """What saving the history will write, decided before anything is written."""
+
+    data: bytes
+    kept: int
+    """Runs written."""
+    dropped_for_count: int
+    """Oldest runs left out because of max_runs (expected, not warned about)."""
+    dropped_for_size: int
+    """Oldest runs left out so the file stays under the size cap (warned about)."""
+    warnings: tuple[Diagnostic, ...]
+    """history-pruned when runs were dropped for size; part of this run's warnings."""
+
+
+def plan_history(
     path: Path,
     runs: Sequence[Mapping[str, Any]],
     max_runs: int = DEFAULT_HISTORY_SIZE,
     cap_bytes: int = MAX_HISTORY_BYTES,
-) -> HistorySaved:
-    """Write `runs` (newest first, this run at index 0) atomically, pruned by count and size.
+) -> HistoryPlan:
+    """The file for `runs` (newest first, this run's entry at index 0), pruned by count and size.
 
-    Raises InputError when even the newest run alone does not fit under the cap,
-    or when the folder cannot be written.
+    Pure: the pipeline plans first, so the pruning warning is in the report that is validated
+    before any file is written. Raises InputError when even the newest run alone does not fit
+    under the cap.
     """
     check_history_size(max_runs)
     if not runs:
-        raise ValueError("save_history needs at least the current run")
-    # Comparison keys describe a run's own comparison; a record never carries them.
-    records = [run_record_from_report(run) for run in runs[:max_runs]]
+        raise ValueError("plan_history needs at least the current run")
+    records = runs[:max_runs]
     dropped_for_count = len(runs) - len(records)
 
     head = (
@@ -191,7 +212,8 @@ def save_history(
         + b',"runs":['
     )
     tail = b"]}\n"
-    encoded = [_compact_json(record) for record in records]
+    # The same serialiser as every other file kb-eval writes (one line per entry, no newline).
+    encoded = [serialise(record, compact=True).rstrip("\n").encode("utf-8") for record in records]
     # Size of the file keeping the first `count` runs, without re-serialising each time.
     size = len(head) + len(tail) + sum(len(text) for text in encoded) + len(encoded) - 1
     count = len(encoded)
@@ -206,13 +228,6 @@ def save_history(
             hint="pass --no-history (and keep the JSON report as a --baseline instead), "
             "or lower --limit so each query records fewer hits",
         )
-    data = head + b",".join(encoded[:count]) + tail
-    # The pipeline read this path before the eval; check again right before replacing
-    # it, so a file that became unreadable meanwhile (or a caller that skipped the
-    # read) still never loses its runs to this write.
-    _check_safe_to_replace(path, "history", cap_bytes)
-    _write_atomically(path, data, "history")
-
     warnings: list[Diagnostic] = []
     dropped_for_size = len(encoded) - count
     if dropped_for_size:
@@ -223,16 +238,38 @@ def save_history(
                 str(path),
             )
         )
-    return HistorySaved(count, dropped_for_count, dropped_for_size, len(data), tuple(warnings))
+    data = head + b",".join(encoded[:count]) + tail
+    return HistoryPlan(data, count, dropped_for_count, dropped_for_size, tuple(warnings))
 
 
-def save_baseline(path: Path, report: Mapping[str, Any], cap_bytes: int = MAX_HISTORY_BYTES) -> int:
+def write_history(path: Path, plan: HistoryPlan, cap_bytes: int = MAX_HISTORY_BYTES) -> None:
+    """Replace the history with `plan`, atomically."""
+    # The pipeline read this path before the eval; check again right before replacing
+    # it, so a file that became unreadable meanwhile (or a caller that skipped the
+    # read) still never loses its runs to this write.
+    _check_safe_to_replace(path, "history", cap_bytes)
+    write_atomically(path, plan.data, "history")
+
+
+def save_history(
+    path: Path,
+    runs: Sequence[Mapping[str, Any]],
+    max_runs: int = DEFAULT_HISTORY_SIZE,
+    cap_bytes: int = MAX_HISTORY_BYTES,
+) -> HistoryPlan:
+    """Plan and write in one step (for callers with no report to build in between)."""
+    plan = plan_history(path, runs, max_runs, cap_bytes)
+    write_history(path, plan, cap_bytes)
+    return plan
+
+
+def save_baseline(path: Path, document: Mapping[str, Any], cap_bytes: int = MAX_HISTORY_BYTES) -> int:
     """Write this run's report as a frozen baseline (`--save-baseline FILE`), atomically.
 
     The file is a whole JSON report, so `--baseline FILE` reads it like any other
     report artifact. Returns the bytes written.
     """
-    data = (json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    data = serialise(document).encode("utf-8")
     if len(data) > cap_bytes:
         # Never write a baseline that --baseline would then refuse.
         raise InputError(
@@ -240,7 +277,7 @@ def save_baseline(path: Path, report: Mapping[str, Any], cap_bytes: int = MAX_HI
             file=str(path),
             hint="lower --limit so each query records fewer hits",
         )
-    _write_atomically(path, data, "baseline")
+    write_atomically(path, data, "baseline")
     return len(data)
 
 
@@ -248,7 +285,7 @@ def read_baseline(
     path: Path,
     validate: Callable[[Any], Sequence[str]],
     cap_bytes: int = MAX_HISTORY_BYTES,
-) -> dict[str, Any]:
+) -> RunRecord:
     """Read a previous JSON report (`--baseline FILE`) and return its run record.
 
     `validate` checks the parsed report against the report JSON Schema and
@@ -283,7 +320,7 @@ def read_baseline(
             file=str(path),
             hint="pass the JSON report of an earlier kb-eval run (--format json output)",
         )
-    return run_record_from_report(document)
+    return run_from_document(document)
 
 
 # --- reading -----------------------------------------------------------------
@@ -475,12 +512,6 @@ def _parse_strict_json(data: bytes) -> object:
 # --- writing -----------------------------------------------------------------
 
 
-def _compact_json(record: Mapping[str, Any]) -> bytes:
-    # allow_nan=False: a NaN in our own run is a bug, and must not reach a file that
-    # the next read would then throw away.
-    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
-
-
 def _new_file_mode(path: Path) -> int:
     try:
         existing = os.lstat(path)
@@ -495,8 +526,11 @@ def _new_file_mode(path: Path) -> int:
     return 0o666 & ~umask
 
 
-def _write_atomically(path: Path, data: bytes, what: str) -> None:
+def write_atomically(path: Path, data: bytes, what: str) -> None:
     """Write `data` to a temp file beside `path`, fsync it, rename it over `path`, fsync the folder.
+
+    The one writer of every file kb-eval produces (report, baseline, history). `what` names
+    the file in errors (`report`, `baseline`, `history`).
 
     rename(2) within one file system is atomic: a reader (or the next run after a
     kill) sees the whole old file or the whole new one. A temp file left by a

@@ -1,9 +1,10 @@
-"""A run record: what one run leaves behind for later runs to compare with.
+"""Reading a run back from a file a pull request controls: checked, then turned into a record.
 
-A run record IS the JSON report of that run minus the keys that describe its
+A history entry is the JSON report of a run minus the keys that describe its
 own comparison (`previous`, `diff`, `corpus_changed`, `comparison`, `gate`):
 keeping the report's shape means a baseline file (a whole report) and a
-history entry are read by the same code.
+history entry are read by the same code, here, and nowhere else reads a run
+by string key.
 
 Records come back from files the user (or a pull request) controls, so before
 any arithmetic touches one it is checked here: every metric must be a finite
@@ -23,19 +24,18 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-COMPARISON_KEYS = ("previous", "diff", "corpus_changed", "comparison", "gate")
-"""Report keys that describe a run's own comparison, not the run; never stored in history."""
+from .diagnostics import Diagnostic
+from .golden import ExpectedEntry
+from .index import CorpusSnapshot
+from .metrics import AggregateMetrics, QueryMetrics
+from .retrievers.base import Hit
+from .run import QueryRecord, RunRecord
 
 _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 """The report's timestamp format (scanner.report writes %Y-%m-%dT%H:%M:%SZ)."""
 
 _MAX_PROBLEMS = 5
 """Stop listing problems after this many: a garbage file would otherwise produce thousands."""
-
-
-def run_record_from_report(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The run record of a report: the report without its comparison keys."""
-    return {key: value for key, value in report.items() if key not in COMPARISON_KEYS}
 
 
 def is_unit_number(value: object) -> bool:
@@ -135,8 +135,9 @@ def _per_query_problems(per_query: object) -> list[str]:
         if not isinstance(metrics, dict):
             problems.append(f"{where}.metrics: missing or not an object")
             continue
-        if "rr" in metrics and not is_unit_number(metrics["rr"]):
-            problems.append(f"{where}.metrics.rr: must be a finite number in [0, 1]")
+        for key in _RECIPROCAL_RANK_KEYS:
+            if key in metrics and not is_unit_number(metrics[key]):
+                problems.append(f"{where}.metrics.{key}: must be a finite number in [0, 1]")
         for family in ("recall_at_k", "ndcg_at_k"):
             if family in metrics:
                 problems.extend(_at_k_problems(metrics[family], f"{where}.metrics.{family}"))
@@ -157,3 +158,120 @@ def _json_type(value: object) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object"
+
+
+_RECIPROCAL_RANK_KEYS = ("reciprocal_rank", "rr")
+"""kb-mcp's key, and the one kb-eval 0.1 wrote (a history written then still compares)."""
+
+
+def run_from_document(document: Mapping[str, Any]) -> RunRecord:
+    """The record of a run document that `run_record_problems` found no problem with.
+
+    What the comparison needs was checked there; the rest (hits, expected entries, tags) is
+    taken where well-formed and left out where not, since nothing decides on it."""
+    aggregate = document["aggregate"]
+    corpus = document.get("corpus")
+    tool = document.get("tool")
+    by_tag = document.get("by_tag")
+    per_query = document.get("per_query")
+    return RunRecord(
+        tool_version=str(tool.get("version", "")) if isinstance(tool, Mapping) else "",
+        timestamp=document["timestamp"],
+        fingerprint=document["fingerprint"],
+        corpus=_corpus(corpus) if isinstance(corpus, Mapping) else None,
+        aggregate=_aggregate(aggregate),
+        by_tag=tuple(
+            (tag, _aggregate(value))
+            for tag, value in (by_tag.items() if isinstance(by_tag, Mapping) else ())
+            if isinstance(tag, str) and isinstance(value, Mapping) and not _aggregate_problems(value, "")
+        ),
+        queries=tuple(_query(row) for row in per_query) if isinstance(per_query, list) else None,
+        findings=(),
+        warnings=tuple(_warnings(document.get("warnings"))),
+    )
+
+
+def _corpus(corpus: Mapping[str, Any]) -> CorpusSnapshot:
+    documents, chunks, digest = corpus.get("documents"), corpus.get("chunks"), corpus.get("digest")
+    return CorpusSnapshot(
+        documents if _is_count(documents) else -1,
+        chunks if _is_count(chunks) else -1,
+        digest if isinstance(digest, str) else "",
+    )
+
+
+def _aggregate(aggregate: Mapping[str, Any]) -> AggregateMetrics:
+    count = aggregate.get("query_count")
+    return AggregateMetrics(
+        query_count=count if _is_count(count) else 0,
+        mrr=float(aggregate["mrr"]),
+        recall_at_k=_by_k(aggregate.get("recall_at_k")),
+        ndcg_at_k=_by_k(aggregate.get("ndcg_at_k")),
+    )
+
+
+def _by_k(values: object) -> dict[int, float]:
+    if not isinstance(values, Mapping):
+        return {}
+    return {int(k): float(v) for k, v in values.items()}
+
+
+def _query(row: Mapping[str, Any]) -> QueryRecord:
+    metrics = row["metrics"]
+    rr = next((metrics[key] for key in _RECIPROCAL_RANK_KEYS if key in metrics), None)
+    text, line, tags = row.get("query"), row.get("line"), row.get("tags")
+    return QueryRecord(
+        id=row["id"],
+        text=text if isinstance(text, str) else "",
+        tags=tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
+        line=line if _is_count(line) and line else None,
+        expected=tuple(_expected(row.get("expected"))),
+        hits=tuple(_hits(row.get("top_k"))),
+        metrics=QueryMetrics(
+            reciprocal_rank=float(rr) if rr is not None else math.nan,
+            recall_at_k=_by_k(metrics.get("recall_at_k")),
+            ndcg_at_k=_by_k(metrics.get("ndcg_at_k")),
+        ),
+    )
+
+
+def _expected(entries: object) -> list[ExpectedEntry]:
+    if not isinstance(entries, list):
+        return []
+    return [
+        ExpectedEntry(e["path"], e.get("heading") if isinstance(e.get("heading"), str) else None, 0)
+        for e in entries
+        if isinstance(e, Mapping) and isinstance(e.get("path"), str)
+    ]
+
+
+def _hits(entries: object) -> list[Hit]:
+    if not isinstance(entries, list):
+        return []
+    hits = []
+    for entry in entries:
+        if not (isinstance(entry, Mapping) and _is_count(entry.get("rank")) and isinstance(entry.get("path"), str)):
+            continue
+        heading, score = entry.get("heading"), entry.get("score")
+        hits.append(
+            Hit(
+                entry["rank"], entry["path"], heading if isinstance(heading, str) else "",
+                float(score) if isinstance(score, (int, float)) and not isinstance(score, bool)
+                and math.isfinite(score) else None,
+            )
+        )
+    return hits
+
+
+def _warnings(entries: object) -> list[Diagnostic]:
+    if not isinstance(entries, list):
+        return []
+    return [
+        Diagnostic(
+            w["code"], w["message"],
+            w.get("file") if isinstance(w.get("file"), str) else None,
+            w.get("line") if _is_count(w.get("line")) else None,
+        )
+        for w in entries
+        if isinstance(w, Mapping) and isinstance(w.get("code"), str) and isinstance(w.get("message"), str)
+    ]

@@ -11,7 +11,7 @@ import pytest
 
 from scanner import report as report_module
 from scanner.errors import ExitCode
-from scanner.report import validation_errors
+from scanner.render.json_report import validation_errors
 from tests.conftest import REPO, golden_yaml, run_cli, write_tree
 
 EXAMPLE = REPO / "examples" / "kb"

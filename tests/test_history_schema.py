@@ -10,7 +10,7 @@ import pytest
 
 from scanner.compare import compare_runs, compare_with_history, no_previous
 from scanner.gate import evaluate_gate
-from scanner.report import SCHEMA_PATH
+from scanner.render.json_report import SCHEMA_PATH
 from tests.run_records import make_run
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))

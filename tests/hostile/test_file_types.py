@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from scanner.report import validation_errors
+from scanner.render.json_report import validation_errors
 from tests.conftest import REPO, write_tree
 from tests.hostile.support import ANSWER, GOLDEN, command_lines, documents, refused, run, run_json, warnings
 

@@ -1,4 +1,4 @@
-"""What a run becomes as GitHub annotations: pure functions from the report to `Annotation`s.
+"""What a run becomes as GitHub annotations: pure functions from the records to `Annotation`s.
 
 Printing them (escaping, the per-kind budget, the commands themselves) is
 scanner/github.py's job; this module only decides which annotations there
@@ -11,12 +11,13 @@ folder relative to the workspace) is joined on here.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
-from typing import Any
 
-from .errors import InputError
-from .github import Annotation, AnnotationKind, AnnotationProperties, annotation_file
-from .quotes import CHECK_NAME, MIN_QUOTED_QUERIES
+from ..diagnostics import Diagnostic
+from ..errors import InputError
+from ..github import Annotation, AnnotationKind, AnnotationProperties, annotation_file
+from ..quotes import CHECK_NAME, MIN_QUOTED_QUERIES
+from ..run import LocatedFinding, Report, displacing_first
+from . import phrases
 
 KB_RELATIVE_CODES = frozenset({"file-skipped", "symlink-skipped", "folder-skipped", "frontmatter-invalid"})
 """Diagnostic codes whose `file` is relative to the KB folder (scanner/corpus.py). Every other
@@ -45,71 +46,68 @@ def repository_path(path: str, base: str = ".") -> str | None:
         return None
 
 
-def rank_text(rank: int | None) -> str:
-    return f"rank {rank}" if rank is not None else "not in top_k"
-
-
-def finding_annotation(finding: Mapping[str, Any], kb_path: str) -> Annotation:
+def finding_annotation(located: LocatedFinding, kb_path: str) -> Annotation:
     """One warning at the first quotation in the file (the one a reader meets first)."""
-    quoted: Sequence[Mapping[str, Any]] = finding["quoted"]
-    first = min(quoted, key=lambda q: (q["line"], q["column"] or 0))
-    names = ", ".join(f"{q['query_id']} ({rank_text(q['rank_in_top_k'])})" for q in quoted)
+    finding = located.finding
+    first = min(located.locations, key=lambda at: (at.line, at.column or 0))
+    names = ", ".join(
+        f"{q.query_id} ({phrases.displaced_phrase(q.rank_in_top_k, q.displaces_expected)})" for q in finding.quoted
+    )
     message = (
-        f"{finding['path']} quotes {len(quoted)} golden queries verbatim "
-        f"(a finding needs {MIN_QUOTED_QUERIES} or more): {names}. "
-        "Either this note leaked into the corpus (a note about the test set makes the eval look better than "
-        "search is), or the queries were written from it and it belongs in their `expected`. "
-        "kb-eval changes neither, and a finding never fails the step."
+        f"{finding.path} quotes {len(finding.quoted)} golden queries verbatim "
+        f"(a finding needs {MIN_QUOTED_QUERIES} or more): {names}. {phrases.TWO_CAUSES}"
     )
     return Annotation(
         AnnotationKind.WARNING,
         message,
         AnnotationProperties(
             title=CHECK_NAME,
-            file=repository_path(finding["path"], kb_path),
-            line=first["line"],
-            column=first["column"],
+            file=repository_path(finding.path, kb_path),
+            line=first.line,
+            column=first.column,
         ),
     )
 
 
-def diagnostic_annotation(warning: Mapping[str, Any], kb_path: str) -> Annotation:
+def diagnostic_annotation(warning: Diagnostic, kb_path: str) -> Annotation:
     """One warning per report warning, on its file and line when it has them."""
-    code = warning["code"]
-    file = warning.get("file")
     where = None
-    if file is not None:
-        where = repository_path(file, kb_path if code in KB_RELATIVE_CODES else ".")
+    if warning.file is not None:
+        where = repository_path(warning.file, kb_path if warning.code in KB_RELATIVE_CODES else ".")
     return Annotation(
         AnnotationKind.WARNING,
-        warning["message"] if where is not None or file is None else f"{file}: {warning['message']}",
+        warning.message if where is not None or warning.file is None else f"{warning.file}: {warning.message}",
         AnnotationProperties(
-            title=f"kb-eval: {DIAGNOSTIC_TITLES.get(code, code)}",
+            title=f"kb-eval: {DIAGNOSTIC_TITLES.get(warning.code, warning.code)}",
             file=where,
-            line=warning.get("line") if where is not None else None,
+            line=warning.line if where is not None else None,
         ),
     )
 
 
-def corpus_change_annotation(report: Mapping[str, Any]) -> Annotation | None:
+def corpus_change_annotation(report: Report) -> Annotation | None:
     """A notice when the compared run measured another corpus: its deltas may not be retrieval's."""
-    diff = report.get("diff")
-    corpus = diff.get("corpus") if isinstance(diff, Mapping) else None
-    if report.get("corpus_changed") is not True or not isinstance(corpus, Mapping):
+    corpus = report.comparison.corpus
+    if not report.comparison.compared or corpus is None or corpus.changed is not True:
         return None
+    note = phrases.corpus_note(report.comparison)
+    return Annotation(AnnotationKind.NOTICE, note or "", AnnotationProperties(title="kb-eval: corpus changed"))
+
+
+def gate_not_run_annotation(report: Report) -> Annotation:
+    """fail-on-regression with nothing comparable: a warning, never silence."""
     return Annotation(
-        AnnotationKind.NOTICE,
-        f"The corpus changed since the compared run ({corpus.get('description', '')}): "
-        "a delta may reflect the corpus, not retrieval.",
-        AnnotationProperties(title="kb-eval: corpus changed"),
+        AnnotationKind.WARNING,
+        phrases.gate_not_run(report.gate, report.comparison),
+        AnnotationProperties(title="kb-eval: regression gate not run"),
     )
 
 
-def report_annotations(report: Mapping[str, Any], kb_path: str) -> list[Annotation]:
-    """Findings first (they are what the check is for), then warnings, golden-file ones first,
-    then the corpus-change notice."""
-    findings = [finding_annotation(finding, kb_path) for finding in report["findings"]]
-    warnings = sorted(report["warnings"], key=lambda w: w["code"] != "expected-not-in-corpus")
+def report_annotations(report: Report, kb_path: str) -> list[Annotation]:
+    """Findings first, those that displaced a labelled answer leading (they are what the check is
+    for), then warnings, golden-file ones first, then the corpus-change notice."""
+    findings = [finding_annotation(located, kb_path) for located in displacing_first(report.run.findings)]
+    warnings = sorted(report.run.warnings, key=lambda w: w.code != "expected-not-in-corpus")
     corpus_note = corpus_change_annotation(report)
     return (
         findings

@@ -1,0 +1,295 @@
+"""The step summary and the pull-request comment: what changed, first.
+
+Order, for a reviewer who reads ten seconds: the verdict with the KB path and
+the counts; what the run was compared with; the metrics that moved; the
+queries whose result changed (rank of the first expected document before ->
+after, and what now ranks above it); findings that displaced a labelled
+answer; then the long parts folded in `<details>`. The same Markdown is the
+step summary and the comment body.
+
+Pure: records in, Markdown out. Every piece of text a pull request controls
+(paths, headings, query ids and text, warning messages) goes through
+`escape_markdown_text`, and into link targets only percent-encoded, so it can
+neither add markup, links or HTML, nor mention anyone. Row caps keep it
+readable; the writer caps the bytes.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..compare import MetricDelta, QueryDelta
+from ..diagnostics import Diagnostic
+from ..github import escape_markdown_text
+from ..run import LocatedFinding, Report, RunRecord, displacing_first
+from . import phrases
+
+MAX_CHANGED_ROWS = 50
+MAX_FINDING_ROWS = 50
+MAX_MISSED_ROWS = 50
+MAX_WARNING_ROWS = 30
+"""Row caps: past these the tables stop helping a reader, and the JSON report lists everything."""
+MAX_HITS_SHOWN = 3
+MAX_TREND_POINTS = 20
+
+_DIRECTION = {1: "▲", -1: "▼"}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLinks:
+    """Where the files of this run can be viewed: `<server>/<repository>/blob/<sha>/<path>`."""
+
+    server_url: str
+    repository: str
+    """`owner/name`, as GITHUB_REPOSITORY gives it."""
+    sha: str
+    """The pull request's head commit (GITHUB_SHA is the merge commit there), else GITHUB_SHA."""
+    run_id: str | None = None
+    """GITHUB_RUN_ID, for the link to the run's log."""
+
+    def to(self, path: str, line: int | None = None) -> str:
+        # Percent-encoding everything but `/` keeps `(`, `)` and spaces out of the link target.
+        quoted = urllib.parse.quote(path, safe="/")
+        anchor = f"#L{line}" if line is not None else ""
+        return f"{self.server_url.rstrip('/')}/{self.repository}/blob/{self.sha}/{quoted}{anchor}"
+
+    def run(self) -> str | None:
+        if not self.run_id:
+            return None
+        return f"{self.server_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryContext:
+    """What the Markdown needs besides the report: where the KB is and where things can be linked."""
+
+    kb_path: str
+    """The KB folder relative to the repository root (`.` for the root)."""
+    report_path: str | None = None
+    links: SourceLinks | None = None
+    history: tuple[RunRecord, ...] = ()
+    """Earlier comparable runs, newest first, for the trend chart."""
+    gate_requested: bool = False
+    """fail-on-regression was asked for: a gate that could not run is then said out loud."""
+
+
+def text(value: object) -> str:
+    """PR-controlled text, inert in Markdown."""
+    return escape_markdown_text(str(value))
+
+
+def render_summary(report: Report, context: SummaryContext) -> str:
+    sections = [
+        headline(report, context),
+        metrics_section(report),
+        changed_queries_section(report),
+        findings_section(report.run.findings, context),
+        trend_section(report, context),
+        details_section(report),
+        footer(context),
+    ]
+    return "\n\n".join("\n".join(section) for section in sections if section) + "\n"
+
+
+def render_input_error(message: str) -> str:
+    """The summary of a run that stopped on bad input (exit 2)."""
+    return "## kb-eval: input error\n\n" + text(message) + "\n"
+
+
+# --- sections --------------------------------------------------------------------------
+
+
+def headline(report: Report, context: SummaryContext) -> list[str]:
+    run = report.run
+    verdict = phrases.verdict(report)
+    kb = "" if context.kb_path in ("", ".") else f" · {text(context.kb_path)}"
+    counts = [
+        f"{run.aggregate.query_count} queries",
+        _count(len(run.findings), "finding"),
+        _count(len(run.warnings), "warning"),
+    ]
+    lines = [f"## kb-eval: {phrases.VERDICT_WORDS[verdict]}{kb}", "", " · ".join(counts)]
+    comparison = report.comparison
+    if comparison.compared:
+        lines += ["", f"Compared with {text(phrases.compared_with(comparison))}."]
+        note = phrases.corpus_note(comparison)
+        if note is not None:
+            lines.append(text(note))
+    else:
+        lines += ["", text(phrases.not_compared_reason(comparison))]
+    if report.gate.evaluated:
+        sentence = phrases.gate_headline(report.gate)
+        lines += ["", f"**{sentence}**" if report.gate.tripped else sentence]
+    elif context.gate_requested:
+        lines += ["", "**" + text(phrases.gate_not_run(report.gate, comparison)) + "**"]
+    return lines
+
+
+def metrics_section(report: Report) -> list[str]:
+    run = report.run
+    deltas = {d.metric.label: d for d in report.comparison.metric_deltas}
+    compared = report.comparison.compared
+    header = "| metric | value | change |" if compared else "| metric | value |"
+    rule = "| --- | ---: | ---: |" if compared else "| --- | ---: |"
+    lines = [header, rule]
+    rows = [("MRR", run.aggregate.mrr)]
+    rows += [(f"recall@{k}", run.aggregate.recall_at_k[k]) for k in run.ks]
+    rows += [(f"nDCG@{k}", run.aggregate.ndcg_at_k[k]) for k in run.ks]
+    for label, value in rows:
+        if compared:
+            lines.append(f"| {label} | {value:.4f} | {_delta_cell(deltas.get(label))} |")
+        else:
+            lines.append(f"| {label} | {value:.4f} |")
+    return lines
+
+
+def _delta_cell(delta: MetricDelta | None) -> str:
+    """Blank when nothing moved: a reader's eye goes to the cells that say something."""
+    if delta is None or delta.delta == 0:
+        return ""
+    return f"{_DIRECTION[1 if delta.delta > 0 else -1]} {delta.delta:+.4f}"
+
+
+def changed_queries_section(report: Report) -> list[str]:
+    changed = report.comparison.changed_queries()
+    if not changed:
+        return []
+    lines = [
+        f"### {_count(len(changed), 'query', 'queries')} changed",
+        "",
+        "| query | first expected document | now above it |",
+        "| --- | --- | --- |",
+    ]
+    for query in changed[:MAX_CHANGED_ROWS]:
+        lines.append(f"| {_query_cell(query)} | {_rank_move(query)} | {text(query.now_above or '')} |")
+    if len(changed) > MAX_CHANGED_ROWS:
+        lines.append(f"| … {len(changed) - MAX_CHANGED_ROWS} more in the JSON report | | |")
+    return lines
+
+
+def _query_cell(query: QueryDelta) -> str:
+    marker = {"worse": "▼", "better": "▲", "mixed": "▲▼"}.get(query.status, "")
+    return f"{marker} {text(query.query_id)}: {text(query.query or '')}".strip()
+
+
+def _rank_move(query: QueryDelta) -> str:
+    def rank(value: int | None) -> str:
+        return str(value) if value is not None else "—"
+
+    return f"rank {rank(query.rank_before)} → {rank(query.rank_after)}"
+
+
+def findings_section(findings: Sequence[LocatedFinding], context: SummaryContext) -> list[str]:
+    if not findings:
+        return [phrases.no_findings()]
+    lines = [f"### {phrases.findings_headline(len(findings))}", "", "| document | quoted queries |", "| --- | --- |"]
+    for located in displacing_first(findings)[:MAX_FINDING_ROWS]:
+        finding = located.finding
+        repo_path = _join_repo(context.kb_path, finding.path)
+        first = min(located.locations, key=lambda at: (at.line, at.column or 0))
+        quoted = "<br>".join(
+            f"{text(q.query_id)} ({text(phrases.displaced_phrase(q.rank_in_top_k, q.displaces_expected))}, "
+            f"{_linked('line ' + str(at.line), repo_path, at.line, context.links)})"
+            for q, at in zip(finding.quoted, located.locations)
+        )
+        lines.append(f"| {_linked(finding.path, repo_path, first.line, context.links)} | {quoted} |")
+    if len(findings) > MAX_FINDING_ROWS:
+        lines.append(f"| … {len(findings) - MAX_FINDING_ROWS} more in the JSON report | |")
+    lines += ["", text(phrases.TWO_CAUSES)]
+    return lines
+
+
+def trend_section(report: Report, context: SummaryContext) -> list[str]:
+    """The last runs' MRR and nDCG@k as a Mermaid chart (GitHub renders it in summaries and comments)."""
+    runs = [report.run, *context.history][:MAX_TREND_POINTS][::-1]
+    if len(runs) < 2:
+        return []
+    k = report.run.largest_k
+    mrr = [r.aggregate.mrr for r in runs]
+    ndcg = [r.aggregate.ndcg_at_k.get(k, float("nan")) for r in runs]
+    if any(value != value for value in ndcg):  # an older run without nDCG@k: no line rather than a gap
+        ndcg = []
+    labels = ", ".join(f'"{r.timestamp[5:16].replace("T", " ")}"' for r in runs)
+    lines = [
+        "<details><summary>Trend</summary>",
+        "",
+        "```mermaid",
+        "xychart-beta",
+        f'    title "MRR{" and nDCG@" + str(k) if ndcg else ""}, last {len(runs)} runs"',
+        f"    x-axis [{labels}]",
+        '    y-axis "score" 0 --> 1',
+        f"    line [{', '.join(f'{v:.4f}' for v in mrr)}]",
+    ]
+    if ndcg:
+        lines.append(f"    line [{', '.join(f'{v:.4f}' for v in ndcg)}]")
+    lines += ["```", "", "</details>"]
+    return lines
+
+
+def details_section(report: Report) -> list[str]:
+    run = report.run
+    largest = run.largest_k
+    missed = [q for q in run.queries or () if q.metrics.recall_at_k[largest] < 1.0]
+    lines: list[str] = []
+    summary = phrases.missed_headline(len(missed), largest) if missed else phrases.all_found(largest)
+    if missed:
+        lines += [
+            f"<details><summary>{text(summary)}</summary>",
+            "",
+            f"| query | recall@{largest} | RR | expected | got (top {MAX_HITS_SHOWN}) |",
+            "| --- | ---: | ---: | --- | --- |",
+        ]
+        for query in missed[:MAX_MISSED_ROWS]:
+            expected = "<br>".join(text(e.path + (f" # {e.heading}" if e.heading else "")) for e in query.expected)
+            got = "<br>".join(f"{h.rank}. {text(h.path)}" for h in query.hits[:MAX_HITS_SHOWN]) or "no hits"
+            lines.append(
+                f"| {text(query.id)}: {text(query.text)} | {query.metrics.recall_at_k[largest]:.4f} "
+                f"| {query.metrics.reciprocal_rank:.4f} | {expected} | {got} |"
+            )
+        if len(missed) > MAX_MISSED_ROWS:
+            lines.append(f"| … {len(missed) - MAX_MISSED_ROWS} more in the JSON report | | | | |")
+        lines += ["", "</details>"]
+    else:
+        lines.append(summary)
+    if run.warnings:
+        lines += ["", f"<details><summary>{_count(len(run.warnings), 'warning')}</summary>", ""]
+        lines += [_warning_item(w) for w in run.warnings[:MAX_WARNING_ROWS]]
+        if len(run.warnings) > MAX_WARNING_ROWS:
+            lines.append(f"- … {len(run.warnings) - MAX_WARNING_ROWS} more in the JSON report")
+        lines += ["", "</details>"]
+    return lines
+
+
+def _warning_item(warning: Diagnostic) -> str:
+    where = ""
+    if warning.file is not None:
+        where = text(warning.file) + (f":{warning.line}" if warning.line is not None else "") + ": "
+    return f"- {where}{text(warning.message)} ({text(warning.code)})"
+
+
+def footer(context: SummaryContext) -> list[str]:
+    parts = []
+    if context.report_path:
+        parts.append(f"Everything is in the JSON report, {text(context.report_path)}.")
+    run_url = context.links.run() if context.links is not None else None
+    if run_url:
+        parts.append(f"[Run log]({run_url})")
+    return [" ".join(parts)] if parts else []
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _count(n: int, singular: str, plural: str | None = None) -> str:
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
+def _linked(label: str, path: str, line: int | None, links: SourceLinks | None) -> str:
+    shown = text(label)
+    return f"[{shown}]({links.to(path, line)})" if links is not None else shown
+
+
+def _join_repo(kb_path: str, path: str) -> str:
+    return path if kb_path in ("", ".") else f"{kb_path.rstrip('/')}/{path}"

@@ -1,0 +1,143 @@
+"""Every sentence more than one output says, written once.
+
+The renderers (text, Markdown, annotations, stderr) compose these; none
+re-words them. Functions here return plain text with untrusted parts left
+as they are: each renderer escapes for its own medium (`shown()` for the
+log, Markdown escaping for the summary).
+"""
+
+from __future__ import annotations
+
+import enum
+
+from ..compare import Comparison, ComparisonStatus
+from ..gate import GateResult
+from ..quotes import CHECK_NAME, MIN_QUOTED_QUERIES
+from ..run import Report
+
+TWO_CAUSES = (
+    "Either these notes leaked into the corpus (a note about the test makes the eval look better than search is), "
+    "or the queries were written from them and the documents belong in `expected`. "
+    "kb-eval changes neither, and a finding never fails the step."
+)
+"""Why a document quotes golden queries: the two causes the decision record names, undecided."""
+
+CORPUS_CHANGED_CONSEQUENCE = "a delta may reflect the corpus, not retrieval"
+
+
+def rank_phrase(rank: int | None) -> str:
+    """Where a document stood in a query's list: `rank 3`, or that it was not returned."""
+    return f"rank {rank}" if rank is not None else "not in top_k"
+
+
+def findings_headline(count: int) -> str:
+    """`2 documents quote 2 or more golden queries verbatim (golden-queries-quoted)`."""
+    subject = "document quotes" if count == 1 else "documents quote"
+    return f"{count} {subject} {MIN_QUOTED_QUERIES} or more golden queries verbatim ({CHECK_NAME})"
+
+
+def no_findings() -> str:
+    return f"No document quotes {MIN_QUOTED_QUERIES} or more golden queries verbatim ({CHECK_NAME})."
+
+
+def displaced_phrase(rank: int | None, displaces_expected: bool | None) -> str:
+    """What a quoting document did to the labelled answer of one query it quotes."""
+    if displaces_expected:
+        return f"took {rank_phrase(rank)} above the expected document"
+    if displaces_expected is False:
+        return f"{rank_phrase(rank)}, below the expected document"
+    return rank_phrase(rank)
+
+
+def missed_headline(count: int, largest_k: int) -> str:
+    noun = "query" if count == 1 else "queries"
+    return f"{count} {noun} missed an expected document in the top {largest_k}"
+
+
+def all_found(largest_k: int) -> str:
+    return f"Every query found all its expected documents in the top {largest_k}."
+
+
+def corpus_note(comparison: Comparison) -> str | None:
+    """The sentence every output carries when the corpus changed (or it is unknown whether it did)."""
+    corpus = comparison.corpus
+    if not comparison.compared or corpus is None or corpus.changed is False:
+        return None
+    if corpus.changed is None:
+        return f"Whether the corpus changed since the compared run is unknown ({corpus.description})."
+    return f"The corpus changed since the compared run ({corpus.description}): {CORPUS_CHANGED_CONSEQUENCE}."
+
+
+class Verdict(enum.Enum):
+    """What a reviewer needs first: did this change make search better or worse?"""
+
+    REGRESSED = "regressed"
+    """The gate tripped."""
+    WORSE = "worse"
+    """A metric fell, within the gate's threshold."""
+    MIXED = "mixed"
+    IMPROVED = "improved"
+    UNCHANGED = "unchanged"
+    NOT_COMPARED = "not compared"
+
+
+def verdict(report: Report) -> Verdict:
+    comparison = report.comparison
+    if not comparison.compared:
+        return Verdict.NOT_COMPARED
+    if report.gate.tripped:
+        return Verdict.REGRESSED
+    fell = any(d.delta < 0 for d in comparison.metric_deltas)
+    rose = any(d.delta > 0 for d in comparison.metric_deltas)
+    if fell and rose:
+        return Verdict.MIXED
+    if fell:
+        return Verdict.WORSE
+    if rose:
+        return Verdict.IMPROVED
+    return Verdict.UNCHANGED
+
+
+VERDICT_WORDS = {
+    Verdict.REGRESSED: "Regressed",
+    Verdict.WORSE: "Worse, within the threshold",
+    Verdict.MIXED: "Mixed",
+    Verdict.IMPROVED: "Improved",
+    Verdict.UNCHANGED: "Unchanged",
+    Verdict.NOT_COMPARED: "Not compared",
+}
+
+
+def compared_with(comparison: Comparison) -> str:
+    """`the base revision 1a2b3c4 (main) of 2026-12-02T15:44:16Z`, `the baseline of ...`."""
+    previous = comparison.previous
+    if previous is None:
+        return ""
+    what = {"history": "the previous run in the history", "baseline": "the baseline", "git": "the base revision"}
+    return f"{what.get(comparison.source or '', 'the previous run')} of {previous.timestamp}"
+
+
+def not_compared_reason(comparison: Comparison) -> str:
+    """Why there is no comparison, in one sentence."""
+    if comparison.status is ComparisonStatus.INCOMPARABLE:
+        return "Not compared with the previous run: " + "; ".join(comparison.reasons)
+    return "No comparison: " + "; ".join(comparison.reasons)
+
+
+def gate_not_run(gate: GateResult, comparison: Comparison) -> str:
+    """`fail-on-regression` was asked for but there was nothing comparable: say so, never silence."""
+    why = "; ".join(comparison.reasons) or "nothing to compare with"
+    return f"The regression gate could not run: {why}."
+
+
+def gate_line(gate: GateResult) -> str:
+    """The gate's verdict for the log (its reason quotes query ids through shown())."""
+    return ("REGRESSION: " if gate.tripped else "Regression gate: ") + gate.reason
+
+
+def gate_headline(gate: GateResult) -> str:
+    """The gate's verdict without query ids, for outputs that list the queries themselves."""
+    if gate.tripped:
+        fell = ", ".join(f"{v.metric.label} {v.delta:+.4f}" for v in gate.verdicts if v.counts)
+        return f"Regression: dropped by more than {gate.threshold:g}: {fell}"
+    return f"Regression gate passed: {gate.reason}"

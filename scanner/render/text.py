@@ -1,0 +1,106 @@
+"""The report people read on stdout (`--format text`): header, metrics, comparison, gate,
+findings, and the queries that missed.
+
+Paths, ids, headings, tags and an external retriever's name are pull-request text: each is
+printed through `shown()`, so none can break its line or start a workflow command.
+"""
+
+from __future__ import annotations
+
+from ..compare import ComparisonStatus
+from ..run import Report, displacing_first
+from ..untrusted_text import shown
+from . import phrases
+
+MAX_IDS_LISTED = 10
+
+
+def render_text(report: Report) -> str:
+    run = report.run
+    ks = run.ks
+    retriever = run.fingerprint.get("retriever")
+    tokenization = retriever.get("tokenization") if isinstance(retriever, dict) else None
+    corpus = run.corpus
+    out = [
+        f"kb-eval {run.tool_version}: retriever {shown(run.retriever_name)}"
+        + (f" ({shown(str(tokenization))})" if tokenization else "")
+        + f", limit {run.limit}, {run.aggregate.query_count} queries"
+        + (f", {corpus.documents} documents / {corpus.chunks} chunks" if corpus is not None else ""),
+        "",
+    ]
+    header = ["metric", *[f"@{k}" for k in ks]]
+    rows = [
+        ["recall", *[f"{run.aggregate.recall_at_k[k]:.4f}" for k in ks]],
+        ["nDCG", *[f"{run.aggregate.ndcg_at_k[k]:.4f}" for k in ks]],
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    out.append(f"MRR     {run.aggregate.mrr:.4f}")
+    if run.by_tag:
+        out.append("")
+        out.append("by tag: " + ", ".join(
+            f"{shown(tag)} (n={m.query_count}) MRR {m.mrr:.4f}" for tag, m in run.by_tag
+        ))
+    if run.findings:
+        out.append("")
+        out.append(f"findings: {phrases.findings_headline(len(run.findings))}")
+        for located in displacing_first(run.findings):
+            out.append(f"  {shown(located.finding.path)}")
+            for quoted, location in zip(located.finding.quoted, located.locations):
+                phrase = phrases.displaced_phrase(quoted.rank_in_top_k, quoted.displaces_expected)
+                out.append(f"    {shown(quoted.query_id)} ({phrase}), {location.field} line {location.line}")
+    largest = run.largest_k
+    missed = [q for q in run.queries or () if q.metrics.recall_at_k[largest] < 1.0]
+    if missed:
+        out.append("")
+        out.append(phrases.missed_headline(len(missed), largest) + ":")
+        for q in missed:
+            got = ", ".join(f"{h.rank}. {shown(h.path)}" for h in q.hits[:3]) or "no hits"
+            want = ", ".join(shown(e.path) + (f" # {shown(e.heading)}" if e.heading else "") for e in q.expected)
+            out.append(
+                f"  {shown(q.id)}: recall@{largest} {q.metrics.recall_at_k[largest]:.2f}, "
+                f"RR {q.metrics.reciprocal_rank:.2f}"
+            )
+            out.append(f"    expected: {want}")
+            out.append(f"    got:      {got}")
+    out.append("")
+    out.extend(comparison_lines(report))
+    if report.gate.evaluated:
+        out.extend(gate_lines(report))
+    return "\n".join(out) + "\n"
+
+
+def comparison_lines(report: Report) -> list[str]:
+    comparison = report.comparison
+    if comparison.status is ComparisonStatus.NO_PREVIOUS:
+        return [phrases.not_compared_reason(comparison)]
+    if comparison.status is ComparisonStatus.INCOMPARABLE:
+        return ["Not compared with the previous run, because:"] + [f"  - {r}" for r in comparison.reasons]
+    lines = [f"Compared with {phrases.compared_with(comparison)}:"]
+    for delta in comparison.metric_deltas:
+        lines.append(f"  {delta.metric.label:<10} {delta.previous:.4f} -> {delta.current:.4f} ({delta.delta:+.4f})")
+    note = phrases.corpus_note(comparison)
+    if note is not None:
+        lines.append(f"  {note}")
+    for status, label in (("worse", "Worse"), ("better", "Better")):
+        ids = [shown(q.query_id) for q in comparison.query_deltas if q.status == status]
+        if ids:
+            more = " ..." if len(ids) > MAX_IDS_LISTED else ""
+            lines.append(f"  {label}: {', '.join(ids[:MAX_IDS_LISTED])}{more}")
+    return lines
+
+
+def gate_lines(report: Report) -> list[str]:
+    gate = report.gate
+    lines = [phrases.gate_line(gate)]
+    for verdict in gate.verdicts:
+        p = f", p = {verdict.significance.p_value:.4g} {verdict.significance.method}" if verdict.significance else ""
+        mark = "counts" if verdict.counts else "does not count"
+        lines.append(
+            f"  {verdict.metric.label}: {verdict.previous:.4f} -> {verdict.current:.4f} ({verdict.delta:+.4f}{p}) {mark}"
+        )
+        if verdict.counts and verdict.worst_queries:
+            worst = ", ".join(f"{shown(qid)} ({delta:+.3f})" for qid, delta in verdict.worst_queries)
+            lines.append(f"    worst queries: {worst}")
+    return lines

@@ -1,0 +1,110 @@
+"""Real runs in each state a reviewer meets, as records: first run, unchanged, worse, improved,
+regressed, gate without anything to compare, and many changed queries.
+
+Each state is produced by running the CLI on a real KB (the redesign fixture copied to a
+temporary folder), editing the KB between runs the way a pull request would. Shared by the
+renderer tests and by bench/screenshots.py, which renders each state as GitHub does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import shutil
+from pathlib import Path
+
+from scanner.cli import execute
+from scanner.compare import QueryDelta
+from scanner.pipeline import RunOutcome
+from scanner.render.markdown import SourceLinks, SummaryContext
+
+FIXTURE_KB = Path(__file__).resolve().parents[1] / "fixtures" / "redesign" / "kb"
+LINKS = SourceLinks("https://github.com", "octo/kb", "a" * 40, "123456")
+
+PUSHY_NOTE = (
+    "# Rollback and image tags in one page\n\n"
+    "Roll back a database migration: roll back, migration, database, roll back a database migration.\n"
+    "Which tag do container images get? Container images get a tag; images, tag, container.\n"
+)
+"""A new note that outranks the labelled answers of two queries without quoting them verbatim."""
+
+
+def _run(kb: Path, history: Path | None, *extra: str) -> RunOutcome:
+    argv = ["--kb-path", str(kb), "--format", "json", *extra]
+    argv += ["--history", str(history)] if history is not None else ["--no-history"]
+    result = execute(argv)
+    assert result.outcome is not None, result.stderr_text
+    return result.outcome
+
+
+def fresh_kb(folder: Path) -> Path:
+    kb = folder / "kb"
+    shutil.copytree(FIXTURE_KB, kb)
+    return kb
+
+
+def first_run(folder: Path) -> RunOutcome:
+    kb = fresh_kb(folder)
+    return _run(kb, folder / "history.json")
+
+
+def unchanged(folder: Path) -> RunOutcome:
+    kb = fresh_kb(folder)
+    _run(kb, folder / "history.json")
+    return _run(kb, folder / "history.json")
+
+
+def pushed_down(folder: Path, *gate: str) -> RunOutcome:
+    """A pull request adds a note that now ranks above two labelled answers."""
+    kb = fresh_kb(folder)
+    _run(kb, folder / "history.json")
+    (kb / "notes" / "rollback-and-tags.md").write_text(PUSHY_NOTE, encoding="utf-8")
+    return _run(kb, folder / "history.json", *gate)
+
+
+def improved(folder: Path) -> RunOutcome:
+    """The reverse: the pushy note is deleted."""
+    kb = fresh_kb(folder)
+    (kb / "notes" / "rollback-and-tags.md").write_text(PUSHY_NOTE, encoding="utf-8")
+    _run(kb, folder / "history.json")
+    (kb / "notes" / "rollback-and-tags.md").unlink()
+    return _run(kb, folder / "history.json")
+
+
+def gate_without_previous(folder: Path) -> RunOutcome:
+    kb = fresh_kb(folder)
+    return _run(kb, None, "--fail-on-regression")
+
+
+def many_changed(folder: Path, count: int = 57) -> RunOutcome:
+    """A worse run whose comparison lists `count` changed queries (the real ones, repeated with new ids)."""
+    outcome = pushed_down(folder)
+    comparison = outcome.report.comparison
+    changed = comparison.changed_queries()
+    assert changed, "the pushed-down state must change queries"
+    rows = tuple(
+        dataclasses.replace(changed[n % len(changed)], query_id=f"q{n:03d}") for n in range(count)
+    )
+    many: tuple[QueryDelta, ...] = rows
+    report = dataclasses.replace(outcome.report, comparison=dataclasses.replace(comparison, query_deltas=many))
+    return dataclasses.replace(outcome, report=report)
+
+
+def context(outcome: RunOutcome, *, gate_requested: bool = False, links: SourceLinks | None = LINKS) -> SummaryContext:
+    return SummaryContext(
+        kb_path="docs/kb", report_path="kb-eval-report.json", links=links,
+        history=outcome.history, gate_requested=gate_requested,
+    )
+
+
+STATES = {
+    "first-run": first_run,
+    "unchanged": unchanged,
+    "worse": lambda folder: pushed_down(folder, "--regression-threshold", "0.5"),
+    "improved": improved,
+    "regressed": lambda folder: pushed_down(folder, "--fail-on-regression", "--regression-threshold", "0.01"),
+    "gate-without-previous": gate_without_previous,
+    "many-changed": many_changed,
+}
+
+__all__ = ["STATES", "context", "io"]

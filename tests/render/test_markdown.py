@@ -1,0 +1,149 @@
+"""The step summary / PR comment, from real runs in every state a reviewer meets.
+
+Each test pins what must appear and the near miss that must not; every report is
+schema-valid (the records are the real ones a run produced).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from scanner.pipeline import RunOutcome
+from scanner.render.json_report import report_document, validation_errors
+from scanner.render.markdown import MAX_CHANGED_ROWS, render_summary
+from tests.render.states import STATES, context
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunOutcome]:
+    made = {}
+    for name, make in STATES.items():
+        made[name] = make(tmp_path_factory.mktemp(name))
+        assert validation_errors(report_document(made[name].report)) == []
+    return made
+
+
+def summary(outcomes: dict[str, RunOutcome], state: str, **kwargs: object) -> str:
+    outcome = outcomes[state]
+    return render_summary(outcome.report, context(outcome, **kwargs))  # type: ignore[arg-type]
+
+
+def first_line(markdown: str) -> str:
+    return markdown.splitlines()[0]
+
+
+@pytest.mark.parametrize(
+    ("state", "verdict"),
+    [
+        ("first-run", "Not compared"),
+        ("unchanged", "Unchanged"),
+        ("worse", "Worse, within the threshold"),
+        ("improved", "Improved"),
+        ("regressed", "Regressed"),
+    ],
+)
+def test_the_first_line_is_the_verdict_and_the_kb_path(outcomes: dict[str, RunOutcome], state: str, verdict: str) -> None:
+    assert first_line(summary(outcomes, state)) == f"## kb-eval: {verdict} · docs/kb"
+
+
+def test_the_verdict_comes_before_any_table(outcomes: dict[str, RunOutcome]) -> None:
+    markdown = summary(outcomes, "regressed")
+    assert markdown.index("Regressed") < markdown.index("| metric |") < markdown.index("### 2 queries changed")
+
+
+def test_the_summary_says_what_it_compared_with(outcomes: dict[str, RunOutcome]) -> None:
+    timestamp = outcomes["unchanged"].report.comparison.previous.timestamp  # type: ignore[union-attr]
+    assert f"Compared with the previous run in the history of {timestamp}." in summary(outcomes, "unchanged")
+    assert "Compared with" not in summary(outcomes, "first-run")
+    assert "No comparison: no previous run in the history" in summary(outcomes, "first-run")
+
+
+def test_a_delta_is_shown_only_where_a_metric_moved(outcomes: dict[str, RunOutcome]) -> None:
+    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in summary(outcomes, "worse").splitlines()
+            if line.startswith("| ") and line.count("|") == 4 and "metric" not in line and "---" not in line}
+    assert rows["MRR"].startswith("▼ -0.")
+    assert rows["recall@10"] == ""  # unchanged: no (+0.0000)
+    assert "+0.0000" not in summary(outcomes, "unchanged")
+    improved = summary(outcomes, "improved")
+    assert "▲ +0." in improved and "▼" not in improved.split("### ")[0]
+
+
+def test_a_query_pushed_down_shows_its_rank_move_and_what_now_ranks_above(outcomes: dict[str, RunOutcome]) -> None:
+    markdown = summary(outcomes, "worse")
+    row = next(line for line in markdown.splitlines() if line.startswith("| ▼ rollback-migration"))
+    assert "rank 1 → 2" in row and "notes/rollback-and-tags.md" in row
+    assert "queries changed" not in summary(outcomes, "unchanged")
+
+
+def test_fifty_and_more_changed_queries_are_capped_with_a_count(outcomes: dict[str, RunOutcome]) -> None:
+    markdown = summary(outcomes, "many-changed")
+    assert "### 57 queries changed" in markdown
+    assert sum(line.startswith("| ▼ q0") for line in markdown.splitlines()) == MAX_CHANGED_ROWS
+    assert f"… {57 - MAX_CHANGED_ROWS} more in the JSON report" in markdown
+
+
+def test_a_gate_that_could_not_run_is_said_and_silent_only_when_not_asked(outcomes: dict[str, RunOutcome]) -> None:
+    asked = summary(outcomes, "gate-without-previous", gate_requested=True)
+    assert "**The regression gate could not run: history disabled" in asked
+    assert "could not run" not in summary(outcomes, "gate-without-previous", gate_requested=False)
+
+
+def test_a_tripped_gate_is_bold_and_a_passed_one_is_not(outcomes: dict[str, RunOutcome]) -> None:
+    assert "**Regression: dropped by more than 0.01: " in summary(outcomes, "regressed")
+    passed = summary(outcomes, "worse")
+    assert "Regression gate passed" in passed and "**Regression" not in passed
+
+
+def test_findings_that_displaced_a_labelled_answer_come_first(outcomes: dict[str, RunOutcome]) -> None:
+    outcome = outcomes["first-run"]
+    [located] = outcome.report.run.findings
+    overview = dataclasses.replace(
+        located,
+        finding=dataclasses.replace(
+            located.finding,
+            path="aaa-overview.md",
+            quoted=tuple(dataclasses.replace(q, displaces_expected=False) for q in located.finding.quoted),
+        ),
+    )
+    run = dataclasses.replace(outcome.report.run, findings=(overview, located))
+    markdown = render_summary(dataclasses.replace(outcome.report, run=run), context(outcome))
+    assert markdown.index("about-the-eval.md") < markdown.index("aaa-overview.md")
+    assert "took rank 1 above the expected document" in markdown
+    assert "below the expected document" in markdown
+
+
+def test_long_parts_are_folded(outcomes: dict[str, RunOutcome]) -> None:
+    markdown = summary(outcomes, "first-run")
+    assert "<details><summary>1 query missed an expected document in the top 10</summary>" in markdown
+    assert "<details><summary>1 warning</summary>" in markdown
+
+
+def test_a_trend_chart_needs_two_runs(outcomes: dict[str, RunOutcome]) -> None:
+    assert "xychart-beta" in summary(outcomes, "unchanged")
+    assert "xychart-beta" not in summary(outcomes, "first-run")
+
+
+def test_the_run_is_linked_and_files_link_to_the_head_commit(outcomes: dict[str, RunOutcome]) -> None:
+    markdown = summary(outcomes, "first-run")
+    assert "[Run log](https://github.com/octo/kb/actions/runs/123456)" in markdown
+    assert "(https://github.com/octo/kb/blob/" + "a" * 40 + "/docs/kb/notes/about-the-eval.md#L6)" in markdown
+    assert "](" not in summary(outcomes, "first-run", links=None)
+
+
+def test_pull_request_text_cannot_add_markup(outcomes: dict[str, RunOutcome]) -> None:
+    outcome = outcomes["first-run"]
+    [query, *rest] = outcome.report.run.queries or ()
+    hostile = dataclasses.replace(query, id="<img src=x>|@org/team", metrics=dataclasses.replace(
+        query.metrics, recall_at_k={k: 0.0 for k in query.metrics.recall_at_k}))
+    run = dataclasses.replace(outcome.report.run, queries=(hostile, *rest))
+    markdown = render_summary(dataclasses.replace(outcome.report, run=run), context(outcome))
+    assert "\\<img src=x\\>\\|@\u200borg/team" in markdown
+    assert re.search(r"(?<!\\)<img", markdown) is None  # only the escaped form
+
+
+Make = Callable[[Path], RunOutcome]
