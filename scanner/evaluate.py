@@ -22,7 +22,7 @@ from .golden import GoldenQuery, GoldenSet, find_golden, load_golden
 from .index import Index
 from .metrics import METRIC_VERSION, AggregateMetrics, QueryMetrics, aggregate, score_query
 from .parse_cache import ParseCache
-from .query_compiler import QUERY_COMPILER_VERSION, compile_query
+from .query_compiler import compile_query
 from .quotes import Finding, QuoteLocation, locate, normalise, scan
 from .retrievers.base import Hit, Retriever, SearchRequest
 from .retrievers.builtin import BuiltinRetriever, FieldWeights, Tokenization
@@ -108,7 +108,6 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         "k": list(ks),
         "golden_sha256": golden.sha256,
         "metric_version": METRIC_VERSION,
-        "query_compiler_version": QUERY_COMPILER_VERSION,
     }
     timestamp = options.timestamp or datetime.now(UTC)
     run = RunRecord(

@@ -1,9 +1,12 @@
-"""Builders for run records (report dicts) used by the history, compare and gate tests."""
+"""Builders for run documents (as a history or baseline file holds them) and the records read from them."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+from scanner.run import RunRecord
+from scanner.runrecord import run_from_document
 
 KS = (1, 5, 10)
 
@@ -15,7 +18,6 @@ def fingerprint(**changes: Any) -> dict[str, Any]:
         "k": list(KS),
         "golden_sha256": "a" * 64,
         "metric_version": 2,
-        "query_compiler_version": 1,
     }
     base.update(changes)
     return base
@@ -45,7 +47,7 @@ def make_run(
             "expected": [{"path": f"{query_id}.md", "heading": None}],
             "top_k": [{"rank": 1, "path": f"{query_id}.md", "heading": "Intro", "score": 1.0}],
             "metrics": {
-                "rr": value,
+                "reciprocal_rank": value,
                 "recall_at_k": {str(k): value for k in KS},
                 "ndcg_at_k": {str(k): value for k in KS},
             },
@@ -82,3 +84,18 @@ def uniform_aggregate(value: float, query_count: int = 3) -> dict[str, Any]:
         "recall_at_k": {str(k): value for k in KS},
         "ndcg_at_k": {str(k): value for k in KS},
     }
+
+
+def make_record(values: dict[str, float] | None = None, **changes: Any) -> RunRecord:
+    """`make_run` as the record a history or baseline reader turns it into."""
+    return run_from_document(make_run(values, **changes))
+
+
+def run_with_a_finding() -> RunRecord:
+    """A real run (the redesign fixture through the CLI) whose note quotes two golden queries."""
+    from scanner.cli import execute
+
+    result = execute(["--kb-path", "tests/fixtures/redesign/kb", "--run", "tests/fixtures/redesign/run.jsonl",
+                      "--no-history", "--format", "json"])
+    assert result.report is not None and result.report.run.findings
+    return result.report.run

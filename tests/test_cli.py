@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner import report as report_module
+from scanner import pipeline
 from scanner.errors import ExitCode
 from scanner.render.json_report import validation_errors
 from tests.conftest import REPO, golden_yaml, run_cli, write_tree
@@ -112,27 +112,28 @@ def test_usage_errors_are_exit_2(tmp_path: Path) -> None:
 
 def test_a_report_that_fails_its_schema_is_exit_3_and_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kb = small_kb(tmp_path / "kb")
-    out = tmp_path / "report.json"
-    original = report_module.build_report
+    out, history, baseline = tmp_path / "report.json", tmp_path / "history.json", tmp_path / "baseline.json"
+    original = pipeline.report_document
 
-    def broken(**kwargs):  # type: ignore[no-untyped-def]
-        report = original(**kwargs)
-        del report["findings"]
-        return report
+    def broken(report):  # type: ignore[no-untyped-def]
+        document = original(report)
+        del document["findings"]
+        return document
 
-    monkeypatch.setattr(report_module, "build_report", broken)
-    result = run_cli("--kb-path", kb, "--output", out, "--format", "json")
+    monkeypatch.setattr(pipeline, "report_document", broken)
+    result = run_cli(
+        "--kb-path", kb, "--output", out, "--format", "json", "--history", history, "--save-baseline", baseline
+    )
     assert result.code == ExitCode.INTERNAL
-    assert "findings" in result.stderr and result.stdout == "" and not out.exists()
+    assert "findings" in result.stderr and result.stdout == ""
+    assert not out.exists() and not history.exists() and not baseline.exists()
 
 
 def test_an_unexpected_exception_is_exit_3_not_bad_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import scanner.cli
-
     def explode(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise ValueError("a bug")
 
-    monkeypatch.setattr(scanner.cli, "run_eval", explode)
+    monkeypatch.setattr(pipeline, "run_eval", explode)
     result = run_cli("--kb-path", small_kb(tmp_path / "kb"))
     assert result.code == 3 and "ValueError: a bug" in result.stderr
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
+from scanner.gate import evaluate_gate
+from scanner.run import Report
 from scanner.compare import (
+    Comparison,
     ComparisonStatus,
     Metric,
     compare_runs,
@@ -16,7 +20,11 @@ from scanner.compare import (
     no_previous,
     pick_comparable,
 )
-from tests.run_records import fingerprint, make_run
+from scanner.index import CorpusSnapshot
+from scanner.render.json_report import corpus_changed, diff_document, previous_document, report_document
+from scanner.render.phrases import corpus_note
+from scanner.runrecord import run_from_document, run_record_problems
+from tests.run_records import fingerprint, make_record, make_run, run_with_a_finding
 
 # --- comparability --------------------------------------------------------------------
 
@@ -40,7 +48,6 @@ def test_a_changed_limit_is_named_with_both_values() -> None:
     [
         ({"k": [1, 3, 10]}, "k values differ: [1, 5, 10] vs [1, 3, 10]"),
         ({"metric_version": 3}, "metric version differs: 2 vs 3"),
-        ({"query_compiler_version": 2}, "query compiler version differs: 1 vs 2"),
         (
             {"retriever": {"name": "builtin", "tokenizer": "porter"}},
             'retriever differs: tokenizer "unicode61" vs "porter"',
@@ -76,22 +83,28 @@ def test_values_from_a_crafted_file_are_escaped_and_cut_in_reasons() -> None:
 
 def test_pick_comparable_takes_the_newest_run_with_an_equal_fingerprint() -> None:
     runs = [
-        make_run(timestamp="2026-12-03T00:00:00Z", fingerprint_changes={"limit": 20}),
-        make_run(timestamp="2026-12-02T00:00:00Z"),
-        make_run(timestamp="2026-12-01T00:00:00Z"),
+        make_record(timestamp="2026-12-03T00:00:00Z", fingerprint_changes={"limit": 20}),
+        make_record(timestamp="2026-12-02T00:00:00Z"),
+        make_record(timestamp="2026-12-01T00:00:00Z"),
     ]
     picked = pick_comparable(fingerprint(), runs)
-    assert picked is not None and picked["timestamp"] == "2026-12-02T00:00:00Z"
+    assert picked is not None and picked.timestamp == "2026-12-02T00:00:00Z"
     assert pick_comparable(fingerprint(limit=5), runs) is None
 
 
 # --- statuses and the JSON fragments ----------------------------------------------------
 
 
+def fragments(comparison: Comparison) -> dict[str, object]:
+    """The report keys a comparison fills, as the JSON report writes them."""
+    document = report_document(Report(make_record(), comparison, evaluate_gate(comparison, 0.05)))
+    return {key: document[key] for key in ("previous", "diff", "corpus_changed", "comparison")}
+
+
 def test_no_history_means_no_previous_and_corpus_changed_is_null_not_false() -> None:
-    comparison = compare_with_history(make_run(), [])
+    comparison = compare_with_history(make_record(), [])
     assert comparison.status is ComparisonStatus.NO_PREVIOUS
-    assert comparison.to_json() == {
+    assert fragments(comparison) == {
         "previous": None,
         "diff": None,
         "corpus_changed": None,
@@ -104,41 +117,41 @@ def test_no_history_means_no_previous_and_corpus_changed_is_null_not_false() -> 
 
 
 def test_a_history_with_no_comparable_run_compares_nothing_and_says_why() -> None:
-    runs = [make_run(fingerprint_changes={"golden_sha256": "c" * 64})]
-    comparison = compare_with_history(make_run(), runs)
-    fragments = comparison.to_json()
-    assert fragments["comparison"] == {
+    runs = [make_record(fingerprint_changes={"golden_sha256": "c" * 64})]
+    comparison = compare_with_history(make_record(), runs)
+    parts = fragments(comparison)
+    assert parts["comparison"] == {
         "status": "incomparable",
         "source": "history",
         "reasons": ["golden changed since the previous run"],
     }
-    assert fragments["previous"] is None and fragments["diff"] is None
-    assert fragments["corpus_changed"] is None
+    assert parts["previous"] is None and parts["diff"] is None
+    assert parts["corpus_changed"] is None
 
 
 def test_a_baseline_with_another_limit_is_incomparable() -> None:
-    comparison = compare_runs(make_run(fingerprint_changes={"limit": 20}), make_run(), "baseline")
+    comparison = compare_runs(make_record(fingerprint_changes={"limit": 20}), make_record(), "baseline")
     assert comparison.status is ComparisonStatus.INCOMPARABLE
     assert comparison.reasons[0].startswith("limit differs: 10 vs 20 (the baseline vs this run)")
 
 
 def test_the_newest_comparable_run_is_compared_when_the_newest_is_not() -> None:
     runs = [
-        make_run(timestamp="2026-12-03T00:00:00Z", fingerprint_changes={"limit": 20}),
-        make_run({"q1": 0.0, "q2": 0.5, "q3": 0.0}, timestamp="2026-12-01T00:00:00Z"),
+        make_record(timestamp="2026-12-03T00:00:00Z", fingerprint_changes={"limit": 20}),
+        make_record({"q1": 0.0, "q2": 0.5, "q3": 0.0}, timestamp="2026-12-01T00:00:00Z"),
     ]
-    comparison = compare_with_history(make_run(), runs)
+    comparison = compare_with_history(make_record(), runs)
     assert comparison.status is ComparisonStatus.COMPARED
-    previous = comparison.previous_json()
+    previous = previous_document(comparison)
     assert previous is not None and previous["timestamp"] == "2026-12-01T00:00:00Z"
     assert previous["source"] == "history"
 
 
 def test_identical_runs_compare_with_zero_deltas_and_an_unchanged_corpus() -> None:
-    comparison = compare_runs(make_run(), make_run())
-    diff = comparison.diff_json()
+    comparison = compare_runs(make_record(), make_record())
+    diff = diff_document(comparison)
     assert diff is not None
-    assert comparison.corpus_changed_json() is False
+    assert corpus_changed(comparison) is False
     assert diff["queries"] == {
         "worse": [],
         "better": [],
@@ -149,11 +162,11 @@ def test_identical_runs_compare_with_zero_deltas_and_an_unchanged_corpus() -> No
     }
     assert diff["per_query"] == []
     assert all(delta.delta == 0 for delta in comparison.metric_deltas)
-    json.dumps(comparison.to_json(), allow_nan=False)
+    json.dumps(fragments(comparison), allow_nan=False)
 
 
 def test_every_aggregate_metric_gets_a_delta() -> None:
-    comparison = compare_runs(make_run(), make_run())
+    comparison = compare_runs(make_record(), make_record())
     labels = [delta.metric.label for delta in comparison.metric_deltas]
     assert labels == [
         "recall@1",
@@ -164,56 +177,54 @@ def test_every_aggregate_metric_gets_a_delta() -> None:
         "nDCG@5",
         "nDCG@10",
     ]
-    diff = comparison.diff_json()
+    diff = diff_document(comparison)
     assert diff is not None
     assert set(diff["aggregate"]) == {"mrr", "recall_at_k", "ndcg_at_k"}
 
 
 def test_per_query_deltas_are_matched_by_id_not_position() -> None:
-    previous = make_run({"q3": 0.0, "q2": 1.0, "q1": 0.5})
-    current = make_run({"q1": 1.0, "q2": 0.0, "q3": 0.0})
+    previous = make_record({"q3": 0.0, "q2": 1.0, "q1": 0.5})
+    current = make_record({"q1": 1.0, "q2": 0.0, "q3": 0.0})
     comparison = compare_runs(current, previous)
-    diff = comparison.diff_json()
+    diff = diff_document(comparison)
     assert diff is not None
     assert diff["queries"]["worse"] == ["q2"]
     assert diff["queries"]["better"] == ["q1"]
     assert diff["queries"]["unchanged"] == 1
     rows = diff["per_query"]
     assert [row["id"] for row in rows] == ["q2", "q1"]
-    assert rows[0]["metrics"]["rr"] == {"previous": 1.0, "current": 0.0, "delta": -1.0}
+    assert rows[0]["metrics"]["reciprocal_rank"] == {"previous": 1.0, "current": 0.0, "delta": -1.0}
     assert comparison.worst_queries(Metric("recall", 5)) == [("q2", -1.0)]
 
 
 def test_queries_only_in_one_run_are_listed() -> None:
-    comparison = compare_runs(make_run({"q1": 1.0, "new": 1.0}), make_run({"q1": 1.0, "gone": 0.0}))
-    diff = comparison.diff_json()
+    comparison = compare_runs(make_record({"q1": 1.0, "new": 1.0}), make_record({"q1": 1.0, "gone": 0.0}))
+    diff = diff_document(comparison)
     assert diff is not None
     assert diff["queries"]["only_in_current"] == ["new"]
     assert diff["queries"]["only_in_previous"] == ["gone"]
 
 
 def test_deltas_are_rounded_so_float_noise_is_not_a_change() -> None:
-    comparison = compare_runs(make_run({"q1": 0.75}), make_run({"q1": 0.80}))
+    comparison = compare_runs(make_record({"q1": 0.75}), make_record({"q1": 0.80}))
     assert comparison.metric_deltas[0].delta == -0.05
 
 
-def test_a_previous_run_with_a_crafted_timestamp_is_not_compared() -> None:
+def test_a_previous_run_with_a_crafted_timestamp_is_never_turned_into_a_record() -> None:
     previous = make_run(timestamp="2026-12-01T00:00:00Z\n::error::injected")
-    comparison = compare_runs(make_run(), previous)
-    assert comparison.status is ComparisonStatus.NO_PREVIOUS
-    assert not any("\n" in line for line in comparison.text_lines())
+    problems = run_record_problems(previous)
+    assert problems and not any("\n" in problem for problem in problems)
+    assert run_record_problems(make_run(timestamp="2026-12-01T00:00:00Z")) == []
 
 
-def test_a_previous_run_with_an_impossible_value_is_not_compared() -> None:
+def test_a_previous_run_with_an_impossible_value_is_never_turned_into_a_record() -> None:
     previous = make_run()
     previous["aggregate"]["mrr"] = float("nan")
-    comparison = compare_runs(make_run(), previous)
-    assert comparison.status is ComparisonStatus.NO_PREVIOUS
-    assert "aggregate.mrr" in comparison.reasons[0]
+    assert "aggregate.mrr" in run_record_problems(previous)[0]
     previous["aggregate"]["mrr"] = 1.0000001
-    assert compare_runs(make_run(), previous).status is ComparisonStatus.NO_PREVIOUS
+    assert run_record_problems(previous)
     previous["aggregate"]["mrr"] = 1.0
-    assert compare_runs(make_run(), previous).status is ComparisonStatus.COMPARED
+    assert run_record_problems(previous) == []
 
 
 def test_an_old_run_without_newer_fields_still_compares() -> None:
@@ -223,7 +234,8 @@ def test_an_old_run_without_newer_fields_still_compares() -> None:
         "aggregate": {"mrr": 0.5, "recall_at_k": {"1": 0.5, "5": 0.5, "10": 0.5}},
         "per_query": [{"id": "q1", "metrics": {"rr": 1.0}}],
     }
-    comparison = compare_runs(make_run(), old)
+    assert run_record_problems(old) == []
+    comparison = compare_runs(make_record(), run_from_document(old))
     assert comparison.status is ComparisonStatus.COMPARED
     assert [d.metric.label for d in comparison.metric_deltas] == [
         "recall@1",
@@ -231,13 +243,13 @@ def test_an_old_run_without_newer_fields_still_compares() -> None:
         "recall@10",
         "MRR",
     ]
-    assert comparison.corpus_changed_json() is None
+    assert corpus_changed(comparison) is None
     assert comparison.query_deltas[0].deltas[0].metric == Metric("mrr", None)
 
 
 def test_no_previous_is_its_own_status() -> None:
     comparison = no_previous("history disabled (--no-history)")
-    assert comparison.comparison_json() == {
+    assert fragments(comparison)["comparison"] == {
         "status": "no-previous",
         "source": None,
         "reasons": ["history disabled (--no-history)"],
@@ -251,35 +263,40 @@ def _corpus(documents: int = 642, chunks: int = 9400, digest: str = "1") -> dict
     return {"documents": documents, "chunks": chunks, "digest": "sha256:" + digest * 64}
 
 
+def _snapshot(documents: int = 642, chunks: int = 9400, digest: str = "1") -> CorpusSnapshot:
+    return CorpusSnapshot(documents, chunks, "sha256:" + digest * 64)
+
+
 def test_a_document_added_marks_the_corpus_changed_and_still_compares() -> None:
-    comparison = compare_runs(make_run(corpus=_corpus(646, 9420)), make_run(corpus=_corpus(642, 9400)))
+    comparison = compare_runs(make_record(corpus=_corpus(646, 9420)), make_record(corpus=_corpus(642, 9400)))
     assert comparison.status is ComparisonStatus.COMPARED
-    assert comparison.corpus_changed_json() is True
+    assert corpus_changed(comparison) is True
     assert comparison.corpus is not None
     assert comparison.corpus.description == "642 -> 646 documents, 9400 -> 9420 chunks"
-    assert any("642 -> 646 documents" in line and "not retrieval" in line for line in comparison.text_lines())
+    assert "642 -> 646 documents" in (corpus_note(comparison) or "") and "not retrieval" in (corpus_note(comparison) or "")
 
 
 def test_same_counts_with_another_digest_is_a_changed_corpus() -> None:
-    change = corpus_change(_corpus(digest="2"), _corpus(digest="1"))
+    change = corpus_change(_snapshot(digest="2"), _snapshot(digest="1"))
     assert change.changed is True and change.description == "same counts, different contents"
 
 
 def test_same_counts_and_digest_is_an_unchanged_corpus() -> None:
-    change = corpus_change(_corpus(), _corpus())
+    change = corpus_change(_snapshot(), _snapshot())
     assert change.changed is False
-    comparison = compare_runs(make_run(corpus=_corpus()), make_run(corpus=_corpus()))
-    assert not any("not retrieval" in line for line in comparison.text_lines())
+    comparison = compare_runs(make_record(corpus=_corpus()), make_record(corpus=_corpus()))
+    assert corpus_note(comparison) is None
 
 
 def test_an_unrecorded_previous_corpus_is_unknown_not_unchanged() -> None:
-    assert corpus_change(_corpus(), None).changed is None
-    no_digest = {"documents": 642, "chunks": 9400}
-    assert corpus_change(_corpus(), no_digest).changed is None
-    assert corpus_change(_corpus(650), no_digest).changed is True
+    assert corpus_change(_snapshot(), None).changed is None
+    no_digest = run_from_document({**make_run(), "corpus": {"documents": 642, "chunks": 9400}}).corpus
+    assert corpus_change(_snapshot(), no_digest).changed is None
+    assert corpus_change(_snapshot(650), no_digest).changed is True
 
 
 def test_a_new_finding_does_not_make_runs_incomparable() -> None:
-    finding = {"check": "golden-queries-quoted", "path": "notes/x.md", "quoted": []}
-    comparison = compare_runs(make_run(findings=[finding]), make_run())
+    [located] = run_with_a_finding().findings
+    current = dataclasses.replace(make_record(), findings=(located,))
+    comparison = compare_runs(current, make_record())
     assert comparison.status is ComparisonStatus.COMPARED

@@ -9,12 +9,15 @@ import pytest
 from scanner.compare import compare_runs, compare_with_history
 from scanner.errors import InputError
 from scanner.gate import GateResult, check_gate_settings, evaluate_gate
-from tests.run_records import make_run, uniform_aggregate
+from scanner.render.json_report import gate_document
+from scanner.render.text import gate_lines
+from scanner.run import Report
+from tests.run_records import make_record, uniform_aggregate
 
 
 def _gate_for(previous_value: float, current_value: float, threshold: float = 0.05) -> GateResult:
-    previous = make_run(aggregate=uniform_aggregate(previous_value))
-    current = make_run(aggregate=uniform_aggregate(current_value))
+    previous = make_record(aggregate=uniform_aggregate(previous_value))
+    current = make_record(aggregate=uniform_aggregate(current_value))
     return evaluate_gate(compare_runs(current, previous), threshold)
 
 
@@ -40,10 +43,10 @@ def test_a_drop_just_above_the_threshold_trips() -> None:
 
 
 def test_a_drop_in_a_single_metric_trips_and_is_named() -> None:
-    previous = make_run(aggregate=uniform_aggregate(0.8))
+    previous = make_record(aggregate=uniform_aggregate(0.8))
     dropped = uniform_aggregate(0.8)
     dropped["ndcg_at_k"]["5"] = 0.7
-    result = evaluate_gate(compare_runs(make_run(aggregate=dropped), previous), 0.05)
+    result = evaluate_gate(compare_runs(make_record(aggregate=dropped), previous), 0.05)
     assert result.tripped
     assert [v.metric.label for v in result.verdicts if v.counts] == ["nDCG@5"]
     assert "nDCG@5 -0.1000" in result.reason
@@ -55,33 +58,34 @@ def test_an_improvement_never_trips() -> None:
 
 
 def test_the_gate_names_the_worst_queries() -> None:
-    previous = make_run({"q1": 1.0, "q2": 1.0, "q3": 0.5, "q4": 1.0})
-    current = make_run({"q1": 1.0, "q2": 0.0, "q3": 0.25, "q4": 1.0})
+    previous = make_record({"q1": 1.0, "q2": 1.0, "q3": 0.5, "q4": 1.0})
+    current = make_record({"q1": 1.0, "q2": 0.0, "q3": 0.25, "q4": 1.0})
     result = evaluate_gate(compare_runs(current, previous), 0.05)
     assert result.tripped
     recall5 = next(v for v in result.verdicts if v.metric.label == "recall@5")
     assert recall5.worst_queries == (("q2", -1.0), ("q3", -0.25))
     assert "worst queries: q2 (-1.000), q3 (-0.250)" in result.reason
-    assert any("worst queries: q2" in line for line in result.text_lines())
+    report = Report(current, compare_runs(current, previous), result)
+    assert any("worst queries: q2" in line for line in gate_lines(report))
 
 
 def test_without_a_comparable_run_the_gate_is_a_no_op_that_says_why() -> None:
     runs = [
-        make_run(
+        make_record(
             fingerprint_changes={"golden_sha256": "e" * 64},
             aggregate=uniform_aggregate(1.0),
         )
     ]
-    result = evaluate_gate(compare_with_history(make_run(aggregate=uniform_aggregate(0.0)), runs), 0.05)
+    result = evaluate_gate(compare_with_history(make_record(aggregate=uniform_aggregate(0.0)), runs), 0.05)
     assert not result.tripped and not result.evaluated
     assert "golden changed since the previous run" in result.reason
-    empty = evaluate_gate(compare_with_history(make_run(), []), 0.05)
+    empty = evaluate_gate(compare_with_history(make_record(), []), 0.05)
     assert not empty.tripped and "no previous run" in empty.reason
 
 
 def test_findings_never_trip_the_gate() -> None:
     finding = {"check": "golden-queries-quoted", "path": "notes/x.md", "quoted": []}
-    result = evaluate_gate(compare_runs(make_run(findings=[finding] * 5), make_run()), 0.0)
+    result = evaluate_gate(compare_runs(make_record(findings=[finding] * 5), make_record()), 0.0)
     assert result.evaluated and not result.tripped
 
 
@@ -94,8 +98,8 @@ def test_a_zero_threshold_trips_on_any_drop() -> None:
 
 
 def test_with_alpha_one_query_flipping_on_five_does_not_trip_but_reports_p() -> None:
-    previous = make_run({f"q{i}": 1.0 for i in range(5)})
-    current = make_run({"q0": 0.0} | {f"q{i}": 1.0 for i in range(1, 5)})
+    previous = make_record({f"q{i}": 1.0 for i in range(5)})
+    current = make_record({"q0": 0.0} | {f"q{i}": 1.0 for i in range(1, 5)})
     comparison = compare_runs(current, previous)
     assert evaluate_gate(comparison, 0.05).tripped  # the near miss: without alpha it trips
 
@@ -106,12 +110,12 @@ def test_with_alpha_one_query_flipping_on_five_does_not_trip_but_reports_p() -> 
         assert verdict.over_threshold and not verdict.counts
         assert verdict.significance is not None and verdict.significance.p_value == 1.0
     assert "not significant at alpha 0.05" in result.reason
-    assert result.to_json()["metrics"][0]["p_value"] == 1.0
+    assert gate_document(result)["metrics"][0]["p_value"] == 1.0
 
 
 def test_with_alpha_a_broad_drop_is_significant_and_trips() -> None:
-    previous = make_run({f"q{i:02d}": 1.0 for i in range(40)})
-    current = make_run({f"q{i:02d}": (0.0 if i < 30 else 1.0) for i in range(40)})
+    previous = make_record({f"q{i:02d}": 1.0 for i in range(40)})
+    current = make_record({f"q{i:02d}": (0.0 if i < 30 else 1.0) for i in range(40)})
     result = evaluate_gate(compare_runs(current, previous), 0.05, alpha=0.05)
     assert result.tripped
     for verdict in result.verdicts:

@@ -23,6 +23,9 @@ from scanner.history import (
     save_baseline,
     save_history,
 )
+from scanner.render.json_report import run_document
+from scanner.runrecord import run_from_document
+from tests.run_records import run_with_a_finding
 from tests.run_records import make_run
 
 
@@ -70,7 +73,7 @@ def _refused_by_read_and_save(path: Path) -> list[InputError]:
 
 def test_an_absent_history_is_an_empty_one(tmp_path: Path) -> None:
     read = read_history(tmp_path / "missing.json")
-    assert read.runs == () and read.warnings == () and read.existed is False
+    assert read.documents == () and read.warnings == () and read.existed is False
 
 
 def test_a_saved_history_reads_back_newest_first(tmp_path: Path) -> None:
@@ -79,18 +82,18 @@ def test_a_saved_history_reads_back_newest_first(tmp_path: Path) -> None:
     saved = save_history(path, runs, max_runs=10)
     read = read_history(path)
     assert saved.kept == 3 and saved.warnings == ()
-    assert [run["timestamp"] for run in read.runs] == [r["timestamp"] for r in runs]
-    assert read.runs[0] == runs[0] and read.warnings == ()
+    assert [run["timestamp"] for run in read.documents] == [r["timestamp"] for r in runs]
+    assert read.documents[0] == runs[0] and read.warnings == ()
 
 
-def test_comparison_keys_are_not_stored_in_history(tmp_path: Path) -> None:
+def test_a_history_entry_is_the_run_without_its_comparison(tmp_path: Path) -> None:
+    # The pipeline writes run_document(run): a report's comparison keys never reach the history.
     path = tmp_path / "h.json"
-    report = make_run() | {"previous": None, "diff": None, "corpus_changed": None}
-    report["comparison"] = {"status": "no-previous", "source": None, "reasons": []}
-    save_history(path, [report])
-    stored = read_history(path).runs[0]
-    assert not {"previous", "diff", "corpus_changed", "comparison"} & stored.keys()
-    assert stored["per_query"] == report["per_query"]
+    run = run_with_a_finding()
+    save_history(path, [run_document(run)])
+    stored = read_history(path).documents[0]
+    assert not {"previous", "diff", "corpus_changed", "comparison", "gate"} & stored.keys()
+    assert stored["findings"] and stored["per_query"]
 
 
 # --- refused: stops the run, leaves the file untouched ---------------------------------
@@ -154,7 +157,7 @@ def test_a_history_at_exactly_the_cap_is_read(tmp_path: Path) -> None:
     path = tmp_path / "h.json"
     content = _history_bytes([make_run()])
     path.write_bytes(content)
-    assert len(read_history(path, cap_bytes=len(content)).runs) == 1
+    assert len(read_history(path, cap_bytes=len(content)).documents) == 1
     with pytest.raises(InputError):
         read_history(path, cap_bytes=len(content) - 1)
 
@@ -240,12 +243,12 @@ def test_garbage_content_starts_a_fresh_history_with_a_warning(tmp_path: Path, c
     path = tmp_path / ".kb-eval-history.json"
     path.write_bytes(content)
     read = read_history(path)
-    assert read.runs == () and read.existed is True
+    assert read.documents == () and read.existed is True
     assert [w.code for w in read.warnings] == ["history-unparsable"]
     assert read.warnings[0].to_json()["file"] == str(path)
     # and the next save replaces it with a good history
     save_history(path, [make_run()])
-    assert len(read_history(path).runs) == 1
+    assert len(read_history(path).documents) == 1
 
 
 @pytest.mark.parametrize(
@@ -275,7 +278,7 @@ def test_a_run_with_an_impossible_metric_is_dropped_and_the_others_kept(
     good = make_run(timestamp="2026-12-01T00:00:00Z")
     path.write_bytes(_history_bytes([bad, good]))
     read = read_history(path)
-    assert [run["timestamp"] for run in read.runs] == ["2026-12-01T00:00:00Z"]
+    assert [run["timestamp"] for run in read.documents] == ["2026-12-01T00:00:00Z"]
     assert [w.code for w in read.warnings] == ["history-run-dropped"]
     assert "aggregate.mrr" in read.warnings[0].message
 
@@ -286,7 +289,7 @@ def test_a_run_with_a_repeated_query_id_is_dropped(tmp_path: Path) -> None:
     bad["per_query"][1]["id"] = bad["per_query"][0]["id"]
     path.write_bytes(_history_bytes([bad]))
     read = read_history(path)
-    assert read.runs == () and "appears twice" in read.warnings[0].message
+    assert read.documents == () and "appears twice" in read.warnings[0].message
 
 
 def test_an_old_history_without_newer_fields_loads(tmp_path: Path) -> None:
@@ -299,7 +302,7 @@ def test_an_old_history_without_newer_fields_loads(tmp_path: Path) -> None:
     path = tmp_path / "h.json"
     path.write_bytes(_history_bytes([old_run]))
     read = read_history(path)
-    assert read.runs == (old_run,) and read.warnings == ()
+    assert read.documents == (old_run,) and read.warnings == ()
 
 
 # --- saving: pruning and its limits ------------------------------------------------------
@@ -316,7 +319,7 @@ def test_pruning_by_count_keeps_the_newest_runs_without_a_warning(
     runs = _runs(5)
     saved = save_history(path, runs, max_runs=2)
     assert saved.kept == 2 and saved.dropped_for_count == 3 and saved.warnings == ()
-    assert [r["timestamp"] for r in read_history(path).runs] == [r["timestamp"] for r in runs[:2]]
+    assert [r["timestamp"] for r in read_history(path).documents] == [r["timestamp"] for r in runs[:2]]
 
 
 def test_pruning_by_size_keeps_the_newest_runs_that_fit_and_warns(
@@ -324,7 +327,7 @@ def test_pruning_by_size_keeps_the_newest_runs_that_fit_and_warns(
 ) -> None:
     path = tmp_path / "h.json"
     runs = _runs(5)
-    full = save_history(tmp_path / "all.json", runs, cap_bytes=10**9).bytes_written
+    full = save_history(tmp_path / "all.json", runs, cap_bytes=10**9).data.__len__()
     one_run = len(json.dumps(runs[0], separators=(",", ":")))
     cap = full - 2 * one_run + 10  # room for 3 runs, not 4
 
@@ -332,7 +335,7 @@ def test_pruning_by_size_keeps_the_newest_runs_that_fit_and_warns(
 
     assert saved.kept == 3 and saved.dropped_for_size == 2
     assert path.stat().st_size <= cap
-    assert [r["timestamp"] for r in read_history(path, cap).runs] == [r["timestamp"] for r in runs[:3]]
+    assert [r["timestamp"] for r in read_history(path, cap).documents] == [r["timestamp"] for r in runs[:3]]
     assert [w.code for w in saved.warnings] == ["history-pruned"]
     assert "kept the newest 3 of 5 runs" in saved.warnings[0].message
 
@@ -340,7 +343,7 @@ def test_pruning_by_size_keeps_the_newest_runs_that_fit_and_warns(
 def test_a_history_exactly_at_the_cap_is_not_pruned(tmp_path: Path) -> None:
     path = tmp_path / "h.json"
     runs = _runs(4)
-    full = save_history(tmp_path / "all.json", runs, cap_bytes=10**9).bytes_written
+    full = save_history(tmp_path / "all.json", runs, cap_bytes=10**9).data.__len__()
     saved = save_history(path, runs, cap_bytes=full)
     assert saved.kept == 4 and saved.warnings == () and path.stat().st_size == full
 
@@ -393,7 +396,7 @@ def test_a_saved_baseline_reads_back_as_its_run_record(tmp_path: Path) -> None:
     report = make_run() | {"previous": None, "diff": None, "corpus_changed": None}
     save_baseline(path, report)
     record = read_baseline(path, _no_schema_problems)
-    assert record == {k: v for k, v in report.items() if k not in ("previous", "diff", "corpus_changed")}
+    assert record == run_from_document(make_run())
 
 
 def test_a_baseline_the_schema_rejects_is_an_input_error(tmp_path: Path) -> None:

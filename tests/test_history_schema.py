@@ -8,15 +8,18 @@ from typing import Any
 import jsonschema
 import pytest
 
-from scanner.compare import compare_runs, compare_with_history, no_previous
-from scanner.gate import evaluate_gate
-from scanner.render.json_report import SCHEMA_PATH
-from tests.run_records import make_run
+from scanner.compare import Comparison, compare_runs, compare_with_history, no_previous
+from scanner.gate import GateResult, evaluate_gate
+from scanner.render.json_report import SCHEMA_PATH, report_document
+from scanner.run import Report, RunRecord
+from scanner.runrecord import run_from_document
+from tests.run_records import make_record, make_run
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
-def _report(current: dict[str, Any], comparison_json: dict[str, Any], gate_json: dict[str, Any]) -> dict[str, Any]:
-    return current | comparison_json | {"gate": gate_json}
+
+def _report(current: RunRecord, comparison: Comparison, gate: GateResult) -> dict[str, Any]:
+    return report_document(Report(current, comparison, gate))
 
 
 def _assert_valid(report: dict[str, Any]) -> None:
@@ -26,24 +29,25 @@ def _assert_valid(report: dict[str, Any]) -> None:
 
 
 def test_a_compared_report_with_a_tripped_gate_and_p_values_is_valid() -> None:
-    previous = make_run(
+    previous = make_record(
         {"q1": 1.0, "q2": 1.0, "q3": 0.5}, corpus={"documents": 1, "chunks": 2, "digest": "sha256:" + "2" * 64}
     )
-    current = make_run({"q1": 1.0, "q2": 0.0, "q3": 0.75})
+    current = make_record({"q1": 1.0, "q2": 0.0, "q3": 0.75})
     comparison = compare_runs(current, previous)
     gate = evaluate_gate(comparison, 0.05, alpha=0.5)
-    _assert_valid(_report(current, comparison.to_json(), gate.to_json()))
-    assert comparison.to_json()["corpus_changed"] is True
+    report = _report(current, comparison, gate)
+    _assert_valid(report)
+    assert report["corpus_changed"] is True and report["gate"]["metrics"][0]["p_value"] is not None
 
 
 def test_incomparable_and_no_previous_reports_are_valid() -> None:
-    current = make_run()
+    current = make_record()
     for comparison in (
-        compare_with_history(current, [make_run(fingerprint_changes={"limit": 20})]),
+        compare_with_history(current, [make_record(fingerprint_changes={"limit": 20})]),
         compare_with_history(current, []),
         no_previous("history disabled (--no-history)"),
     ):
-        _assert_valid(_report(current, comparison.to_json(), evaluate_gate(comparison, 0.05).to_json()))
+        _assert_valid(_report(current, comparison, evaluate_gate(comparison, 0.05)))
 
 
 def test_a_comparison_with_an_old_run_without_ndcg_is_valid() -> None:
@@ -53,9 +57,9 @@ def test_a_comparison_with_an_old_run_without_ndcg_is_valid() -> None:
         "aggregate": {"mrr": 0.5, "recall_at_k": {"1": 0.5, "5": 0.5, "10": 0.5}},
         "per_query": [{"id": "q1", "metrics": {"rr": 1.0}}],
     }
-    current = make_run()
-    comparison = compare_runs(current, old)
-    _assert_valid(_report(current, comparison.to_json(), evaluate_gate(comparison, 0.05).to_json()))
+    current = make_record()
+    comparison = compare_runs(current, run_from_document(old))
+    _assert_valid(_report(current, comparison, evaluate_gate(comparison, 0.05)))
 
 
 @pytest.mark.parametrize(
@@ -69,7 +73,7 @@ def test_a_comparison_with_an_old_run_without_ndcg_is_valid() -> None:
     ids=["unknown status", "no reasons", "gate shape", "delta out of range"],
 )
 def test_the_schema_rejects_a_broken_comparison(broken: dict[str, Any]) -> None:
-    current = make_run()
-    comparison = compare_runs(current, make_run())
-    report = _report(current, comparison.to_json(), evaluate_gate(comparison, 0.05).to_json()) | broken
+    current = make_record()
+    comparison = compare_runs(current, make_record())
+    report = _report(current, comparison, evaluate_gate(comparison, 0.05)) | broken
     assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(report)) != []
