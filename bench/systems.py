@@ -286,7 +286,9 @@ def run_kb_eval(kb: Path, golden: Path, tokenization: str | None = None, cache_d
     outcome = evaluate.run_eval(options)
     wall = time.perf_counter() - t
     run.phases.update(outcome.phase_seconds)
-    report = outcome.report
+    from scanner.render.json_report import run_document
+
+    report = run_document(outcome.run)
     for row in report["per_query"]:  # type: ignore[union-attr]
         run.rankings[row["id"]] = [(hit["path"], hit["heading"] or "") for hit in row["top_k"]]
     run.extra.update(

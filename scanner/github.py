@@ -260,6 +260,31 @@ class UntrustedWriter:
             self.ends_with_newline = text.endswith(("\n", "\r"))
 
 
+_RUNNER_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+_LEGACY_COMMAND = re.compile(r"##\[")
+
+
+def defuse_workflow_commands(text: str) -> str:
+    """`text` with every runner line that would be a command made inert, else unchanged.
+
+    The runner splits output at `\\n`, `\\r` and `\\r\\n` (StreamReader.ReadLine); a line
+    whose text after .NET's `Trim()` starts with `::` is a command (TryParseV2), and `##[`
+    anywhere in a line is the legacy form (TryParse). The first `:` becomes `\\x3a` and
+    `##[` becomes `#\\x23[`, the spelling `shown()` uses, so a reader sees what was there.
+    The net under every line kb-eval prints (scanner/render/console.py)."""
+    parts = _RUNNER_LINE_BREAK.split(text)
+    for index in range(0, len(parts), 2):  # even indexes are lines, odd ones the breaks
+        line = _LEGACY_COMMAND.sub(r"#\\x23[", parts[index])
+        # str.isspace() covers .NET's Char.IsWhiteSpace (and \x1c-\x1f besides): stripping
+        # more than the runner does can only defuse more.
+        body = line.lstrip()
+        if body.startswith("::"):
+            start = len(line) - len(body)
+            line = line[:start] + "\\x3a" + line[start + 1:]
+        parts[index] = line
+    return "".join(parts)
+
+
 @contextlib.contextmanager
 def commands_stopped(stream: IO[str], token: str | None = None) -> Iterator[UntrustedWriter]:
     """Stop command processing on `stream` for the duration of the block.

@@ -6,7 +6,7 @@ the order the original implementation does (grooveseek, formerly kb-mcp: `groove
 `quote_needles` then `detect_quoted_queries`).
 The scan decides with no I/O: it is given the indexed chunks (read inside the
 same snapshot the searches used) and each query's returned list, and returns
-findings. Rendering the warning is separate (`render_warning`), so is locating
+findings. Rendering the warning is separate (scanner/render/console.py), so is locating
 the quote in the source file (`locate`).
 
 The finding reports an observation, never a cause: a note about the test and
@@ -29,7 +29,6 @@ from .golden import GoldenQuery
 from .index import INDEXED_FIELDS, IndexedChunk
 from .metrics import hit_matches
 from .retrievers.base import Hit
-from .untrusted_text import shown
 
 CHECK_NAME = "golden-queries-quoted"
 
@@ -320,22 +319,3 @@ def locate(chunk: Chunk, field: str, needle_text: str) -> QuoteLocation:
             if offset < end:
                 break
     return QuoteLocation(field, chunk.breadcrumb_lines[part], None)
-
-
-def render_warning(findings: Sequence[Finding]) -> str:
-    """The stderr warning. ASCII framing; names the check, each path, each query with its rank,
-    and both possible causes without choosing one. Empty when there is nothing to say."""
-    if not findings:
-        return ""
-    lines = [
-        f"kb-eval: {len(findings)} document(s) quote {MIN_QUOTED_QUERIES} or more golden queries verbatim ({CHECK_NAME})."
-    ]
-    # Paths and ids come from the pull request: shown() keeps each on its line and command-free.
-    for finding in findings:
-        lines.append(f"  {shown(finding.path)}")
-        for quoted in finding.quoted:
-            rank = f"rank {quoted.rank_in_top_k}" if quoted.rank_in_top_k is not None else "not in top_k"
-            lines.append(f"    {shown(quoted.query_id)} ({rank})")
-    lines.append("  Either these notes leaked into the corpus, or the queries came from them")
-    lines.append("  and the documents belong in `expected`. kb-eval changes neither.")
-    return "\n".join(lines) + "\n"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,9 @@ import pytest
 
 from scanner.action import INPUT_DEFAULTS, ActionInputs, cli_arguments, read_inputs, workspace_path
 from scanner.cli import build_parser, execute
-from scanner.errors import ExitCode, InputError
+from scanner.errors import ExitCode
+from scanner.errors import InputError
+from scanner.render.phrases import displaced_phrase
 from tests.action_cases import (
     GOLDEN,
     GUIDES,
@@ -40,7 +43,7 @@ from tests.action_docs import load_action
 from tests.conftest import golden_yaml, write_tree
 from tests.container_support import RunnerLayout, action_inputs, pull_request_event
 
-BOTH_CAUSES = ("leaked into the corpus", "belongs in their `expected`")
+BOTH_CAUSES = ("leaked into the corpus", "belong in `expected`")
 
 
 @pytest.fixture
@@ -65,11 +68,11 @@ def test_a_finding_is_one_warning_on_the_first_quoting_line_with_a_repository_re
     assert observed.returncode == ExitCode.OK  # a finding never fails the step
     assert_only_our_commands(observed)
     [finding] = report_of(layout)["findings"]
-    ranks = {q["query_id"]: q["rank_in_top_k"] for q in finding["quoted"]}
+    ranks = {q["query_id"]: (q["rank_in_top_k"], q["displaces_expected"]) for q in finding["quoted"]}
     [(kind, file, line, col, title, message)] = observed.annotations
     assert (kind, file, line, col, title) == ("warning", f"{KB}/notes/leak-0.md", "4", "3", "golden-queries-quoted")
-    for query_id, rank in ranks.items():
-        assert f"{query_id} ({'not in top_k' if rank is None else f'rank {rank}'})" in message
+    for query_id, (rank, displaces) in ranks.items():
+        assert f"{query_id} ({displaced_phrase(rank, displaces)})" in message
     assert all(cause in message for cause in BOTH_CAUSES)
     assert "never fails the step" in message
 
@@ -108,13 +111,11 @@ def test_the_summary_has_the_table_the_finding_linked_at_the_head_commit_and_the
     golden.write_text(golden.read_text() + golden_yaml(("ghost", "where is the ghost manual", ["gone.md"]))[9:])
     observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
     summary = observed.summary
-    assert "| metric | @1 | @5 | @10 |" in summary and "| recall |" in summary and "**MRR**" in summary
-    link = f"https://github.com/octo/kb/blob/{HEAD_SHA}/{KB}/notes/leak&#45;0&#46;md"
+    assert "| metric | value |" in summary and "| recall@10 |" in summary and "| MRR |" in summary
     assert f"(https://github.com/octo/kb/blob/{HEAD_SHA}/{KB}/notes/leak-0.md#L4)" in summary, summary
     assert "c" * 40 not in summary  # the merge commit (GITHUB_SHA) is not what the diff shows
-    assert link not in summary  # the link target is a URL, not escaped text
     assert "1 query missed an expected document in the top 10" in summary
-    assert "ghost" in summary and "gone&#46;md" in summary
+    assert "ghost" in summary and "gone.md" in summary
     # The expected-not-in-corpus warning sits on the golden file's line of that entry.
     warnings = [a for a in observed.annotations if a[4] == "kb-eval: expected document not in the corpus"]
     entry_line = golden.read_text().splitlines().index('      - path: "gone.md"') + 1
@@ -178,7 +179,7 @@ def test_a_skipped_file_is_a_warning_on_that_file_relative_to_the_repository(lay
     [(kind, file, _, _, title, message)] = observed.annotations
     assert (kind, file, title) == ("warning", f"{KB}/notes/bad.md", "kb-eval: file skipped")
     assert "UTF-8" in message
-    assert "notes/bad&#46;md" in observed.summary
+    assert "notes/bad.md" in observed.summary
 
 
 # --- the annotation budget ---------------------------------------------------------------------
@@ -196,7 +197,7 @@ def test_more_findings_than_max_annotations_end_with_one_notice_and_the_summary_
     notice = observed.annotations[3][5]
     assert notice.startswith("2 more annotations left out (2 warnings)")
     assert "the step summary and the JSON report list them all" in notice
-    assert all(f"notes/leak&#45;{n}&#46;md" in observed.summary for n in range(5))
+    assert all(f"[notes/leak-{n}.md](" in observed.summary for n in range(5))
     assert observed.outputs["findings-count"] == "5"
 
 
@@ -254,7 +255,8 @@ def test_hostile_file_names_and_ids_issue_no_command_but_ours(layout: RunnerLayo
     assert all(all(query_id in a[5] for query_id in hostile_ids) for a in findings)
     assert list(observed.outputs) == OUTPUT_NAMES and observed.outputs["findings-count"] == "4"
     # Nothing PR-controlled becomes markup in the summary.
-    assert "::add-mask::" not in observed.summary and "<script" not in observed.summary
+    # (The summary is Markdown, never the log: `::` there is text, so only markup matters.)
+    assert "<script" not in observed.summary
 
 
 def test_hostile_markdown_in_names_stays_text_in_the_summary(layout: RunnerLayout) -> None:
@@ -265,8 +267,9 @@ def test_hostile_markdown_in_names_stays_text_in_the_summary(layout: RunnerLayou
     (kb / "notes" / name).write_text(f"- {Q_ROLLBACK}\n- {Q_TAGS}\n", encoding="utf-8")
     observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
     assert observed.outputs["findings-count"] == "1"
-    assert "<img" not in observed.summary and "[click]" not in observed.summary and "@team" not in observed.summary
-    assert "&#60;img src&#61;x" in observed.summary
+    assert re.search(r"(?<!\\)<img", observed.summary) is None and "@team" not in observed.summary
+    assert re.search(r"(?<!\\)\[click", observed.summary) is None
+    assert "\\<img src=x onerror=alert\\(1\\)\\>\\[click\\]" in observed.summary
     assert "%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E" in observed.summary  # the link target, encoded
 
 
@@ -450,9 +453,9 @@ def test_execute_returns_the_run_as_data_and_main_prints_the_same_text(tmp_path:
     finding_workspace(tmp_path)
     result = execute(["--kb-path", str(tmp_path / KB)])
     assert result.exit_code == 0 and result.input_error is None
-    assert result.report is not None and len(result.report["findings"]) == 1  # type: ignore[arg-type]
-    assert [f.finding.path for f in result.findings] == ["notes/leak-0.md"]
-    assert result.golden_path == str(tmp_path / KB / ".kb-eval.yml")
+    assert result.outcome is not None and result.report is not None
+    assert [f.finding.path for f in result.report.run.findings] == ["notes/leak-0.md"]
+    assert result.outcome.evaluation.golden.path == str(tmp_path / KB / ".kb-eval.yml")
     assert "golden-queries-quoted" in result.stderr_text and result.stdout_text.startswith("kb-eval ")
     bad = execute(["--k", "0"])
     assert bad.exit_code == 2 and bad.input_error is not None and "--k" in str(bad.input_error)
@@ -497,7 +500,7 @@ def test_the_gate_against_a_saved_baseline_fails_the_step_only_when_asked(layout
     assert gated.outputs["regressed"] == "true" and list(gated.outputs) == OUTPUT_NAMES
     [regression] = [a for a in gated.annotations if a[4] == "kb-eval: regression"]
     assert regression[0] == "error" and "dropped by more than 0.05" in regression[5]
-    assert "**REGRESSION**" in gated.summary and "(-0." in gated.summary
+    assert "**Regression: dropped by more than 0.05" in gated.summary and "▼ -0." in gated.summary
     assert_only_our_commands(gated)
 
     next_step(layout)

@@ -181,7 +181,7 @@ def test_an_external_retriever_is_chosen_by_its_flag_and_a_missing_query_is_exit
     assert result.code == 0, result.stderr
     report = result.json()
     assert report["fingerprint"]["retriever"]["name"] == "run"
-    assert [q["metrics"]["rr"] for q in report["per_query"]] == [1.0, 0.0]
+    assert [q["metrics"]["reciprocal_rank"] for q in report["per_query"]] == [1.0, 0.0]
     run.write_text('{"id": "q1", "hits": []}\n', encoding="utf-8")
     missing = run_cli("--kb-path", kb, "--run", run)
     assert missing.code == 2 and "q2" in missing.stderr

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from scanner.evaluate import EvalOptions, run_eval
+from scanner.render.json_report import run_document
 from scanner.retrievers.factory import RetrieverOptions, external_retriever_factory
 from tests.conftest import REPO, write_tree
 from tests.loopback_server import Received, Reply, running, serve_rankings
@@ -31,7 +32,7 @@ WHEN = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 def evaluate(kb: Path, options: RetrieverOptions | None = None) -> dict[str, Any]:
     external = None if options is None else external_retriever_factory(options, env={})
-    return run_eval(EvalOptions(kb_path=kb, timestamp=WHEN, external_retriever=external)).report
+    return run_document(run_eval(EvalOptions(kb_path=kb, timestamp=WHEN, external_retriever=external)).run)
 
 
 def without_retriever(report: dict[str, Any]) -> dict[str, Any]:

@@ -1,9 +1,7 @@
 """What kb-eval prints on stderr, and the one path every printed line takes.
 
-The runner reads stdout and stderr line by line, splitting at `\\n`, `\\r` and
-`\\r\\n`; a line whose text, after the whitespace .NET's `Trim()` removes,
-starts with `::` is a workflow command, and `##[` anywhere in a line is the
-legacy form (docs/runner-contract.md). Untrusted text is already escaped by
+The runner reads stdout and stderr line by line and runs some lines as workflow
+commands (scanner/github.py knows which, docs/runner-contract.md says why). Untrusted text is already escaped by
 `shown()`/`defused()` where it is composed; `log_safe` is the net under
 that: whatever reaches a stream goes through it, so a text that slipped past
 (an id, a key from a history file, an exception message) still cannot become
@@ -12,34 +10,20 @@ a command. It is the identity on every line that holds no command.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import IO
 
 from ..diagnostics import Diagnostic
 from ..errors import InputError
 from ..gate import GateResult
+from ..github import defuse_workflow_commands
 from ..run import LocatedFinding, displacing_first
 from ..untrusted_text import shown
 from . import phrases
 
-_RUNNER_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
-_LEGACY_COMMAND = re.compile(r"##\[")
-
-
 def log_safe(text: str) -> str:
-    """`text` with every runner line that would be a command defused (`::` -> `\\x3a:`, `##[` -> `#\\x23[`)."""
-    parts = _RUNNER_LINE_BREAK.split(text)
-    for index in range(0, len(parts), 2):  # even indexes are lines, odd ones the breaks
-        line = _LEGACY_COMMAND.sub(r"#\\x23[", parts[index])
-        # str.isspace() covers .NET's Char.IsWhiteSpace (and \x1c-\x1f besides): stripping more
-        # than the runner does can only defuse more.
-        body = line.lstrip("".join(c for c in line[:64] if c.isspace()))
-        if body.startswith("::"):
-            start = len(line) - len(body)
-            line = line[:start] + "\\x3a" + line[start + 1:]
-        parts[index] = line
-    return "".join(parts)
+    """`text` with no line the runner would run as a workflow command (scanner/github.py)."""
+    return defuse_workflow_commands(text)
 
 
 class SafeStream:

@@ -111,9 +111,9 @@ def test_names_differing_only_in_unicode_normalisation_are_two_documents_matched
     assert documents(report) == 2
     assert {hit["path"] for q in report["per_query"] for hit in q["top_k"]} == {nfc, nfd}
     by_id = {q["id"]: q for q in report["per_query"]}
-    assert by_id["nfc"]["top_k"][0]["path"] == nfc and by_id["nfc"]["metrics"]["rr"] == 1.0
+    assert by_id["nfc"]["top_k"][0]["path"] == nfc and by_id["nfc"]["metrics"]["reciprocal_rank"] == 1.0
     # The NFD file answers the second query, but the golden file names the NFC one: no credit.
-    assert by_id["nfd-text"]["top_k"][0]["path"] == nfd and by_id["nfd-text"]["metrics"]["rr"] == 0.0
+    assert by_id["nfd-text"]["top_k"][0]["path"] == nfd and by_id["nfd-text"]["metrics"]["reciprocal_rank"] == 0.0
 
 
 def test_a_golden_path_in_nfc_for_a_file_named_in_nfd_is_reported_as_not_in_the_corpus(tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_a_golden_path_in_nfc_for_a_file_named_in_nfd_is_reported_as_not_in_the_
     kb = write_tree(tmp_path / "kb", {".kb-eval.yml": golden, nfd: "# A\nalpha only\n"})
     _, report = run_json(kb)
     assert [(w["code"], w["line"]) for w in report["warnings"]] == [("expected-not-in-corpus", 2)]
-    assert report["per_query"][0]["metrics"]["rr"] == 0.0
+    assert report["per_query"][0]["metrics"]["reciprocal_rank"] == 0.0
 
 
 @pytest.mark.parametrize("name", ["a" * 252 + ".md", "é" * 126 + ".md"], ids=["ascii", "two-byte"])

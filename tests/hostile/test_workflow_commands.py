@@ -101,7 +101,7 @@ def test_the_text_report_and_the_warnings_print_hostile_strings_escaped_on_one_l
     result = run(kb, "--limit", "1", "--k", "1")
     assert result.code == 0
     # The quote warning on stderr and the findings/misses in the text report name the hostile ids.
-    assert f"    {shown(HOSTILE[0])} (rank " in result.stderr
+    assert f"    {shown(HOSTILE[0])} (" in result.stderr
     assert f"  {shown('::quoter' + chr(10) + '::error::x.md')}" in result.stdout
     assert "kb-eval: warning: 'x\\n::error::binary.md': contains NUL bytes" in result.stderr
     assert "kb-eval: warning: '#\\x23[warning]latin1.md': not valid UTF-8" in result.stderr
