@@ -33,7 +33,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from .cli import RunResult, build_parser, execute
 from .errors import ExitCode, InputError

@@ -26,9 +26,9 @@ from .render import console
 from .render.console import SafeStream
 from .render.json_report import ReportInvalid
 from .render.text import render_text
-from .run import Report
 from .retrievers.builtin import FieldWeights, Tokenization
 from .retrievers.factory import add_retriever_arguments, external_retriever_factory, options_from_namespace
+from .run import Report
 
 
 class _Parser(argparse.ArgumentParser):

@@ -18,13 +18,13 @@ from .corpus import read_corpus
 from .diagnostics import Diagnostics
 from .documents import Chunk, Corpus
 from .errors import InputError
-from .golden import GoldenQuery, GoldenSet, find_golden, load_golden
+from .golden import GoldenSet, find_golden, load_golden
 from .index import Index
-from .metrics import METRIC_VERSION, AggregateMetrics, QueryMetrics, aggregate, score_query
+from .metrics import METRIC_VERSION, AggregateMetrics, aggregate, score_query
 from .parse_cache import ParseCache
 from .query_compiler import compile_query
-from .quotes import Finding, QuoteLocation, locate, normalise, scan
-from .retrievers.base import Hit, Retriever, SearchRequest
+from .quotes import Finding, locate, normalise, scan
+from .retrievers.base import Retriever, SearchRequest
 from .retrievers.builtin import BuiltinRetriever, FieldWeights, Tokenization
 from .run import LocatedFinding, QueryRecord, RunRecord
 
@@ -42,7 +42,7 @@ class EvalOptions:
     limit: int | None = None
     """None: the golden file's `defaults.limit`, else DEFAULT_LIMIT."""
     ks: tuple[int, ...] = DEFAULT_KS
-    weights: FieldWeights = FieldWeights()
+    weights: FieldWeights = field(default_factory=FieldWeights)
     tokenization: Tokenization = Tokenization.AUTO
     external_retriever: RetrieverFactory | None = None
     """None: the built-in FTS5 retriever answers the queries."""

@@ -112,4 +112,4 @@ def compare_with_previous(
     return no_previous(nothing_reason)
 
 
-__all__ = ["RunPlan", "RunOutcome", "run_pipeline", "GateResult"]
+__all__ = ["GateResult", "RunOutcome", "RunPlan", "run_pipeline"]

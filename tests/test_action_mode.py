@@ -20,8 +20,7 @@ import pytest
 
 from scanner.action import INPUT_DEFAULTS, ActionInputs, cli_arguments, read_inputs, workspace_path
 from scanner.cli import build_parser, execute
-from scanner.errors import ExitCode
-from scanner.errors import InputError
+from scanner.errors import ExitCode, InputError
 from scanner.render.phrases import displaced_phrase
 from tests.action_cases import (
     GOLDEN,

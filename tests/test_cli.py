@@ -166,7 +166,7 @@ def test_the_console_script_and_entrypoint_run_the_same_code(tmp_path: Path) -> 
     )
     via_module = run_cli("--kb-path", kb, "--format", "json", "--no-history")
     assert via_entrypoint.returncode == 0
-    strip = lambda r: {k: v for k, v in json.loads(r).items() if k != "timestamp"}  # noqa: E731
+    strip = lambda r: {k: v for k, v in json.loads(r).items() if k != "timestamp"}
     assert strip(via_entrypoint.stdout) == strip(via_module.stdout)
 
 

@@ -7,8 +7,6 @@ import json
 
 import pytest
 
-from scanner.gate import evaluate_gate
-from scanner.run import Report
 from scanner.compare import (
     Comparison,
     ComparisonStatus,
@@ -20,9 +18,11 @@ from scanner.compare import (
     no_previous,
     pick_comparable,
 )
+from scanner.gate import evaluate_gate
 from scanner.index import CorpusSnapshot
 from scanner.render.json_report import corpus_changed, diff_document, previous_document, report_document
 from scanner.render.phrases import corpus_note
+from scanner.run import Report
 from scanner.runrecord import run_from_document, run_record_problems
 from tests.run_records import fingerprint, make_record, make_run, run_with_a_finding
 

@@ -25,8 +25,7 @@ from scanner.history import (
 )
 from scanner.render.json_report import run_document
 from scanner.runrecord import run_from_document
-from tests.run_records import run_with_a_finding
-from tests.run_records import make_run
+from tests.run_records import make_run, run_with_a_finding
 
 
 def _history_bytes(runs: list[dict[str, Any]]) -> bytes:

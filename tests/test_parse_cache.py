@@ -87,7 +87,7 @@ def test_the_cli_report_is_the_same_with_and_without_the_cache(tmp_path: Path) -
     plain = run_cli("--kb-path", root, "--no-history", "--format", "json").json()
     cold = run_cli("--kb-path", root, "--no-history", "--format", "json", "--cache-dir", tmp_path / "c").json()
     warm = run_cli("--kb-path", root, "--no-history", "--format", "json", "--cache-dir", tmp_path / "c").json()
-    drop = lambda r: {k: v for k, v in r.items() if k != "timestamp"}  # noqa: E731
+    drop = lambda r: {k: v for k, v in r.items() if k != "timestamp"}
     assert drop(plain) == drop(cold) == drop(warm)
 
 

@@ -368,7 +368,7 @@ def test_a_note_quoting_one_query_in_a_heading_and_another_in_its_body_is_report
     rrf_after = next(q for q in report["per_query"] if q["id"] == "rrf-q")
     assert (rrf_before["metrics"]["reciprocal_rank"], rrf_after["metrics"]["reciprocal_rank"]) == (1.0, 0.5)
     assert "kb-eval: 1 document quotes 2 or more golden queries verbatim (golden-queries-quoted)." in result.stderr
-    assert "    rrf-q (rank 1)" in result.stderr
+    assert "    rrf-q (took rank 1 above the expected document)" in result.stderr
     # The rest of the report is intact, and the finding stays out of the fingerprint.
     assert report["fingerprint"] == clean["fingerprint"]
     assert [q["id"] for q in report["per_query"]] == ["rrf-q", "chunks-q", "deploy-q"]

@@ -98,7 +98,7 @@ def test_a_trec_run_of_the_builtin_rankings_reproduces_its_lists_and_metrics(
     lines = []
     for q in builtin_report["per_query"]:
         for hit in q["top_k"]:
-            docid = urllib.parse.quote(hit["path"], safe="/") + "#" + urllib.parse.quote(hit["heading"], safe="")
+            docid = urllib.parse.quote(hit["path"], safe="/") + "#" + urllib.parse.quote(hit["heading"] or "", safe="")
             lines.append(f"{q['id']} Q0 {docid} {hit['rank']} {100 - hit['rank']} builtin\n")
     run.write_text("".join(lines), encoding="utf-8")
     report = evaluate(EXAMPLE_KB, RetrieverOptions(run=str(run)))

@@ -21,6 +21,7 @@ from ..run import LocatedFinding, displacing_first
 from ..untrusted_text import shown
 from . import phrases
 
+
 def log_safe(text: str) -> str:
     """`text` with no line the runner would run as a workflow command (scanner/github.py)."""
     return defuse_workflow_commands(text)

@@ -28,10 +28,10 @@ import jsonschema
 from ..compare import Comparison, MetricDelta, QueryDelta
 from ..diagnostics import Diagnostic
 from ..gate import GateResult, MetricVerdict
+from ..json_text import serialise
 from ..metrics import AggregateMetrics, QueryMetrics
 from ..quotes import CHECK_NAME
 from ..run import LocatedFinding, QueryRecord, Report, RunRecord
-from ..json_text import serialise
 
 SCHEMA_VERSION = 1
 SCHEMA_ID = "https://kb-eval.github.io/schema/report-v1.json"
@@ -49,7 +49,7 @@ COMPARISON_KEYS = ("previous", "diff", "corpus_changed", "comparison", "gate")
 
 Document = dict[str, Any]
 
-__all__ = ["serialise", "report_document", "run_document", "validate", "validation_errors", "ReportInvalid"]
+__all__ = ["ReportInvalid", "report_document", "run_document", "serialise", "validate", "validation_errors"]
 
 
 class ReportInvalid(Exception):

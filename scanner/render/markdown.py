@@ -16,6 +16,7 @@ readable; the writer caps the bytes.
 
 from __future__ import annotations
 
+import math
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -208,8 +209,8 @@ def trend_section(report: Report, context: SummaryContext) -> list[str]:
         return []
     k = report.run.largest_k
     mrr = [r.aggregate.mrr for r in runs]
-    ndcg = [r.aggregate.ndcg_at_k.get(k, float("nan")) for r in runs]
-    if any(value != value for value in ndcg):  # an older run without nDCG@k: no line rather than a gap
+    ndcg = [r.aggregate.ndcg_at_k.get(k, math.nan) for r in runs]
+    if any(math.isnan(value) for value in ndcg):  # an older run without nDCG@k: no line rather than a gap
         ndcg = []
     labels = ", ".join(f'"{r.timestamp[5:16].replace("T", " ")}"' for r in runs)
     lines = [
