@@ -8,9 +8,12 @@ renderer tests and by bench/screenshots.py, which renders each state as GitHub d
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from scanner.cli import execute
@@ -30,11 +33,23 @@ PUSHY_NOTE = (
 
 
 def _run(kb: Path, history: Path | None, *extra: str) -> RunOutcome:
-    argv = ["--kb-path", str(kb), "--format", "json", *extra]
-    argv += ["--history", str(history)] if history is not None else ["--no-history"]
-    result = execute(argv)
+    # Paths relative to the folder, as in a checkout: the Markdown names `kb/...`, not a temp path.
+    argv = ["--kb-path", kb.name, "--format", "json", *extra]
+    argv += ["--history", history.name] if history is not None else ["--no-history"]
+    with _inside(kb.parent):
+        result = execute(argv)
     assert result.outcome is not None, result.stderr_text
     return result.outcome
+
+
+@contextlib.contextmanager
+def _inside(folder: Path) -> Iterator[None]:
+    previous = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
 
 
 def fresh_kb(folder: Path) -> Path:
