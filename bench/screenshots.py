@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scanner.render.markdown import render_summary  # noqa: E402
-from tests.render.states import STATES, context  # noqa: E402
+from scanner.render.markdown import render_summary
+from tests.render.states import STATES, context
 
 OUT = ROOT / "docs" / "screenshots"
 CHROMIUM_FLAGS = [
