@@ -199,7 +199,7 @@ class _GoldenReader:
         if root is None:
             raise InputError("golden file is empty", file=self.file, hint="add a `queries:` list")
         top = self.mapping(root, "the top level", ("queries", "defaults"))
-        default_limit = self.defaults(top["defaults"]) if "defaults" in top else None
+        default_limit = self.defaults(top["defaults"]) if _given(top, "defaults") else None
         if "queries" not in top:
             raise self.fail(root, "missing `queries:` list", "queries")
         items = top["queries"]
@@ -230,11 +230,11 @@ class _GoldenReader:
 
     def defaults(self, node: yaml.Node) -> int | None:
         fields = self.mapping(node, "defaults", ("limit", "rerank"))
-        if "rerank" in fields:
+        if _given(fields, "rerank"):
             value = fields["rerank"]
             if not (isinstance(value, yaml.ScalarNode) and value.tag == _BOOL):
                 raise self.fail(value, "defaults.rerank must be true or false", "defaults.rerank")
-        if "limit" not in fields:
+        if not _given(fields, "limit"):
             return None
         value = fields["limit"]
         limit = _plain_decimal(value.value) if isinstance(value, yaml.ScalarNode) and value.tag == _INT else None
@@ -255,7 +255,7 @@ class _GoldenReader:
             raise self.fail(fields["query"], "`query` is empty", f"{where}.query")
         cut_from_chars = len(text) if len(text) > MAX_QUERY_CHARS else None
         text = cut_query(text)
-        if "id" in fields:
+        if _given(fields, "id"):
             query_id = self.string(fields["id"], f"{where}.id", allow_int=True)
             if not query_id.strip():
                 raise self.fail(fields["id"], "`id` is empty", f"{where}.id")
@@ -274,7 +274,7 @@ class _GoldenReader:
             )
         expected = tuple(self.expected(entry, f"{where}.expected[{n}]") for n, entry in enumerate(expected_node.value))
         tags: tuple[str, ...] = ()
-        if "tags" in fields:
+        if _given(fields, "tags"):
             tags_node = fields["tags"]
             if not isinstance(tags_node, yaml.SequenceNode):
                 raise self.fail(tags_node, "`tags` must be a list of strings", f"{where}.tags")
@@ -290,12 +290,20 @@ class _GoldenReader:
             if "path" not in fields:
                 raise self.fail(node, "missing `path`", f"{where}.path")
             path_node = fields["path"]
-            heading = self.string(fields["heading"], f"{where}.heading") if "heading" in fields else None
+            heading = self.string(fields["heading"], f"{where}.heading") if _given(fields, "heading") else None
         path = self.string(path_node, f"{where}.path")
         problem = _path_problem(path)
         if problem is not None:
             raise self.fail(path_node, problem, f"{where}.path", hint="write the path relative to the KB folder, with `/`")
         return ExpectedEntry(path, heading, node.start_mark.line + 1)
+
+
+def _given(fields: dict[str, yaml.Node], key: str) -> bool:
+    """Whether an optional key holds a value. An explicit `null` (or `key:` with nothing after it)
+    means the same as leaving the key out, as it does for kb-mcp, whose optional fields are Rust
+    `Option`s: a kb-mcp golden file that writes `heading: null` keeps working unchanged."""
+    node = fields.get(key)
+    return node is not None and not (isinstance(node, yaml.ScalarNode) and node.tag == _NULL)
 
 
 def cut_query(text: str) -> str:

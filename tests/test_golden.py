@@ -100,6 +100,20 @@ def test_a_cut_that_ends_between_words_drops_the_trailing_space() -> None:
     assert cut_query("short query ") == "short query "
 
 
+def test_an_explicit_null_in_an_optional_field_means_the_field_is_absent_as_in_kb_mcp(tmp_path: Path) -> None:
+    golden = load(
+        tmp_path,
+        "defaults:\n  limit: null\n  rerank:\nqueries:\n"
+        "  - id: null\n    query: first question\n    expected:\n      - {path: x.md, heading: null}\n    tags:\n",
+    )
+    [query] = golden.queries
+    assert (golden.default_limit, query.id, query.expected[0].heading, query.tags) == (None, "first question", None, ())
+    assert load(tmp_path, "defaults:\nqueries:\n  - {query: q, expected: [a.md]}\n").default_limit is None
+    # Required fields stay required: null is not a list of queries or of expected documents.
+    assert error_of(tmp_path, "queries:\n  - {id: x, query: q, expected: null}\n").field == "queries[x].expected"
+    assert error_of(tmp_path, "queries:\n  - {id: x, query: null, expected: []}\n").field == "queries[0].query"
+
+
 def test_expected_may_be_an_empty_list_as_kb_mcp_allows_but_not_missing(tmp_path: Path) -> None:
     golden = load(tmp_path, "queries:\n  - id: x\n    query: q\n    expected: []\n")
     assert golden.queries[0].expected == ()
