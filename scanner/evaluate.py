@@ -66,6 +66,7 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     clock = _PhaseClock()
     golden_file = find_golden(options.kb_path, options.golden_path)
     golden = load_golden(golden_file, shown=str(golden_file))
+    diagnostics.items.extend(golden.warnings)
     refuse_unsearchable_queries(golden)
     limit = options.limit or golden.default_limit or DEFAULT_LIMIT
     ks = tuple(sorted(set(options.ks)))

@@ -18,6 +18,11 @@ Definitions (what a hit is, what counts, the empty cases):
   trec_eval's ndcg_cut on chunk-level runs (there each chunk is its own docno).
 
 Aggregates are plain means over queries (macro average), as trec_eval's `all` row.
+
+A query with no expected entry (`expected: []`, which kb-mcp accepts) scores 0.0 on every metric,
+as kb-mcp's per-query functions return, and is left out of every aggregate and of `query_count`,
+as kb-mcp's `aggregate_metrics` skips it: averaging in a zero that measures nothing would lower
+the score of a golden set for holding a query that has no answer to find.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class QueryMetrics:
     reciprocal_rank: float
     recall_at_k: dict[int, float]
     ndcg_at_k: dict[int, float]
+    counted: bool = True
+    """False when the query has no expected entry: reported, and left out of every aggregate."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,8 @@ def hit_matches(hit: Hit, entry: ExpectedEntry) -> bool:
 
 
 def recall_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
+    if not expected:
+        return 0.0
     top = hits[:k]
     found = sum(1 for entry in expected if any(hit_matches(hit, entry) for hit in top))
     return found / len(expected)
@@ -78,7 +87,7 @@ def ndcg_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) ->
                 dcg += 1.0 / math.log2(position + 1)
                 break
     ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(expected), k) + 1))
-    return dcg / ideal
+    return dcg / ideal if ideal else 0.0
 
 
 def score_query(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], ks: Sequence[int]) -> QueryMetrics:
@@ -86,11 +95,12 @@ def score_query(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], ks: Sequ
         reciprocal_rank=reciprocal_rank(hits, expected),
         recall_at_k={k: recall_at_k(hits, expected, k) for k in ks},
         ndcg_at_k={k: ndcg_at_k(hits, expected, k) for k in ks},
+        counted=bool(expected),
     )
 
 
 def aggregate(per_query: Iterable[QueryMetrics], ks: Sequence[int]) -> AggregateMetrics:
-    rows = list(per_query)
+    rows = [row for row in per_query if row.counted]
     n = len(rows)
     if n == 0:
         return AggregateMetrics(0, 0.0, {k: 0.0 for k in ks}, {k: 0.0 for k in ks})

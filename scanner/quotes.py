@@ -258,14 +258,6 @@ def is_displacing(finding: Finding) -> bool:
     return any(quoted.displaces_expected is True for quoted in finding.quoted)
 
 
-def displacing_first(findings: Sequence[Finding]) -> list[Finding]:
-    """Findings that displaced a labelled answer first, each group in its existing (path) order.
-
-    For renderers: a reader who reads only the first lines should meet the harm, not the overview
-    pages that merely name several features. The finding set and its JSON order are unchanged."""
-    return sorted(findings, key=lambda finding: not is_displacing(finding))
-
-
 def locate_in_text(raw: str, needle: str) -> tuple[int, int] | None:
     """(line offset, 0-based column) of the first occurrence of a normalised needle in raw text.
 

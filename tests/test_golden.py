@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from scanner.errors import InputError
-from scanner.golden import MAX_GOLDEN_BYTES, MAX_QUERY_CHARS, find_golden, load_golden
+from scanner.golden import MAX_GOLDEN_BYTES, MAX_QUERY_CHARS, _plain_decimal, cut_query, find_golden, load_golden
 
 
 def load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
@@ -43,7 +43,7 @@ def test_a_full_golden_file_loads_with_lines_ids_tags_and_defaults(tmp_path: Pat
     [
         ("queries:\n  - query: q\n    expected: [a.md]\n    colour: red\n", 4, "queries[0].colour", "unknown key"),
         ("queries:\n  - id: x\n    query: '  '\n    expected: [a.md]\n", 3, "queries[0].query", "empty"),
-        ("queries:\n  - id: x\n    query: q\n    expected: []\n", 4, "queries[x].expected", "non-empty"),
+        ("queries:\n  - id: x\n    query: q\n    expected: a.md\n", 4, "queries[x].expected", "must be a list"),
         ("queries:\n  - id: x\n    query: q\n    expected: [/etc/passwd]\n", 4, "queries[x].expected[0].path", "absolute"),
         ("queries:\n  - id: x\n    query: q\n    expected:\n      - path: a/../../b.md\n", 5, "queries[x].expected[0].path", ".."),
         ("queries:\n  - {id: x, query: q, expected: [a.md]}\n  - {id: x, query: r, expected: [a.md]}\n", 3, "queries[x].id", "duplicate"),
@@ -79,14 +79,88 @@ def test_tags_that_would_construct_objects_are_refused(tmp_path: Path) -> None:
     assert error.line == 3 and "string" in error.message
 
 
-def test_an_over_long_query_is_refused_with_its_line(tmp_path: Path) -> None:
-    error = error_of(tmp_path, f"queries:\n  - id: x\n    query: {'a' * (MAX_QUERY_CHARS + 1)}\n    expected: [a.md]\n")
-    assert error.line == 3 and "limit" in error.message
+def test_an_over_long_query_is_cut_to_the_limit_with_a_warning_naming_its_line(tmp_path: Path) -> None:
+    golden = load(tmp_path, f"queries:\n  - id: x\n    query: {'a' * (MAX_QUERY_CHARS + 1)}\n    expected: [a.md]\n")
+    [query] = golden.queries
+    assert (query.text, query.cut_from_chars) == ("a" * MAX_QUERY_CHARS, MAX_QUERY_CHARS + 1)
+    [warning] = golden.warnings
+    assert (warning.code, warning.file, warning.line) == ("query-cut", "golden.yml", 2)
+    assert f"query 'x' is {MAX_QUERY_CHARS + 1} characters; it is searched as its first {MAX_QUERY_CHARS}" in warning.message
 
 
-def test_a_query_exactly_at_the_length_limit_loads(tmp_path: Path) -> None:
+def test_a_query_exactly_at_the_length_limit_loads_uncut_and_without_a_warning(tmp_path: Path) -> None:
     golden = load(tmp_path, f"queries:\n  - id: x\n    query: {'a' * MAX_QUERY_CHARS}\n    expected: [a.md]\n")
     assert len(golden.queries[0].text) == MAX_QUERY_CHARS
+    assert (golden.queries[0].cut_from_chars, golden.warnings) == (None, ())
+
+
+def test_a_cut_that_ends_between_words_drops_the_trailing_space() -> None:
+    text = "a" * (MAX_QUERY_CHARS - 1) + " tail"
+    assert cut_query(text) == "a" * (MAX_QUERY_CHARS - 1)
+    assert cut_query("short query ") == "short query "
+
+
+def test_an_explicit_null_in_an_optional_field_means_the_field_is_absent_as_in_kb_mcp(tmp_path: Path) -> None:
+    golden = load(
+        tmp_path,
+        "defaults:\n  limit: null\n  rerank:\nqueries:\n"
+        "  - id: null\n    query: first question\n    expected:\n      - {path: x.md, heading: null}\n    tags:\n",
+    )
+    [query] = golden.queries
+    assert (golden.default_limit, query.id, query.expected[0].heading, query.tags) == (None, "first question", None, ())
+    assert load(tmp_path, "defaults:\nqueries:\n  - {query: q, expected: [a.md]}\n").default_limit is None
+    # Required fields stay required: null is not a list of queries or of expected documents.
+    assert error_of(tmp_path, "queries:\n  - {id: x, query: q, expected: null}\n").field == "queries[x].expected"
+    assert error_of(tmp_path, "queries:\n  - {id: x, query: null, expected: []}\n").field == "queries[0].query"
+
+
+def test_expected_may_be_an_empty_list_as_kb_mcp_allows_but_not_missing(tmp_path: Path) -> None:
+    golden = load(tmp_path, "queries:\n  - id: x\n    query: q\n    expected: []\n")
+    assert golden.queries[0].expected == ()
+    assert error_of(tmp_path, "queries:\n  - id: x\n    query: q\n").field == "queries[x].expected"
+
+
+@pytest.mark.parametrize("value", ["0x10", "1:30", "0b11", "0o17", "1_000", "012_0", "9" * 5000, "-5", "1001", "0", "'10'", "١٠"])
+def test_a_limit_that_is_not_plain_decimal_from_1_to_1000_is_refused_naming_line_and_field(tmp_path: Path, value: str) -> None:
+    error = error_of(tmp_path, f"queries:\n  - {{id: x, query: q, expected: [a.md]}}\ndefaults:\n  limit: {value}\n")
+    assert (error.file, error.line, error.field) == ("golden.yml", 4, "defaults.limit")
+    assert "decimal digits" in (error.hint or "")
+
+
+def test_only_ascii_decimal_digits_are_a_plain_decimal() -> None:
+    # YAML never tags these as integers, so the loader cannot be handed them; the rule holds anyway.
+    assert [_plain_decimal(t) for t in ("١٠", "²", "1 0", "", "+", "10\n", "+1000", "00001")] == [None] * 6 + [1000, None]
+
+
+@pytest.mark.parametrize(("value", "limit"), [("10", 10), ("+12", 12), ("0012", 12), ("1000", 1000), ("1", 1)])
+def test_a_plain_decimal_limit_loads(tmp_path: Path, value: str, limit: int) -> None:
+    golden = load(tmp_path, f"defaults:\n  limit: {value}\nqueries:\n  - {{id: x, query: q, expected: [a.md]}}\n")
+    assert golden.default_limit == limit
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field"),
+    [
+        ('queries:\n  - id: x\n    query: "alpha \\ud800 beta"\n    expected: [a.md]\n', 3, "queries[0].query"),
+        ('queries:\n  - id: "\\udc00"\n    query: q\n    expected: [a.md]\n', 2, "queries[0].id"),
+        ('queries:\n  - id: x\n    query: q\n    expected: ["\\ude00\\ud83d.md"]\n', 4, "queries[x].expected[0].path"),
+        ('queries:\n  - id: x\n    query: q\n    expected:\n      - {path: a.md, heading: "\\ud83d"}\n', 5, "queries[x].expected[0].heading"),
+        ('queries:\n  - id: x\n    query: q\n    expected: [a.md]\n    tags: [ok, "\\udfff"]\n', 5, "queries[x].tags"),
+        ('queries:\n  - id: x\n    "\\ud800": q\n', 3, "queries[0]"),
+    ],
+    ids=["query", "id", "path-reversed-pair", "heading-high-half", "tag-low-half", "key"],
+)
+def test_a_lone_surrogate_escape_is_refused_naming_line_and_field(tmp_path: Path, text: str, line: int, field: str) -> None:
+    error = error_of(tmp_path, text)
+    assert (error.file, error.line, error.field) == ("golden.yml", line, field)
+    assert "lone surrogate" in error.message
+    str(error).encode("utf-8")  # the message itself prints
+
+
+def test_an_escaped_surrogate_pair_is_joined_into_the_character_it_encodes(tmp_path: Path) -> None:
+    # What json.dumps writes for an emoji; JSON is YAML, so a converted golden set holds these.
+    golden = load(tmp_path, 'queries:\n  - id: "\\ud83d\\ude00"\n    query: "smile \\ud83d\\ude00 please"\n    expected: [a.md]\n')
+    assert (golden.queries[0].id, golden.queries[0].text) == ("\U0001f600", "smile \U0001f600 please")
 
 
 def test_symlinked_oversized_and_non_regular_golden_files_are_refused(tmp_path: Path) -> None:

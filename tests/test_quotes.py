@@ -19,13 +19,13 @@ from scanner.quotes import (
     QuoteLocation,
     QuoteScanner,
     displaces_expected,
-    displacing_first,
     fold_needles,
     locate,
     normalise,
     scan,
 )
 from scanner.retrievers.base import Hit
+from scanner.run import LocatedFinding, displacing_first
 from tests.conftest import golden_yaml, run_cli, write_tree
 
 Q_ROLLBACK = "how to roll back a database migration"
@@ -253,9 +253,9 @@ def test_findings_that_displaced_a_labelled_answer_come_first_each_group_in_path
         "images": ranks("deploy.md", "a-overview.md", "c-index.md", "d-note.md"),
         "rerank": ranks("b-note.md", "d-note.md", "search.md", "c-index.md"),
     }
-    found = findings_for(files, GOLDEN, returned)
-    assert [f.path for f in found] == ["a-overview.md", "b-note.md", "c-index.md", "d-note.md"]
-    assert [f.path for f in displacing_first(found)] == ["b-note.md", "d-note.md", "a-overview.md", "c-index.md"]
+    found = [LocatedFinding(finding, ()) for finding in findings_for(files, GOLDEN, returned)]
+    assert [f.finding.path for f in found] == ["a-overview.md", "b-note.md", "c-index.md", "d-note.md"]
+    assert [f.finding.path for f in displacing_first(found)] == ["b-note.md", "d-note.md", "a-overview.md", "c-index.md"]
     assert displacing_first([]) == []
 
 
@@ -367,6 +367,7 @@ def test_a_note_quoting_one_query_in_a_heading_and_another_in_its_body_is_report
     rrf_before = next(q for q in clean["per_query"] if q["id"] == "rrf-q")
     rrf_after = next(q for q in report["per_query"] if q["id"] == "rrf-q")
     assert (rrf_before["metrics"]["reciprocal_rank"], rrf_after["metrics"]["reciprocal_rank"]) == (1.0, 0.5)
+    assert [q["displaces_expected"] for q in finding["quoted"]] == [True, False]
     assert "kb-eval: 1 document quotes 2 or more golden queries verbatim (golden-queries-quoted)." in result.stderr
     assert "    rrf-q (took rank 1 above the expected document)" in result.stderr
     # The rest of the report is intact, and the finding stays out of the fingerprint.
