@@ -160,6 +160,10 @@ def _json_type(value: object) -> str:
     return "an object"
 
 
+KB_MCP_FINGERPRINT_ALIASES = ("golden_hash", "k_values", "model", "reranker", "fts_query_version")
+"""Written beside kb-eval's fingerprint for kb-mcp's readers (scanner/render/json_report.py); derived
+from kb-eval's own keys, so they are dropped here and never take part in a comparison."""
+
 _RECIPROCAL_RANK_KEYS = ("reciprocal_rank", "rr")
 """kb-mcp's key, and the one kb-eval 0.1 wrote (a history written then still compares)."""
 
@@ -177,7 +181,9 @@ def run_from_document(document: Mapping[str, Any]) -> RunRecord:
     return RunRecord(
         tool_version=str(tool.get("version", "")) if isinstance(tool, Mapping) else "",
         timestamp=document["timestamp"],
-        fingerprint=document["fingerprint"],
+        fingerprint={
+            key: value for key, value in document["fingerprint"].items() if key not in KB_MCP_FINGERPRINT_ALIASES
+        },
         corpus=_corpus(corpus) if isinstance(corpus, Mapping) else None,
         aggregate=_aggregate(aggregate),
         by_tag=tuple(
@@ -220,17 +226,21 @@ def _query(row: Mapping[str, Any]) -> QueryRecord:
     metrics = row["metrics"]
     rr = next((metrics[key] for key in _RECIPROCAL_RANK_KEYS if key in metrics), None)
     text, line, tags = row.get("query"), row.get("line"), row.get("tags")
+    expected = tuple(_expected(row.get("expected")))
     return QueryRecord(
         id=row["id"],
         text=text if isinstance(text, str) else "",
         tags=tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
         line=line if _is_count(line) and line else None,
-        expected=tuple(_expected(row.get("expected"))),
+        expected=expected,
         hits=tuple(_hits(row.get("top_k"))),
         metrics=QueryMetrics(
             reciprocal_rank=float(rr) if rr is not None else math.nan,
             recall_at_k=_by_k(metrics.get("recall_at_k")),
             ndcg_at_k=_by_k(metrics.get("ndcg_at_k")),
+            # `expected: []` is reported and left out of the aggregate (kb-mcp); an old row
+            # without `expected` counted.
+            counted=bool(expected) or not isinstance(row.get("expected"), list),
         ),
     )
 

@@ -50,6 +50,19 @@ def _drop_new_keys(node: dict[str, Any]) -> None:
         node.pop(key, None)
 
 
+def _drop_kb_mcp_additions(node: dict[str, Any]) -> None:
+    # Keys written so the report is a superset of kb-mcp's (docs/kb-mcp-compatibility.md): added,
+    # nothing they sit beside changed.
+    if "golden_sha256" in node:
+        for key in ("golden_hash", "k_values", "model", "reranker", "fts_query_version"):
+            node.pop(key, None)
+    if "queries" in node and "aggregate" in node:
+        for key in ("mrr", "recall_at_k", "ndcg_at_k"):
+            node.pop(key, None)
+    if "source" in node and "aggregate" in node:
+        node.pop("per_query", None)
+
+
 def _timeless(node: dict[str, Any]) -> None:
     if "timestamp" in node:
         node["timestamp"] = "T"
@@ -70,6 +83,7 @@ def normalised(document: Any, *, before: bool) -> Any:
     for change in (INTENDED if before else ()):
         _walk(document, change)
     _walk(document, _drop_new_keys)
+    _walk(document, _drop_kb_mcp_additions)
     _walk(document, _timeless)
     return document
 

@@ -83,7 +83,7 @@ def run_document(run: RunRecord) -> Document:
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "kb-eval", "version": run.tool_version},
         "timestamp": run.timestamp,
-        "fingerprint": _plain(run.fingerprint),
+        "fingerprint": fingerprint_document(run.fingerprint),
         "corpus": (
             {"documents": corpus.documents, "chunks": corpus.chunks, "digest": corpus.digest}
             if corpus is not None else None
@@ -159,12 +159,15 @@ def previous_document(comparison: Comparison) -> Document | None:
     return {
         "source": comparison.source,
         "timestamp": previous.timestamp,
-        "fingerprint": _plain(previous.fingerprint),
+        "fingerprint": fingerprint_document(previous.fingerprint),
         "corpus": (
             {"documents": corpus.documents, "chunks": corpus.chunks, "digest": corpus.digest}
             if corpus is not None else None
         ),
         "aggregate": aggregate_document(previous.aggregate),
+        # kb-mcp's `previous` is the whole previous run; its per-query rows are what a consumer
+        # of kb-mcp's JSON reads to see which query moved.
+        "per_query": [query_document(query) for query in previous.queries or ()],
     }
 
 
@@ -180,8 +183,13 @@ def diff_document(comparison: Comparison) -> Document | None:
             continue
         by_status[query.status].append(query.query_id)
         changed.append(query)
+    aggregate = _deltas_document(comparison.metric_deltas, "mrr")
     return {
-        "aggregate": _deltas_document(comparison.metric_deltas, "mrr"),
+        # kb-mcp's keys: each metric's delta as a plain number (current - previous).
+        "mrr": aggregate["mrr"]["delta"] if "mrr" in aggregate else None,
+        "recall_at_k": {k: value["delta"] for k, value in aggregate.get("recall_at_k", {}).items()},
+        "ndcg_at_k": {k: value["delta"] for k, value in aggregate.get("ndcg_at_k", {}).items()},
+        "aggregate": aggregate,
         "queries": {
             **by_status,
             "unchanged": unchanged,
@@ -250,6 +258,23 @@ def _deltas_document(deltas: tuple[MetricDelta, ...], mrr_key: str) -> Document:
         else:
             document.setdefault(f"{delta.metric.family}_at_k", {})[str(delta.metric.k)] = value
     return document
+
+
+def fingerprint_document(fingerprint: Mapping[str, object]) -> Document:
+    """kb-eval's fingerprint, plus the keys kb-mcp's fingerprint has (KB_MCP_FINGERPRINT_ALIASES), so a
+    consumer of kb-mcp's JSON reads kb-eval's unchanged. Each is derived from kb-eval's own keys."""
+    document: Document = _plain(fingerprint)
+    retriever = document.get("retriever")
+    retriever = retriever if isinstance(retriever, dict) else {}
+    compiler = retriever.get("query_compiler_version")
+    return document | {
+        "golden_hash": document.get("golden_sha256"),
+        "k_values": document.get("k"),
+        # kb-mcp names its embedding model; kb-eval's nearest is what answered the queries.
+        "model": str(retriever.get("name", "unknown")),
+        "reranker": None,
+        "fts_query_version": compiler if isinstance(compiler, int) else None,
+    }
 
 
 def _by_k(values: Mapping[int, float]) -> dict[str, float]:

@@ -232,7 +232,7 @@ def trend_section(report: Report, context: SummaryContext) -> list[str]:
 def details_section(report: Report) -> list[str]:
     run = report.run
     largest = run.largest_k
-    missed = [q for q in run.queries or () if q.metrics.recall_at_k[largest] < 1.0]
+    missed = [q for q in run.queries or () if q.metrics.counted and q.metrics.recall_at_k[largest] < 1.0]
     lines: list[str] = []
     summary = phrases.missed_headline(len(missed), largest) if missed else phrases.all_found(largest)
     if missed:

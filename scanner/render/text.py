@@ -51,7 +51,7 @@ def render_text(report: Report) -> str:
                 phrase = phrases.displaced_phrase(quoted.rank_in_top_k, quoted.displaces_expected)
                 out.append(f"    {shown(quoted.query_id)} ({phrase}), {location.field} line {location.line}")
     largest = run.largest_k
-    missed = [q for q in run.queries or () if q.metrics.recall_at_k[largest] < 1.0]
+    missed = [q for q in run.queries or () if q.metrics.counted and q.metrics.recall_at_k[largest] < 1.0]
     if missed:
         out.append("")
         out.append(phrases.missed_headline(len(missed), largest) + ":")
