@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -151,6 +152,7 @@ def execute(argv: Sequence[str] | None = None) -> RunResult:
         return RunResult(code, outcome, tuple(diagnostics.items), error, args, out.getvalue(), err.getvalue())
 
     try:
+        check_kb_folder(args.kb_path)
         outcome = run_pipeline(options_from_args(args), plan_from_args(args), diagnostics)
     except InputError as error:
         _print_diagnostics(diagnostics, stderr)
@@ -177,7 +179,12 @@ def execute(argv: Sequence[str] | None = None) -> RunResult:
 
 
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    result = execute(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["init"]:
+        from . import init  # the `kb-eval init` subcommand (scanner/init.py)
+
+        return init.main(arguments[1:], stdout, stderr)
+    result = execute(arguments)
     try:
         (stderr or sys.stderr).write(result.stderr_text)
         (stdout or sys.stdout).write(result.stdout_text)
@@ -186,6 +193,18 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         # A closed pipe or stream while printing is not a regression: never let it pass as exit 1.
         return ExitCode.INTERNAL if result.exit_code == ExitCode.OK else result.exit_code
     return result.exit_code
+
+
+def check_kb_folder(kb_path: Path) -> None:
+    """A mistyped kb-path is said in those words, before the golden-file lookup in it
+    would report "no golden file found" and send the user looking for the wrong thing."""
+    if kb_path.is_dir():
+        return
+    raise InputError(
+        "knowledge base folder not found" if not os.path.lexists(kb_path) else "knowledge base path is not a folder",
+        file=str(kb_path),
+        hint="kb-path is relative to the current folder (in the Action, the repository root); check its spelling",
+    )
 
 
 def plan_from_args(args: argparse.Namespace) -> RunPlan:

@@ -68,7 +68,7 @@ def test_the_workflow_asks_for_the_permissions_the_comment_needs_and_no_more() -
     assert "pull_request" in workflow[True]  # PyYAML reads the key `on` as a boolean
     assert [str(s.get("uses", "")).split("@")[0] for s in steps()] == [
         "actions/checkout",
-        "OWNER/kb-eval",
+        "kb-eval/kb-eval",
         "actions/upload-artifact",
     ]
 
