@@ -415,7 +415,7 @@ def hand_to_workspace_owner(workspace: Path, paths: Sequence[Path]) -> None:
 
     The container runs as root while the runner's later steps (and the next
     checkout) run as the runner user, who could then neither delete nor
-    replace a root-owned file in the workspace (contract §7). Outside a
+    replace a root-owned file in the workspace (docs/runner-contract.md#user-and-file-ownership). Outside a
     container the files already belong to whoever runs this.
     """
     owner = os.stat(workspace)

@@ -8,7 +8,7 @@ variables. No other module prints a line that starts with `::`
 in one place and checked in one place against the real `@actions/core`
 (tests/test_github_escaping.py).
 
-The rules follow /work/shared/GITHUB-ACTIONS-CONTRACT.md: the escaping and
+The runner behaviours relied on are in docs/runner-contract.md: the escaping and
 the property order are those of actions/toolkit `packages/core/src/command.ts`
 and `utils.ts`; the parsing they must survive is actions/runner
 `ActionCommand.TryParseV2` (re-implemented for the tests in tests/runner_log.py).
@@ -140,7 +140,7 @@ def annotation_file(path: str) -> str:
 
     The runner maps `/github/workspace/x` back to `x` but keeps any other path
     as written, and an annotation on `./x`, `/x` or `../x` then shows on no
-    line of the diff (contract §4). So `./` and `//` are normalised away, the
+    line of the diff (docs/runner-contract.md#annotations). So `./` and `//` are normalised away, the
     container workspace prefix is dropped, and anything that would still
     point outside the repository is refused as the bug it is.
     """
@@ -398,7 +398,7 @@ def append_output(path: str | os.PathLike[str], name: str, value: str) -> None:
 
 
 STEP_SUMMARY_LIMIT_BYTES = 1024 * 1024
-"""GitHub uploads nothing of a step summary over 1 MiB (contract §3)."""
+"""GitHub uploads nothing of a step summary over 1 MiB (docs/runner-contract.md#outputs-and-the-step-summary)."""
 SUMMARY_TRUNCATION_MARGIN_BYTES = 4 * 1024
 """Room kept under the limit for the truncation note and any later small append."""
 

@@ -1,7 +1,7 @@
 """Build the action's image and run it the way the GitHub runner runs a Docker action.
 
 What the runner does (actions/runner ContainerActionHandler.cs, DockerCommandManager.cs;
-see /work/shared/GITHUB-ACTIONS-CONTRACT.md §1):
+see docs/runner-contract.md#build-and-run):
   docker build -t <tag> -f <dir>/Dockerfile <dir>
   docker run --rm --workdir /github/workspace -e NAME ... -e GITHUB_ACTIONS=true -e CI=true
              -v <runner_temp>:/github/runner_temp -v <home>:/github/home

@@ -16,7 +16,7 @@ from scanner.render.json_report import validation_errors
 from tests.conftest import CliResult, run_cli
 
 # The runner runs a line as a command when it starts with `::` after whitespace, and finds the
-# legacy `##[cmd]` form anywhere in a line (GITHUB-ACTIONS-CONTRACT.md section 4). str.splitlines
+# legacy `##[cmd]` form anywhere in a line (docs/runner-contract.md#annotations). str.splitlines
 # splits on more characters than the runner does (\r and \n), so this check is the stricter one.
 COMMAND_LINE = re.compile(r"^\s*::")
 LEGACY_COMMAND = "##["

@@ -1,0 +1,41 @@
+"""A mistyped kb-path is reported as a missing folder, not as a missing golden file."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from scanner.cli import main
+from scanner.errors import ExitCode
+
+
+def kb_eval(*argv: str) -> tuple[int, str]:
+    err = io.StringIO()
+    code = main(list(argv), io.StringIO(), err)
+    return code, err.getvalue()
+
+
+def test_a_kb_path_that_does_not_exist_says_the_folder_is_missing(tmp_path: Path) -> None:
+    code, err = kb_eval("--kb-path", str(tmp_path / "docs" / "kbb"), "--no-history")
+    assert code == ExitCode.BAD_INPUT
+    assert f"{tmp_path / 'docs' / 'kbb'}: knowledge base folder not found" in err
+    assert "kb-path is relative to the current folder" in err and "golden" not in err
+
+
+def test_a_kb_path_naming_a_file_says_it_is_not_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "kb.md").write_text("# a\n", encoding="utf-8")
+    code, err = kb_eval("--kb-path", str(tmp_path / "kb.md"), "--no-history")
+    assert code == ExitCode.BAD_INPUT and "knowledge base path is not a folder" in err
+
+
+def test_an_existing_kb_folder_without_a_golden_file_still_says_so(tmp_path: Path) -> None:
+    code, err = kb_eval("--kb-path", str(tmp_path), "--no-history")
+    assert code == ExitCode.BAD_INPUT
+    assert "no golden file found" in err and "knowledge base folder not found" not in err
+
+
+def test_the_folder_is_checked_even_when_the_golden_file_is_given(tmp_path: Path) -> None:
+    golden = tmp_path / "golden.yml"
+    golden.write_text("queries:\n  - query: a question\n    expected: [a.md]\n", encoding="utf-8")
+    code, err = kb_eval("--kb-path", str(tmp_path / "missing"), "--golden", str(golden), "--no-history")
+    assert code == ExitCode.BAD_INPUT and "knowledge base folder not found" in err
