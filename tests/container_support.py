@@ -92,6 +92,13 @@ class BuiltImage:
     size_bytes: int
 
 
+def build_arguments(context: Path, tag: str) -> list[str]:
+    """`podman build ...` as the runner's `docker build -t TAG -f DIR/Dockerfile DIR`: the Dockerfile
+    of the context folder, no build arguments, no target (the last stage), no --pull.
+    tests/test_workflows.py holds the release workflow's build to the same."""
+    return ["build", *PODMAN_BUILD_FLAGS, "-t", tag, "-f", str(context / "Dockerfile"), str(context)]
+
+
 def build_image(context: Path = ROOT, tag: str = IMAGE_TAG) -> BuiltImage:
     """Build the project's Dockerfile from `context`, as the runner would.
 
@@ -112,16 +119,7 @@ def build_image(context: Path = ROOT, tag: str = IMAGE_TAG) -> BuiltImage:
         unavailable(f"{BASE_IMAGE} is not available: run `bash ../shared/tools/container-base.sh`")
     started = time.monotonic()
     result = subprocess.run(
-        [
-            executable,
-            "build",
-            *PODMAN_BUILD_FLAGS,
-            "-t",
-            tag,
-            "-f",
-            str(context / "Dockerfile"),
-            str(context),
-        ],
+        [executable, *build_arguments(context, tag)],
         check=False,
         capture_output=True,
         text=True,
