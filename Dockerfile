@@ -4,34 +4,8 @@
 # a user's job pulls it (.github/workflows/release.yml). The project's own CI,
 # the tests and `uses: ./` build it from this file the way the runner does
 # (docker build, context = this folder, no --pull, no build args; see
-# docs/runner-contract.md). Measured sizes and build times: docs/release.md.
-#
-# Two stages from the same base. `venv` has pip and builds the virtual
-# environment; `runtime` has only the Python interpreter and its standard
-# library and copies the finished venv in. BuildKit builds the two in parallel.
-
-# ---- venv: hash-checked install of prebuilt wheels ------------------------
-FROM debian:bookworm-slim AS venv
-
-# python3.11-venv brings ensurepip (pip and setuptools as wheels); it stays in
-# this stage. No recommends, so no compiler either.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3.11-venv \
- && rm -rf /var/lib/apt/lists/*
-
-# Every dependency pinned with its hashes (requirements.lock, compiled from
-# requirements.in); --no-deps so nothing unlisted slips in, --only-binary so no
-# sdist is ever built. pip compiles each installed module to bytecode. pip and
-# setuptools leave the venv afterwards: the action installs nothing at run time.
-# The venv is made by /usr/bin/python3.11, the one path the runtime stage has.
-COPY requirements.lock /tmp/requirements.lock
-RUN /usr/bin/python3.11 -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --no-input \
-      --require-hashes --no-deps --only-binary=:all: -r /tmp/requirements.lock \
- && /opt/venv/bin/pip uninstall -y --disable-pip-version-check pip setuptools
-
-# ---- runtime: the interpreter, the venv, the action -----------------------
-FROM debian:bookworm-slim AS runtime
+# docs/runner-contract.md). Sizes and build times, measured: docs/release.md.
+FROM debian:bookworm-slim
 
 # Documentation, manual pages and translations of the packages installed below
 # are never read in a CI step; the official slim base already skips them, a
@@ -44,21 +18,33 @@ RUN printf '%s\n' \
       'path-exclude /usr/share/locale/*' \
       > /etc/dpkg/dpkg.cfg.d/kb-eval-no-docs
 
-# The interpreter (python3.11-minimal) and the standard library with sqlite3
-# and ssl (libpython3.11-stdlib): bookworm's Python is 3.11, the version the
-# project targets. Not the `python3` or `python3.11` packages: they add pydoc,
-# tzdata and the python3 symlinks, none of which the action uses. Without the
-# `python3` package nothing byte-compiles the standard library at install, so it
-# is done here (otherwise every step would compile what it imports). apt-get
-# clean: the official slim image drops downloaded .debs by itself, debootstrap
-# keeps them.
+# One layer, so nothing it removes is still shipped in a layer below:
+# - the interpreter (python3.11-minimal) and the standard library with sqlite3
+#   and ssl (libpython3.11-stdlib): bookworm's Python is 3.11, the version the
+#   project targets; no recommends, so no compiler;
+# - python3.11-venv only to build the venv: every dependency pinned with its
+#   hashes (requirements.lock, compiled from requirements.in), --no-deps so
+#   nothing unlisted slips in, --only-binary so no sdist is ever built; pip
+#   compiles what it installs;
+# - then pip, setuptools and the venv package (with what only it needed:
+#   ensurepip's wheels, python3, CA certificates, openssl) leave again: the
+#   action installs nothing at run time. RecommendsImportant=false, or
+#   python3.11-minimal's recommendation would keep them.
+# - nothing else byte-compiles the standard library without the `python3`
+#   package, so it is done here (else every step compiles what it imports).
+# One RUN rather than a build stage and a runtime stage: the same image, but
+# one apt-get update instead of two (measured in docs/release.md).
+COPY requirements.lock /tmp/requirements.lock
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3.11-minimal libpython3.11-stdlib \
+ && apt-get install -y --no-install-recommends python3.11-minimal libpython3.11-stdlib python3.11-venv \
+ && /usr/bin/python3.11 -m venv /opt/venv \
+ && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --no-input \
+      --require-hashes --no-deps --only-binary=:all: -r /tmp/requirements.lock \
+ && /opt/venv/bin/pip uninstall -y --disable-pip-version-check pip setuptools \
+ && apt-get purge -y --auto-remove -o APT::AutoRemove::RecommendsImportant=false python3.11-venv \
  && /usr/bin/python3.11 -m compileall -q -j 0 /usr/lib/python3.11 \
  && apt-get clean \
- && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt/* /var/log/dpkg.log
-
-COPY --from=venv /opt/venv /opt/venv
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt/* /var/log/dpkg.log /tmp/requirements.lock
 
 # Without a TTY (the runner passes no -t) stdout is block-buffered, and
 # annotations would reach the log late and out of order with stderr.
