@@ -58,11 +58,14 @@ def test_near_miss_tags_are_refused(tag: str) -> None:
         release.parse_tag(tag)
 
 
-def test_the_tag_must_match_pyprojects_version() -> None:
+def test_the_tag_must_match_the_version_in_pyproject_and_in_the_package() -> None:
     pyproject = 'name = "kb-eval"\nversion = "1.2.3"\n'
-    release.check_version_matches(release.parse_tag("v1.2.3"), pyproject)
+    package = '"""kb-eval."""\n\n__version__ = "1.2.3"\n'
+    release.check_version_matches(release.parse_tag("v1.2.3"), pyproject, package)
     with pytest.raises(release.ReleaseError, match="tag says 1.2.4, pyproject.toml says 1.2.3"):
-        release.check_version_matches(release.parse_tag("v1.2.4"), pyproject)
+        release.check_version_matches(release.parse_tag("v1.2.4"), pyproject, package)
+    with pytest.raises(release.ReleaseError, match="scanner/__init__.py says 1.2.2"):
+        release.check_version_matches(release.parse_tag("v1.2.3"), pyproject, package.replace("1.2.3", "1.2.2"))
 
 
 def test_the_image_name_is_lower_case_under_the_owner() -> None:
@@ -191,7 +194,7 @@ def test_check_tag_for_this_repositorys_version_passes_and_sets_the_outputs(tmp_
     lines = output.read_text(encoding="utf-8").splitlines()
     assert lines == [f"version={version[1]}", f"major-tag=v{version[1].split('.')[0]}", "prerelease=false", f"image={IMAGE}"]
     wrong = script("check-tag", "v99.0.0", env={"GITHUB_OUTPUT": str(tmp_path / "other")})
-    assert wrong.returncode == 2 and "bump pyproject.toml first" in wrong.stderr
+    assert wrong.returncode == 2 and "bump the version first" in wrong.stderr
 
 
 # --- Marketplace ---------------------------------------------------------------------------------

@@ -71,12 +71,17 @@ def image_name(owner: str) -> str:
     return name
 
 
-def check_version_matches(version: Version, pyproject: str) -> None:
-    # One version everywhere: the CLI's --version, the report's tool version and the image tag.
-    match = re.search(r'(?m)^version\s*=\s*"([^"]+)"', pyproject)
-    if match is None or match[1] != version.text:
-        found = match[1] if match else "none"
-        raise ReleaseError(f"tag says {version.text}, pyproject.toml says {found}: bump pyproject.toml first")
+def check_version_matches(version: Version, pyproject: str, package_init: str) -> None:
+    # One version everywhere: the package's metadata, the CLI's --version and the report's tool
+    # version (scanner/__init__.py), and the image tag.
+    for name, text, pattern in (
+        ("pyproject.toml", pyproject, r'(?m)^version\s*=\s*"([^"]+)"'),
+        ("scanner/__init__.py", package_init, r'(?m)^__version__\s*=\s*"([^"]+)"'),
+    ):
+        match = re.search(pattern, text)
+        if match is None or match[1] != version.text:
+            found = match[1] if match else "none"
+            raise ReleaseError(f"tag says {version.text}, {name} says {found}: bump the version first")
 
 
 def pin_image(action_yml: str, image: str, version: Version, digest: str) -> str:
@@ -143,7 +148,11 @@ def main(argv: Sequence[str]) -> int:
         match list(argv):
             case ["check-tag", tag]:
                 version = parse_tag(tag)
-                check_version_matches(version, (root / "pyproject.toml").read_text(encoding="utf-8"))
+                check_version_matches(
+                    version,
+                    (root / "pyproject.toml").read_text(encoding="utf-8"),
+                    (root / "scanner" / "__init__.py").read_text(encoding="utf-8"),
+                )
                 release_notes(version, (root / "CHANGELOG.md").read_text(encoding="utf-8"))
                 owner = os.environ.get("GITHUB_REPOSITORY_OWNER", "kb-eval")
                 _write_outputs(
