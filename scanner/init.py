@@ -137,8 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kb-eval init",
         description=(
-            f"Write a starter golden file ({GOLDEN_NAME}) into an existing knowledge base, and with --workflow "
-            f"the GitHub workflow that runs kb-eval on pull requests. Never overwrites a file."
+            f"Write a starter golden file ({GOLDEN_NAME}) into an existing knowledge base, and with\n"
+            "--workflow the GitHub workflow that runs kb-eval on pull requests. Never overwrites a file."
         ),
         epilog=(
             "exit codes: 0 written, 2 bad input or a file already there (nothing written).\n"
