@@ -263,7 +263,8 @@ def run_kb_eval(kb: Path, golden: Path, tokenization: str | None = None, cache_d
     """kb-eval's whole run; `tokenization` None keeps kb-eval's default, else a Tokenization value;
     `cache_dir` is kb-eval's parse cache (--cache-dir)."""
     from scanner import evaluate
-    from scanner.retrievers.builtin import Tokenization
+    from scanner.cli import parse_cli
+    from scanner.retrievers.factory import retriever_builder
 
     run = SystemRun("kb-eval" if tokenization is None else f"kb-eval-{tokenization}")
     if cache_dir is not None:
@@ -280,7 +281,7 @@ def run_kb_eval(kb: Path, golden: Path, tokenization: str | None = None, cache_d
     t = time.perf_counter()
     options = evaluate.EvalOptions(kb_path=kb, golden_path=golden)
     if tokenization is not None:
-        options = dataclasses.replace(options, tokenization=Tokenization(tokenization))
+        options = dataclasses.replace(options, retriever=retriever_builder(parse_cli(["--tokenization", tokenization])))
     if cache_dir is not None:
         options = dataclasses.replace(options, cache_dir=cache_dir)
     outcome = evaluate.run_eval(options)

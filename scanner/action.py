@@ -6,10 +6,11 @@ Thin on purpose. The eval is `scanner.cli.execute`, the very code of the
 is scanner/github.py; the annotations, the summary and the comment are their
 own modules. What lives here is the translation and the order of events:
 
-1. read and check the inputs (every declared input is set by the runner,
+1. read and check the inputs, walking the settings' declarations
+   (scanner/settings.py; every declared input is set by the runner,
    defaults included; names keep their hyphens), refusing paths that leave
-   the workspace;
-2. run the CLI in-process on the translated arguments;
+   the workspace; a refusal names the input as the workflow spells it;
+2. run the CLI in-process on the settings read (checked once, here);
 3. echo its text to the log with commands stopped (a pull request controls
    file names, headings and query ids, and `::add-mask::` in one of them
    would otherwise be obeyed);
@@ -21,10 +22,8 @@ The exit status is the CLI's, unchanged: a finding never fails the step.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import math
 import os
 import posixpath
 import re
@@ -33,12 +32,11 @@ import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from .cli import RunResult, build_parser, execute
+from .cli import RunResult, execute
 from .errors import ExitCode, InputError
 from .github import (
-    GITHUB_ANNOTATIONS_PER_KIND_PER_STEP,
     Annotation,
     AnnotationKind,
     AnnotationProperties,
@@ -54,44 +52,10 @@ from .github import (
 from .pr_comment import CommentRefused, GitHubApi, PullRequest, marker_for, upsert_comment
 from .render.annotations import gate_not_run_annotation, input_error_annotation, report_annotations
 from .render.markdown import SourceLinks, SummaryContext, render_input_error, render_summary
+from .retrievers.factory import choose_kind
 from .run import Report
+from .settings import SETTINGS, Form, Interface, RunSettings, Setting, convert, run_settings
 
-INPUT_DEFAULTS: Mapping[str, str] = {
-    "kb-path": ".",
-    "golden": "",
-    "k": "1,5,10",
-    "limit": "",
-    "report": "kb-eval-report.json",
-    "exclude": "",
-    "history": "",
-    "baseline": "",
-    "save-baseline": "",
-    "cache-dir": "",
-    "fail-on-regression": "false",
-    "regression-threshold": "0.05",
-    "alpha": "",
-    "annotations": "true",
-    "max-annotations": str(GITHUB_ANNOTATIONS_PER_KIND_PER_STEP),
-    "summary": "true",
-    "comment": "false",
-    "github-token": "",
-    "retriever": "builtin",
-    "http-url": "",
-    "http-method": "POST",
-    "http-body": "",
-    "http-headers": "",
-    "command": "",
-    "run-file": "",
-    "format": "text",
-}
-"""action.yml's defaults (tests/test_action_mode.py keeps them equal). The runner always sets
-every input; these only fill in for a run outside a runner. `github-token`'s default is an
-expression the runner evaluates, so outside a runner it is empty."""
-
-RETRIEVERS = ("builtin", "http", "command", "run")
-FORMATS = ("text", "json")
-MAX_CUTOFF = 1000
-MAX_ANNOTATIONS_INPUT = 1000
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 MAX_EVENT_BYTES = 25 * 1024 * 1024
 """GitHub caps webhook payloads at 25 MB; a larger event file is not a payload."""
@@ -101,91 +65,63 @@ _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # --- inputs ------------------------------------------------------------------------
 
 
+def _outside_a_runner(default: str) -> str:
+    # An expression default (`${{ github.token }}`) is evaluated by the runner only; outside a
+    # runner the input is simply not set.
+    return "" if "${{" in default else default
+
+
+INPUT_DEFAULTS: Mapping[str, str] = {
+    spec.name: _outside_a_runner(spec.action_default_text) for spec in SETTINGS if spec.action
+}
+"""action.yml's defaults, derived from the same declarations (scanner/settings.py). The runner
+always sets every input; these only fill in for a run outside a runner."""
+
+
 @dataclass(frozen=True, slots=True)
 class ActionInputs:
-    """The inputs, checked. Paths are relative to the workspace, `/`-separated, normalised."""
+    """The inputs, checked: the run's settings and the Action's own.
 
-    kb_path: str
-    golden: str | None
-    k: tuple[int, ...]
-    limit: int | None
-    report: str
-    exclude: tuple[str, ...]
-    history: str | None
-    baseline: str | None
-    save_baseline: str | None
-    cache_dir: str | None
-    fail_on_regression: bool
-    regression_threshold: float
-    alpha: float | None
+    Paths are relative to the workspace, `/`-separated, normalised.
+    """
+
+    settings: RunSettings
+    """What `kb-eval` runs with, read from the inputs (`interface` is ACTION)."""
     annotations: bool
     max_annotations: int
     summary: bool
     comment: bool
     github_token: str
-    retriever: str
-    http_url: str | None
-    http_method: str
-    http_body: str | None
-    http_headers: tuple[str, ...]
-    command: str | None
-    run_file: str | None
-    format: str
+
+    @property
+    def kb_path(self) -> str:
+        return self.settings.kb_path.as_posix()
+
+    @property
+    def golden(self) -> str | None:
+        return _posix(self.settings.golden)
+
+    @property
+    def report(self) -> str:
+        # The report input has a non-empty default and an empty value means that default.
+        assert self.settings.output is not None
+        return self.settings.output.as_posix()
+
+    @property
+    def history(self) -> str | None:
+        return _posix(self.settings.history)
+
+    @property
+    def save_baseline(self) -> str | None:
+        return _posix(self.settings.save_baseline)
+
+    @property
+    def fail_on_regression(self) -> bool:
+        return self.settings.fail_on_regression
 
 
-def _raw(environ: Mapping[str, str], name: str) -> str:
-    if input_variable(name) not in environ:
-        return INPUT_DEFAULTS[name]
-    return read_input(environ, name)
-
-
-def _bool(environ: Mapping[str, str], name: str) -> bool:
-    return read_bool_input(environ, name, default=INPUT_DEFAULTS[name] == "true")
-
-
-def _int(environ: Mapping[str, str], name: str, low: int, high: int, text: str | None = None) -> int:
-    text = _raw(environ, name) if text is None else text
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or not low <= value <= high:
-        raise InputError(
-            f"input {name} is {text!r}, not a whole number from {low} to {high}",
-            field=name,
-            hint=f"set `{name}:` to a number such as {INPUT_DEFAULTS[name] or high // 100}",
-        )
-    return value
-
-
-def _float(environ: Mapping[str, str], name: str, low: float, high: float, *, low_open: bool, high_open: bool) -> float:
-    text = _raw(environ, name)
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    above = value > low if low_open else value >= low
-    below = value < high if high_open else value <= high
-    if not (math.isfinite(value) and above and below):
-        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-        raise InputError(
-            f"input {name} is {text!r}, not a number in {interval}",
-            field=name,
-            hint=f"set `{name}:` to a number such as 0.05",
-        )
-    return value
-
-
-def _choice(environ: Mapping[str, str], name: str, choices: Sequence[str]) -> str:
-    value = _raw(environ, name)
-    if value not in choices:
-        raise InputError(f"input {name} is {value!r}", field=name, hint=f"use one of: {', '.join(choices)}")
-    return value
-
-
-def _lines(environ: Mapping[str, str], name: str) -> tuple[str, ...]:
-    """A multi-line input: one item per non-blank line, each trimmed."""
-    return tuple(line.strip() for line in _raw(environ, name).splitlines() if line.strip())
+def _posix(path: Path | None) -> str | None:
+    return None if path is None else path.as_posix()
 
 
 def workspace_path(workspace: Path, raw: str, name: str) -> str:
@@ -230,115 +166,77 @@ def workspace_path(workspace: Path, raw: str, name: str) -> str:
     return relative
 
 
-def _optional_path(environ: Mapping[str, str], workspace: Path, name: str) -> str | None:
-    raw = _raw(environ, name)
-    return workspace_path(workspace, raw, name) if raw else None
+def _spelling(environ: Mapping[str, str], spec: Setting) -> tuple[str, str]:
+    """The input's text and the spelling it was given under (an alias such as `output`, or the name).
+
+    The runner sets every declared input, aliases to "" by default; an alias set
+    to something else stands in for the name, unless both say different things.
+    """
+    name = spec.name
+    text = read_input(environ, name) if input_variable(name) in environ else INPUT_DEFAULTS[name]
+    for alias in spec.aliases:
+        other = read_input(environ, alias)
+        if not other or other == text:
+            continue
+        if text not in ("", INPUT_DEFAULTS[name]):
+            raise InputError(
+                f"inputs {name} and {alias} are both set, to different values",
+                field=name,
+                hint=f"{alias} is another spelling of {name}: keep one",
+            )
+        return other, alias
+    return text, name
+
+
+def _value(environ: Mapping[str, str], workspace: Path, spec: Setting) -> tuple[Any, bool]:
+    """One input's value and whether it was given (set to other than its default)."""
+    if spec.form is Form.SWITCH:
+        value = read_bool_input(environ, spec.name, default=bool(spec.default))
+        return value, value != spec.default
+    text, spelling = _spelling(environ, spec)
+    if spec.form is Form.LIST:
+        items = tuple(line.strip() for line in text.splitlines() if line.strip())
+        return tuple(convert(spec, item, Interface.ACTION) for item in items), bool(items)
+    # An empty input means its default: `with: limit: ${{ inputs.limit }}` passes "" when unset.
+    default_text = INPUT_DEFAULTS[spec.name]
+    if text in ("", default_text):
+        if spec.action_default is None or not default_text:
+            return spec.default, False
+        text = default_text
+    if spec.path:
+        text = workspace_path(workspace, text, spelling)
+    return convert(spec, text, Interface.ACTION), text != default_text
+
+
+def _no_history_unless_named(values: dict[str, Any], given: list[str]) -> None:
+    """An empty history input keeps no history: a workflow's files are gone after the job, so a
+    default history file in the KB folder would be written for nothing (the CLI's default)."""
+    if values.get("history") is None:
+        values["no_history"] = True
+        given.append("no-history")
 
 
 def read_inputs(environ: Mapping[str, str], workspace: Path) -> ActionInputs:
-    """Every input, checked; the first bad one raises an InputError naming it."""
-    k_text = _raw(environ, "k")
-    k = tuple(_int(environ, "k", 1, MAX_CUTOFF, part.strip()) for part in k_text.split(",") if part.strip())
-    if not k:
-        raise InputError("input k is empty", field="k", hint="give cut-offs such as 1,5,10")
-    limit_text = _raw(environ, "limit")
-    report = _raw(environ, "report")
-    if not report:
-        raise InputError(
-            "input report is empty", field="report", hint="name the JSON report file, e.g. kb-eval-report.json"
-        )
-    alpha_text = _raw(environ, "alpha")
+    """Every input, checked once, in declaration order; the first bad one raises an InputError naming it."""
+    values: dict[str, Any] = {}
+    given: list[str] = []
+    for spec in SETTINGS:
+        if not spec.action:
+            continue
+        values[spec.attribute], is_given = _value(environ, workspace, spec)
+        if is_given and spec.cli:
+            given.append(spec.name)
+    _no_history_unless_named(values, given)
+    run = run_settings(values, given, Interface.ACTION)
+    choose_kind(run)  # a setting of another retriever, named as an input
     return ActionInputs(
-        kb_path=workspace_path(workspace, _raw(environ, "kb-path") or ".", "kb-path"),
-        golden=_optional_path(environ, workspace, "golden"),
-        k=k,
-        limit=_int(environ, "limit", 1, MAX_CUTOFF) if limit_text else None,
-        report=workspace_path(workspace, report, "report"),
-        exclude=_lines(environ, "exclude"),
-        history=_optional_path(environ, workspace, "history"),
-        baseline=_optional_path(environ, workspace, "baseline"),
-        save_baseline=_optional_path(environ, workspace, "save-baseline"),
-        cache_dir=_optional_path(environ, workspace, "cache-dir"),
-        fail_on_regression=_bool(environ, "fail-on-regression"),
-        regression_threshold=_float(environ, "regression-threshold", 0.0, 1.0, low_open=False, high_open=True),
-        alpha=_float(environ, "alpha", 0.0, 1.0, low_open=True, high_open=False) if alpha_text else None,
-        annotations=_bool(environ, "annotations"),
-        max_annotations=_int(environ, "max-annotations", 0, MAX_ANNOTATIONS_INPUT),
-        summary=_bool(environ, "summary"),
-        comment=_bool(environ, "comment"),
-        github_token=_raw(environ, "github-token"),
-        retriever=_choice(environ, "retriever", RETRIEVERS),
-        http_url=_raw(environ, "http-url") or None,
-        http_method=_raw(environ, "http-method") or INPUT_DEFAULTS["http-method"],
-        http_body=_raw(environ, "http-body") or None,
-        http_headers=_lines(environ, "http-headers"),
-        command=_raw(environ, "command") or None,
-        run_file=_optional_path(environ, workspace, "run-file"),
-        format=_choice(environ, "format", FORMATS),
+        settings=run,
+        annotations=values["annotations"],
+        max_annotations=values["max_annotations"],
+        summary=values["summary"],
+        comment=values["comment"],
+        github_token=values["github_token"],
     )
-
-
-# --- inputs -> CLI arguments -----------------------------------------------------------
-
-
-def option_strings(parser: argparse.ArgumentParser) -> frozenset[str]:
-    """Every flag the CLI's parser knows (argparse has no public accessor for this)."""
-    return frozenset(parser._option_string_actions)
-
-
-def cli_arguments(inputs: ActionInputs, flags: frozenset[str]) -> tuple[list[str], list[str]]:
-    """The CLI argument list for `inputs`, and the inputs that were set but have no flag yet.
-
-    `--flag=value` throughout, so a value starting with `-` is never taken for
-    a flag. The history and gate flags are passed only when this CLI has them.
-    """
-    argv = [f"--kb-path={inputs.kb_path}", "--k=" + ",".join(map(str, inputs.k)), f"--format={inputs.format}"]
-    argv.append(f"--output={inputs.report}")
-    if inputs.golden is not None:
-        argv.append(f"--golden={inputs.golden}")
-    if inputs.limit is not None:
-        argv.append(f"--limit={inputs.limit}")
-    argv += [f"--exclude={pattern}" for pattern in inputs.exclude]
-    if inputs.cache_dir is not None:
-        argv.append(f"--cache-dir={inputs.cache_dir}")
-
-    argv.append(f"--retriever={inputs.retriever}")
-    if inputs.http_url is not None:
-        argv.append(f"--http-url={inputs.http_url}")
-    # http-method has a non-empty default, so it is passed only where it applies (or was changed,
-    # so that the CLI can refuse it for another retriever).
-    if inputs.retriever == "http" or inputs.http_method != INPUT_DEFAULTS["http-method"]:
-        argv.append(f"--http-method={inputs.http_method}")
-    if inputs.http_body is not None:
-        argv.append(f"--http-body={inputs.http_body}")
-    argv += [f"--http-header={header}" for header in inputs.http_headers]
-    if inputs.command is not None:
-        argv.append(f"--command={inputs.command}")
-    if inputs.run_file is not None:
-        argv.append(f"--run={inputs.run_file}")
-
-    ignored: list[str] = []
-
-    def pass_if_known(input_name: str, flag: str, value: str | None, is_set: bool) -> None:
-        if flag in flags:
-            if is_set:
-                argv.append(flag if value is None else f"{flag}={value}")
-        elif is_set:
-            ignored.append(input_name)
-
-    pass_if_known("history", "--history", inputs.history, inputs.history is not None)
-    if inputs.history is None and "--no-history" in flags:
-        argv.append("--no-history")  # action.yml: an empty history input keeps no history
-    pass_if_known("baseline", "--baseline", inputs.baseline, inputs.baseline is not None)
-    pass_if_known("save-baseline", "--save-baseline", inputs.save_baseline, inputs.save_baseline is not None)
-    pass_if_known("fail-on-regression", "--fail-on-regression", None, inputs.fail_on_regression)
-    threshold_changed = inputs.regression_threshold != float(INPUT_DEFAULTS["regression-threshold"])
-    if "--regression-threshold" in flags:
-        argv.append(f"--regression-threshold={inputs.regression_threshold!r}")
-    elif threshold_changed:
-        ignored.append("regression-threshold")
-    pass_if_known("alpha", "--alpha", repr(inputs.alpha), inputs.alpha is not None)
-    return argv, ignored
 
 
 # --- the event, and where files can be linked ---------------------------------------------
@@ -523,18 +421,10 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
 
     # Paths are workspace-relative, as under the runner's --workdir /github/workspace.
     os.chdir(workspace)
-    argv, ignored = cli_arguments(inputs, option_strings(build_parser()))
     notes: list[Annotation] = []
-    if ignored:
-        notes.append(
-            _warning(
-                "kb-eval: inputs ignored",
-                f"This version of kb-eval has no support yet for the input(s) {', '.join(ignored)}; they were ignored.",
-            )
-        )
     written_paths = [p for p in (inputs.report, inputs.save_baseline, inputs.history) if p is not None]
     created = [folder for path in written_paths for folder in make_parent_folders(workspace, path)]
-    result = execute(argv)
+    result = execute(inputs.settings)
     echo_untrusted(stdout, result.stderr_text + result.stdout_text)
     hand_to_workspace_owner(workspace, [*created, *(workspace / path for path in written_paths)])
 
@@ -558,7 +448,7 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
 
 def _bool_or(environ: Mapping[str, str], name: str, fallback: bool) -> bool:
     try:
-        return _bool(environ, name)
+        return read_bool_input(environ, name, default=fallback)
     except InputError:
         return fallback
 

@@ -19,17 +19,15 @@ from typing import TextIO
 from . import __version__
 from .diagnostics import Diagnostic, Diagnostics
 from .errors import ExitCode, InputError
-from .evaluate import DEFAULT_KS, EvalOptions
-from .gate import DEFAULT_REGRESSION_THRESHOLD
-from .history import DEFAULT_HISTORY_SIZE
+from .evaluate import EvalOptions
 from .pipeline import RunOutcome, RunPlan, run_pipeline
 from .render import console
 from .render.console import SafeStream
 from .render.json_report import ReportInvalid
 from .render.text import render_text
-from .retrievers.builtin import FieldWeights, Tokenization
-from .retrievers.factory import add_retriever_arguments, external_retriever_factory, options_from_namespace
+from .retrievers.factory import choose_kind, retriever_builder
 from .run import Report
+from .settings import RunSettings, add_arguments, read_cli
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,66 +37,42 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(ExitCode.BAD_INPUT)
 
 
+EPILOG = """\
+exit codes:
+  0  the run completed (findings never change this)
+  1  --fail-on-regression was given and an aggregate metric regressed
+  2  bad input or usage; the message names the file, line or flag
+  3  internal error (a bug in kb-eval)
+
+examples:
+  kb-eval --kb-path docs --report kb-eval-report.json
+  kb-eval --kb-path docs --http-url http://localhost:8750/search --concurrency 4
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The CLI's parser: every flag comes from scanner/settings.py's declarations."""
     parser = _Parser(
         prog="kb-eval",
         description="Measure a Markdown knowledge base's search against a golden query set.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"kb-eval {__version__}")
-    parser.add_argument("--kb-path", type=Path, default=Path("."), help="the knowledge base folder (default: .)")
-    parser.add_argument(
-        "--golden", type=Path, default=None,
-        help="golden query file (default: <kb>/.kb-eval.yml, then .kb-mcp-eval.yml, .groove-eval.yml)",
-    )
-    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip matching paths (repeatable)")
-    parser.add_argument("--limit", type=_positive_int, default=None, help="hits per query (default: golden defaults.limit, else 10)")
-    parser.add_argument("--k", type=_k_list, default=DEFAULT_KS, help="cut-offs, comma separated (default: 1,5,10)")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="stdout format (default: text)")
-    parser.add_argument("--output", type=Path, default=None, help="also write the JSON report to this file")
-    parser.add_argument(
-        "--cache-dir", type=Path, default=None, metavar="DIR",
-        help="keep parsed documents here between runs (e.g. with actions/cache); unchanged files are not parsed again",
-    )
-    parser.add_argument(
-        "--tokenization", choices=[t.value for t in Tokenization], default=Tokenization.AUTO.value,
-        help="built-in retriever: auto (by the query's script, default), fused (both indexes), word or trigram",
-    )
-    parser.add_argument(
-        "--weights", type=_weights, default=FieldWeights(),
-        help="built-in retriever bm25 weights heading,breadcrumb,body (default: 2,1,1)",
-    )
-    history = parser.add_argument_group("history, baseline and the regression gate")
-    history.add_argument(
-        "--history", type=Path, default=None, metavar="FILE",
-        help="run history to compare with and append to (default: <kb>/.kb-eval-history.json)",
-    )
-    history.add_argument("--no-history", action="store_true", help="neither read nor write a history")
-    history.add_argument(
-        "--history-size", type=int, default=DEFAULT_HISTORY_SIZE, metavar="N",
-        help=f"runs kept in the history (default: {DEFAULT_HISTORY_SIZE})",
-    )
-    history.add_argument(
-        "--baseline", type=Path, default=None, metavar="FILE",
-        help="compare with this JSON report (e.g. the default branch's) instead of the history",
-    )
-    history.add_argument(
-        "--save-baseline", type=Path, default=None, metavar="FILE",
-        help="also write this run's JSON report to FILE, to use later as --baseline",
-    )
-    history.add_argument(
-        "--fail-on-regression", action="store_true",
-        help="exit 1 when an aggregate metric dropped by more than the threshold against a comparable run",
-    )
-    history.add_argument(
-        "--regression-threshold", type=float, default=DEFAULT_REGRESSION_THRESHOLD, metavar="DROP",
-        help=f"largest tolerated drop of any metric, 0..1 scale (default: {DEFAULT_REGRESSION_THRESHOLD})",
-    )
-    history.add_argument(
-        "--alpha", type=float, default=None, metavar="A",
-        help="count a drop only when a paired sign-flip test over the queries gives p < A",
-    )
-    add_retriever_arguments(parser)
+    add_arguments(parser)
     return parser
+
+
+def parse_cli(argv: Sequence[str] | None = None) -> RunSettings:
+    """The command line as checked settings.
+
+    argparse errors (an unknown flag, a missing value), --help and --version
+    raise SystemExit as argparse does; a refused value or combination raises
+    InputError naming the flag.
+    """
+    settings = read_cli(build_parser().parse_args(argv))
+    choose_kind(settings)  # a setting of another retriever stops the run before anything is read
+    return settings
 
 
 @dataclass(frozen=True)
@@ -115,8 +89,8 @@ class RunResult:
     diagnostics: tuple[Diagnostic, ...]
     input_error: InputError | None
     """Why the run was exit 2 (usage errors from the parser included), else None."""
-    args: argparse.Namespace | None
-    """The parsed arguments; None when they did not parse."""
+    args: RunSettings | None
+    """The parsed settings; None when they did not parse."""
     stdout_text: str
     stderr_text: str
 
@@ -125,16 +99,23 @@ class RunResult:
         return self.outcome.report if self.outcome is not None else None
 
 
-def execute(argv: Sequence[str] | None = None) -> RunResult:
+def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
     """Run the CLI on `argv` without printing anything: the text goes into the result.
 
+    The Action passes the settings it read and checked itself (in its own words), so
+    nothing is turned back into text and checked a second time.
     Every line passes through `log_safe` on its way into the result (render/console.py)."""
     out, err = io.StringIO(), io.StringIO()
     stdout, stderr = SafeStream(out), SafeStream(err)
     try:
         # argparse writes usage errors, --help and --version to the sys streams.
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):  # type: ignore[type-var]
-            args = build_parser().parse_args(argv)
+            args = argv if isinstance(argv, RunSettings) else parse_cli(argv)
+    except InputError as error:
+        stderr.write(console.error_lines(error))
+        stdout.flush()
+        stderr.flush()
+        return RunResult(ExitCode.BAD_INPUT, None, (), error, None, out.getvalue(), err.getvalue())
     except SystemExit as exit_:
         stdout.flush()
         stderr.flush()
@@ -207,7 +188,7 @@ def check_kb_folder(kb_path: Path) -> None:
     )
 
 
-def plan_from_args(args: argparse.Namespace) -> RunPlan:
+def plan_from_args(args: RunSettings) -> RunPlan:
     return RunPlan(
         history=None if args.no_history else (args.history or args.kb_path / ".kb-eval-history.json"),
         history_size=args.history_size,
@@ -219,51 +200,21 @@ def plan_from_args(args: argparse.Namespace) -> RunPlan:
     )
 
 
-def options_from_args(args: argparse.Namespace) -> EvalOptions:
+def options_from_args(args: RunSettings) -> EvalOptions:
     return EvalOptions(
         kb_path=args.kb_path,
         golden_path=args.golden,
         exclude=tuple(args.exclude),
         limit=args.limit,
         ks=tuple(args.k),
-        weights=args.weights,
-        tokenization=Tokenization(args.tokenization),
         cache_dir=args.cache_dir,
-        external_retriever=external_retriever_factory(options_from_namespace(args)),
+        retriever=retriever_builder(args),
     )
 
 
 def _print_diagnostics(diagnostics: Diagnostics, stderr: SafeStream) -> None:
     for item in diagnostics.items:
         stderr.write(console.diagnostic_line(item) + "\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not 1 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"{value} is not between 1 and 1000")
-    return value
-
-
-def _k_list(text: str) -> tuple[int, ...]:
-    values = tuple(_positive_int(part.strip()) for part in text.split(",") if part.strip())
-    if not values:
-        raise argparse.ArgumentTypeError("give at least one cut-off, e.g. 1,5,10")
-    return values
-
-
-def _weights(text: str) -> FieldWeights:
-    parts = text.split(",")
-    try:
-        values = [float(p) for p in parts]
-    except ValueError:
-        values = []
-    if len(values) != 3 or not all(0 < v < 1000 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: give three positive numbers heading,breadcrumb,body, e.g. 2,1,1")
-    return FieldWeights(*values)
 
 
 def run() -> None:

@@ -8,7 +8,7 @@ print and which exit code to return.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,14 +24,10 @@ from .metrics import METRIC_VERSION, AggregateMetrics, aggregate, score_query
 from .parse_cache import ParseCache
 from .query_compiler import compile_query
 from .quotes import Finding, locate, normalise, scan
-from .retrievers.base import Retriever, SearchRequest
-from .retrievers.builtin import BuiltinRetriever, FieldWeights, Tokenization
+from .retrievers.base import SearchRequest
+from .retrievers.factory import RetrieverBuilder, retriever_builder
 from .run import LocatedFinding, QueryRecord, RunRecord
-
-DEFAULT_LIMIT = 10
-DEFAULT_KS = (1, 5, 10)
-
-RetrieverFactory = Callable[[], Retriever]
+from .settings import DEFAULT_KS, DEFAULT_LIMIT, default_settings
 
 
 @dataclass(frozen=True)
@@ -42,10 +38,8 @@ class EvalOptions:
     limit: int | None = None
     """None: the golden file's `defaults.limit`, else DEFAULT_LIMIT."""
     ks: tuple[int, ...] = DEFAULT_KS
-    weights: FieldWeights = field(default_factory=FieldWeights)
-    tokenization: Tokenization = Tokenization.AUTO
-    external_retriever: RetrieverFactory | None = None
-    """None: the built-in FTS5 retriever answers the queries."""
+    retriever: RetrieverBuilder = field(default_factory=lambda: retriever_builder(default_settings()))
+    """Builds the retriever over the index (retrievers/factory.py); the default is the built-in one."""
     cache_dir: Path | None = None
     """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
     timestamp: datetime | None = None
@@ -78,13 +72,7 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     clock.lap("walk_parse")
     index = Index.build(corpus)
     requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
-    retriever: Retriever
-    if options.external_retriever is not None:
-        retriever = options.external_retriever()
-    else:
-        builtin = BuiltinRetriever(index, options.weights, options.tokenization)
-        builtin.prepare(requests)
-        retriever = builtin
+    retriever = options.retriever(index, requests)
     clock.lap("index")
     warn_expected_not_in_corpus(golden, corpus, diagnostics)
 

@@ -9,9 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.action_docs import ACTION_YML, ROOT, inputs_table, load_action, outputs_table
+from scanner.settings import SETTINGS
+from tests.action_docs import (
+    ACTION_YML,
+    ROOT,
+    action_inputs,
+    cli_table,
+    inputs_table,
+    load_action,
+    outputs_table,
+    with_inputs,
+)
 
-REQUIRED_INPUTS = {
+RELEASED_INPUTS = {
     "kb-path": ".",
     "golden": "",
     "k": "1,5,10",
@@ -39,6 +49,8 @@ REQUIRED_INPUTS = {
     "run-file": "",
     "format": "text",
 }
+"""The inputs workflows already use, with their defaults: none may go or change its default
+(`http-headers` stays as another spelling of `http-header`)."""
 REQUIRED_OUTPUTS = {
     "report",
     "query-count",
@@ -94,15 +106,34 @@ def test_it_is_a_docker_action_built_from_the_repositorys_dockerfile() -> None:
     assert action["branding"]["icon"] and action["branding"]["color"]
 
 
-def test_every_input_has_a_description_and_the_agreed_default() -> None:
+def test_action_yml_inputs_are_exactly_the_ones_derived_from_the_settings() -> None:
+    text = ACTION_YML.read_text(encoding="utf-8")
+    assert with_inputs(text) == text, "action.yml inputs are stale: run `python -m tests.action_docs --write`"
+    assert load_action()["inputs"] == {name: {**spec, "required": False} for name, spec in action_inputs().items()}
+
+
+def test_the_derived_inputs_check_fails_on_a_hand_edit(tmp_path: Path) -> None:
+    # Guard against a vacuous pass: an edited description or a dropped input is caught.
+    text = ACTION_YML.read_text(encoding="utf-8")
+    edited = text.replace("Runs kept in the history.", "Runs kept.")
+    assert edited != text and with_inputs(edited) != edited
+
+
+def test_every_action_setting_and_each_old_spelling_is_an_input_and_nothing_else() -> None:
+    names = {spec.name for spec in SETTINGS if spec.action}
+    aliases = {alias for spec in SETTINGS if spec.action for alias in spec.aliases}
+    assert set(load_action()["inputs"]) == names | aliases
+    assert {"version", "no-history"}.isdisjoint(load_action()["inputs"])
+
+
+def test_released_inputs_keep_their_names_and_defaults() -> None:
     inputs = load_action()["inputs"]
-    assert set(inputs) == set(REQUIRED_INPUTS)
-    for name, default in REQUIRED_INPUTS.items():
-        assert inputs[name]["description"].strip(), name
+    for name, default in RELEASED_INPUTS.items():
+        assert name in inputs, name
         # Every input has a default, so the runner sets every INPUT_* variable
         # and nothing depends on `required:` (which the runner does not enforce).
-        assert "default" in inputs[name], name
         assert str(inputs[name]["default"]) == default, name
+        assert inputs[name]["description"].strip(), name
         assert inputs[name].get("required", False) is False, name
 
 
@@ -120,11 +151,12 @@ def test_outputs_are_the_agreed_ones_each_described() -> None:
         assert "value" not in spec  # docker actions set outputs through GITHUB_OUTPUT
 
 
-def test_readme_inputs_and_outputs_tables_match_action_yml() -> None:
+def test_readme_tables_match_the_settings_and_action_yml() -> None:
     readme = ROOT / "README.md"
     if not readme.is_file():
         pytest.skip("README.md not written yet: nothing to compare the tables with")
     text = readme.read_text(encoding="utf-8")
-    action = load_action()
-    assert inputs_table(action) in text, "README inputs table is stale: run `python -m tests.action_docs`"
-    assert outputs_table(action) in text, "README outputs table is stale: run `python -m tests.action_docs`"
+    stale = "README {} table is stale: run `python -m tests.action_docs --write`"
+    assert cli_table() in text, stale.format("command-line")
+    assert inputs_table() in text, stale.format("inputs")
+    assert outputs_table(load_action()) in text, stale.format("outputs")

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from scanner.action import INPUT_DEFAULTS, ActionInputs, cli_arguments, read_inputs, workspace_path
-from scanner.cli import build_parser, execute
+from scanner.action import INPUT_DEFAULTS, ActionInputs, read_inputs, workspace_path
+from scanner.cli import execute
 from scanner.errors import ExitCode, InputError
 from scanner.render.phrases import displaced_phrase
 from tests.action_cases import (
@@ -356,6 +356,8 @@ def test_the_report_goes_where_the_input_says_in_a_new_folder_owned_by_the_works
 def test_the_built_in_defaults_are_action_yml_s() -> None:
     declared = {name: str(spec.get("default", "")) for name, spec in load_action()["inputs"].items()}
     declared["github-token"] = ""  # an expression only the runner evaluates
+    for alias in ("output", "run", "http-headers"):
+        assert declared.pop(alias) == ""  # another spelling: empty unless set
     assert dict(INPUT_DEFAULTS) == declared
 
 
@@ -387,7 +389,8 @@ def test_every_input_reads_with_the_runner_s_names_and_trimming(tmp_path: Path) 
         {
             "kb-path": "  docs  ",
             "exclude": "drafts/**\n\n  archive/*.md \n",
-            "http-headers": "X-A: 1\nX-B: 2\n",
+            "http-url": "http://127.0.0.1:9/search",
+            "http-header": "X-A: 1\nX-B: 2\n",
             "max-annotations": "7",
             "fail-on-regression": "True",
             "alpha": "0.1",
@@ -396,9 +399,10 @@ def test_every_input_reads_with_the_runner_s_names_and_trimming(tmp_path: Path) 
     environ = {"INPUT_" + key.upper(): v for key, v in values.items()}
     assert "INPUT_MAX-ANNOTATIONS" in environ  # hyphens kept, as the runner names them
     inputs = read_inputs(environ, tmp_path)
-    assert inputs.kb_path == "docs" and inputs.exclude == ("drafts/**", "archive/*.md")
-    assert inputs.http_headers == ("X-A: 1", "X-B: 2") and inputs.max_annotations == 7
-    assert inputs.fail_on_regression is True and inputs.alpha == 0.1 and inputs.k == (1, 5, 10)
+    run = inputs.settings
+    assert inputs.kb_path == "docs" and run.exclude == ("drafts/**", "archive/*.md")
+    assert run.http_headers == ("X-A: 1", "X-B: 2") and inputs.max_annotations == 7
+    assert run.fail_on_regression is True and run.alpha == 0.1 and run.k == (1, 5, 10)
 
 
 def _inputs(tmp_path: Path, **overrides: str) -> ActionInputs:
@@ -406,46 +410,15 @@ def _inputs(tmp_path: Path, **overrides: str) -> ActionInputs:
     return read_inputs(environ, tmp_path)
 
 
-def test_the_arguments_follow_the_inputs_and_parse_with_the_cli_parser(tmp_path: Path) -> None:
-    inputs = _inputs(
-        tmp_path,
-        **{"retriever": "http", "http-url": "-http://x", "http-headers": "A: 1\nB: 2", "exclude": "x/*\ny/*"},
-    )
-    argv, ignored = cli_arguments(inputs, frozenset(build_parser()._option_string_actions))
-    args = build_parser().parse_args(argv)
-    assert args.http_url == "-http://x"  # `--flag=value`: a leading dash stays a value
-    assert args.http_headers == ["A: 1", "B: 2"] and args.exclude == ["x/*", "y/*"]
-    assert args.http_method == "POST" and str(args.output) == "kb-eval-report.json"
-    builtin, _ = cli_arguments(_inputs(tmp_path), frozenset(build_parser()._option_string_actions))
-    assert not any(a.startswith("--http-method") for a in builtin)  # its default does not apply to builtin
-    assert not any(a.startswith("--cache-dir") for a in builtin)  # an empty cache-dir keeps no cache
-    assert ignored == []
-    cached, _ = cli_arguments(_inputs(tmp_path, **{"cache-dir": ".kb-eval-cache"}), frozenset(build_parser()._option_string_actions))
-    assert build_parser().parse_args(cached).cache_dir == Path(".kb-eval-cache")
-
-
-def test_history_and_gate_inputs_map_only_onto_flags_the_cli_has(tmp_path: Path) -> None:
-    inputs = _inputs(
-        tmp_path,
-        **{"baseline": "base.json", "fail-on-regression": "true", "regression-threshold": "0.1", "alpha": "0.05"},
-    )
-    without = frozenset({"--kb-path"})
-    argv, ignored = cli_arguments(inputs, without)
-    assert not any(a.startswith(("--baseline", "--fail", "--regression", "--alpha", "--no-history")) for a in argv)
-    assert ignored == ["baseline", "fail-on-regression", "regression-threshold", "alpha"]
-    flags = without | {
-        "--history",
-        "--no-history",
-        "--baseline",
-        "--save-baseline",
-        "--fail-on-regression",
-        "--regression-threshold",
-        "--alpha",
-    }
-    argv, ignored = cli_arguments(inputs, flags)
-    assert ignored == []
-    assert {"--no-history", "--baseline=base.json", "--fail-on-regression", "--regression-threshold=0.1"} <= set(argv)
-    assert "--alpha=0.05" in argv
+def test_the_inputs_become_the_run_s_settings_with_the_action_s_own_defaults(tmp_path: Path) -> None:
+    run = _inputs(tmp_path, **{"http-url": "-http://x", "cache-dir": ".kb-eval-cache"}).settings
+    assert run.http_url == "-http://x" and run.retriever is None  # implied by http-url, as in the CLI
+    assert run.output == Path("kb-eval-report.json")  # the Action always writes its report
+    assert run.no_history is True  # an empty history input keeps no history
+    assert run.cache_dir == Path(".kb-eval-cache")
+    assert "http-method" not in run.given  # its default is not "given", so it is no stray for builtin
+    named = _inputs(tmp_path, history="h.json").settings
+    assert named.history == Path("h.json") and named.no_history is False
 
 
 def test_execute_returns_the_run_as_data_and_main_prints_the_same_text(tmp_path: Path) -> None:

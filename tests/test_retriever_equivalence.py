@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
+from scanner.cli import parse_cli
 from scanner.evaluate import EvalOptions, run_eval
 from scanner.render.json_report import run_document
-from scanner.retrievers.factory import RetrieverOptions, external_retriever_factory
+from scanner.retrievers.factory import retriever_builder
 from tests.conftest import REPO, write_tree
 from tests.loopback_server import Received, Reply, running, serve_rankings
 
@@ -30,9 +31,10 @@ FAKE = Path(__file__).with_name("fake_kb_search.py")
 WHEN = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
-def evaluate(kb: Path, options: RetrieverOptions | None = None) -> dict[str, Any]:
-    external = None if options is None else external_retriever_factory(options, env={})
-    return run_document(run_eval(EvalOptions(kb_path=kb, timestamp=WHEN, external_retriever=external)).run)
+def evaluate(kb: Path, *argv: str) -> dict[str, Any]:
+    """The report of `kb` answered by the retriever the flags `argv` choose (none: the built-in one)."""
+    builder = retriever_builder(parse_cli(list(argv)), env={})
+    return run_document(run_eval(EvalOptions(kb_path=kb, timestamp=WHEN, retriever=builder)).run)
 
 
 def without_retriever(report: dict[str, Any]) -> dict[str, Any]:
@@ -61,7 +63,7 @@ def test_http_serving_the_builtin_rankings_reproduces_the_builtin_report(
     builtin_report: dict[str, Any], concurrency: int
 ) -> None:
     with running(serve_rankings(rankings_by_text(builtin_report))) as server:
-        report = evaluate(EXAMPLE_KB, RetrieverOptions(http_url=server.url + "/search", concurrency=concurrency))
+        report = evaluate(EXAMPLE_KB, "--http-url", server.url + "/search", "--concurrency", str(concurrency))
     assert without_retriever(report) == without_retriever(builtin_report)
     assert report["fingerprint"]["retriever"]["name"] == "http"
 
@@ -75,7 +77,7 @@ def test_a_command_printing_the_builtin_rankings_reproduces_the_builtin_report(
         f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE))} search --format json "
         f"--limit {{limit}} --rankings {shlex.quote(str(rankings))} {{query}}"
     )
-    report = evaluate(EXAMPLE_KB, RetrieverOptions(command=template, concurrency=2))
+    report = evaluate(EXAMPLE_KB, "--command", template, "--concurrency", "2")
     assert without_retriever(report) == without_retriever(builtin_report)
 
 
@@ -85,7 +87,7 @@ def test_a_jsonl_run_of_the_builtin_rankings_reproduces_the_builtin_report(
     run = tmp_path / "builtin.jsonl"
     lines = [{"id": q["id"], "hits": rankings_by_text(builtin_report)[q["query"]]} for q in builtin_report["per_query"]]
     run.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
-    report = evaluate(EXAMPLE_KB, RetrieverOptions(run=str(run)))
+    report = evaluate(EXAMPLE_KB, "--run-file", str(run))
     assert without_retriever(report) == without_retriever(builtin_report)
 
 
@@ -101,7 +103,7 @@ def test_a_trec_run_of_the_builtin_rankings_reproduces_its_lists_and_metrics(
             docid = urllib.parse.quote(hit["path"], safe="/") + "#" + urllib.parse.quote(hit["heading"] or "", safe="")
             lines.append(f"{q['id']} Q0 {docid} {hit['rank']} {100 - hit['rank']} builtin\n")
     run.write_text("".join(lines), encoding="utf-8")
-    report = evaluate(EXAMPLE_KB, RetrieverOptions(run=str(run)))
+    report = evaluate(EXAMPLE_KB, "--run-file", str(run))
 
     def lists(r: dict[str, Any]) -> list[object]:
         return [(q["id"], [(h["rank"], h["path"], h["heading"]) for h in q["top_k"]], q["metrics"]) for q in r["per_query"]]
@@ -144,7 +146,7 @@ def test_the_quote_scan_finds_the_same_documents_with_ranks_from_the_retriever_t
         return Reply(body={"results": [{"path": "onboarding.md"}]})
 
     with running(answer) as server:
-        external = evaluate(kb, RetrieverOptions(http_url=server.url))
+        external = evaluate(kb, "--http-url", server.url)
 
     def quoted(report: dict[str, Any]) -> dict[str, dict[str, object]]:
         return {f["path"]: {q["query_id"]: q["rank_in_top_k"] for q in f["quoted"]} for f in report["findings"]}

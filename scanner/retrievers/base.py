@@ -7,9 +7,23 @@ touching metrics, the quote scan or the report.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+
+class RetrieverKind(enum.Enum):
+    """The retrievers there are; one module each in this package."""
+
+    BUILTIN = "builtin"
+    """The embedded SQLite FTS5 index over the KB (the default)."""
+    HTTP = "http"
+    """A search service over HTTP."""
+    COMMAND = "command"
+    """A program run once per query, printing JSON."""
+    RUN = "run"
+    """Precomputed rankings from a TREC or JSONL run file."""
 
 
 @dataclass(frozen=True, slots=True)

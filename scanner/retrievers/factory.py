@@ -1,237 +1,177 @@
-"""Choosing and building the retriever from the command line.
+"""Choosing and building the retriever: the one place that knows every kind.
 
-The CLI only parses: `add_retriever_arguments` declares the flags,
-`options_from_namespace` reads them back, and `build_retriever` turns them
-into a Retriever. Every flag defaults to None ("not given") so a flag that
-belongs to another retriever can be refused instead of silently ignored.
+`choose_kind` decides which retriever a run uses and refuses a setting that
+belongs to another one (for every kind, the built-in one included: a setting
+that would silently do nothing is a mistake the person wants to hear about).
+`build_retriever` builds it; the built-in one needs the index the pipeline
+built, the others ignore it. Which setting belongs to which retriever is
+declared once, in scanner/settings.py.
+
+Adding a retriever: a module in this package, a `RetrieverKind` member
+(base.py), its settings in scanner/settings.py, and a branch in
+`build_retriever`.
 """
 
 from __future__ import annotations
 
-import argparse
-import enum
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
 
 from scanner.errors import InputError
+from scanner.index import Index
 from scanner.retrievers import command as command_module
 from scanner.retrievers import http as http_module
-from scanner.retrievers.base import Retriever
+from scanner.retrievers.base import Retriever, RetrieverKind, SearchRequest
+from scanner.retrievers.builtin import BuiltinRetriever
 from scanner.retrievers.mapping import ResponseMapping, validate_dotted_path
 from scanner.retrievers.runfile import RunFileRetriever
+from scanner.settings import SETTINGS, RunSettings, Setting, display_name, in_interface_words, setting
 
-T = TypeVar("T")
+__all__ = ["RetrieverBuilder", "RetrieverKind", "build_retriever", "choose_kind", "retriever_builder"]
 
+RetrieverBuilder = Callable[[Index, Sequence[SearchRequest]], Retriever]
+"""Builds the run's retriever over the pipeline's index, ready for these requests."""
 
-class RetrieverKind(enum.Enum):
-    BUILTIN = "builtin"
-    """The embedded SQLite FTS5 index over the KB (the default)."""
-    HTTP = "http"
-    """A search service over HTTP."""
-    COMMAND = "command"
-    """A program run once per query, printing JSON."""
-    RUN = "run"
-    """Precomputed rankings from a TREC or JSONL run file."""
-
-
-@dataclass(frozen=True, slots=True)
-class RetrieverOptions:
-    """The retriever flags as given; None means the flag was not given."""
-
-    retriever: str | None = None
-    http_url: str | None = None
-    http_method: str | None = None
-    http_body: str | None = None
-    http_headers: tuple[str, ...] = ()
-    http_timeout: float | None = None
-    http_retries: int | None = None
-    concurrency: int | None = None
-    hits_path: str | None = None
-    path_field: str | None = None
-    heading_field: str | None = None
-    score_field: str | None = None
-    path_prefix_strip: tuple[str, ...] = ()
-    command: str | None = None
-    command_timeout: float | None = None
-    run: str | None = None
-
-
-_FLAGS_OF: dict[RetrieverKind, tuple[str, ...]] = {
-    RetrieverKind.BUILTIN: (),
-    RetrieverKind.HTTP: (
-        "http_url", "http_method", "http_body", "http_headers", "http_timeout", "http_retries",
-        "concurrency", "hits_path", "path_field", "heading_field", "score_field", "path_prefix_strip",
-    ),
-    RetrieverKind.COMMAND: (
-        "command", "command_timeout", "concurrency", "hits_path", "path_field", "heading_field",
-        "score_field", "path_prefix_strip",
-    ),
-    RetrieverKind.RUN: ("run",),
+SOURCE_SETTING: Mapping[RetrieverKind, str] = {
+    RetrieverKind.HTTP: "http-url",
+    RetrieverKind.COMMAND: "command",
+    RetrieverKind.RUN: "run-file",
 }
-_SOURCE_FLAG = {RetrieverKind.HTTP: "http_url", RetrieverKind.COMMAND: "command", RetrieverKind.RUN: "run"}
+"""The setting without which a retriever has nothing to ask; giving it alone chooses that retriever."""
 
 
-def add_retriever_arguments(parser: argparse.ArgumentParser) -> None:
-    """Declare the retriever flags on the CLI's parser."""
-    group = parser.add_argument_group("retriever (what answers the golden queries)")
-    group.add_argument("--retriever", choices=[kind.value for kind in RetrieverKind], default=None,
-                       help="default: builtin, or the one whose --http-url/--command/--run is given")
-    group.add_argument("--http-url", default=None, help="search endpoint; may hold ${ENV_NAME}")
-    group.add_argument("--http-method", default=None, help="GET or POST (default POST)")
-    group.add_argument("--http-body", default=None,
-                       help="JSON template with {query} and {limit}; for GET its fields become "
-                       'query parameters (default {"query": "{query}", "limit": {limit}})')
-    group.add_argument("--http-header", dest="http_headers", action="append", default=None,
-                       metavar="'NAME: VALUE'", help="repeatable; VALUE may hold ${ENV_NAME}, never recorded")
-    group.add_argument("--http-timeout", type=float, default=None, metavar="SECONDS")
-    group.add_argument("--http-retries", type=int, default=None, metavar="N")
-    group.add_argument("--concurrency", type=int, default=None, metavar="N",
-                       help="queries in flight at once (http, command; default 1)")
-    group.add_argument("--hits-path", default=None, help="dotted path to the hit list (e.g. hits.hits)")
-    group.add_argument("--path-field", default=None, help="dotted path in a hit (default path)")
-    group.add_argument("--heading-field", default=None, help="dotted path in a hit (default heading)")
-    group.add_argument("--score-field", default=None, help="dotted path in a hit (default score)")
-    group.add_argument("--path-prefix-strip", action="append", default=None, metavar="PREFIX",
-                       help="repeatable; removed from returned paths to make them KB-relative")
-    group.add_argument("--command", default=None,
-                       help="e.g. 'kb-mcp search --format json --limit {limit} {query}' (no shell)")
-    group.add_argument("--command-timeout", type=float, default=None, metavar="SECONDS")
-    group.add_argument("--run", default=None, metavar="FILE", help="TREC or JSONL run file")
+def choose_kind(settings: RunSettings) -> RetrieverKind:
+    """The retriever given, or the one implied by its source setting, or builtin.
 
-
-def options_from_namespace(namespace: argparse.Namespace) -> RetrieverOptions:
-    return RetrieverOptions(
-        retriever=namespace.retriever,
-        http_url=namespace.http_url,
-        http_method=namespace.http_method,
-        http_body=namespace.http_body,
-        http_headers=tuple(namespace.http_headers or ()),
-        http_timeout=namespace.http_timeout,
-        http_retries=namespace.http_retries,
-        concurrency=namespace.concurrency,
-        hits_path=namespace.hits_path,
-        path_field=namespace.path_field,
-        heading_field=namespace.heading_field,
-        score_field=namespace.score_field,
-        path_prefix_strip=tuple(namespace.path_prefix_strip or ()),
-        command=namespace.command,
-        command_timeout=namespace.command_timeout,
-        run=namespace.run,
-    )
-
-
-def choose_kind(options: RetrieverOptions) -> RetrieverKind:
-    """The --retriever given, or the one implied by its source flag, or builtin."""
-    if options.retriever is not None:
-        kind = RetrieverKind(options.retriever)
+    Refused (InputError naming the settings as the person wrote them): two
+    source settings without a choice, a chosen retriever without its source,
+    and any setting given that belongs to another retriever.
+    """
+    interface = settings.interface
+    retriever = setting("retriever")
+    if settings.retriever is not None:
+        kind = settings.retriever
     else:
-        implied = [kind for kind, flag in _SOURCE_FLAG.items() if getattr(options, flag) is not None]
+        implied = [kind for kind, name in SOURCE_SETTING.items() if name in settings.given]
         if len(implied) > 1:
+            names = ", ".join(display_name(setting(SOURCE_SETTING[kind]), interface) for kind in implied)
             raise InputError(
-                "more than one of --http-url, --command, --run is given",
-                field="--retriever",
-                hint="keep one, or say which with --retriever",
+                f"more than one retriever source is given: {names}",
+                field=display_name(retriever, interface),
+                hint=f"keep one, or say which with {display_name(retriever, interface)}",
             )
         kind = implied[0] if implied else RetrieverKind.BUILTIN
-    stray = [
-        "--" + name.replace("_", "-").replace("http-headers", "http-header")
-        for name in RetrieverOptions.__slots__
-        if name != "retriever" and name not in _FLAGS_OF[kind] and _given(getattr(options, name))
-    ]
-    if stray:
+    refuse_settings_of_other_retrievers(settings, kind)
+    source = SOURCE_SETTING.get(kind)
+    if source is not None and source not in settings.given:
+        needed = display_name(setting(source), interface)
         raise InputError(
-            f"{', '.join(stray)} do(es) not apply to --retriever {kind.value}",
-            field="--retriever",
-            hint="remove the flag, or choose the retriever it belongs to",
-        )
-    source = _SOURCE_FLAG.get(kind)
-    if source is not None and getattr(options, source) is None:
-        raise InputError(
-            f"--retriever {kind.value} needs --{source.replace('_', '-')}",
-            field="--" + source.replace("_", "-"),
+            f"{display_name(retriever, interface)} {kind.value} needs {needed}",
+            field=needed,
+            hint=f"give {needed}, or choose another retriever",
         )
     return kind
 
 
+def refuse_settings_of_other_retrievers(settings: RunSettings, kind: RetrieverKind) -> None:
+    """A retriever's setting given for another retriever would do nothing and be recorded nowhere."""
+    stray = [s for s in SETTINGS if s.retrievers and kind not in s.retrievers and s.name in settings.given]
+    if not stray:
+        return
+    names = ", ".join(display_name(s, settings.interface) for s in stray)
+    owners = "; ".join(f"{display_name(s, settings.interface)}: {_kinds(s)}" for s in stray)
+    raise InputError(
+        f"{names} {'does' if len(stray) == 1 else 'do'} not apply to "
+        f"{display_name(setting('retriever'), settings.interface)} {kind.value}",
+        field=display_name(stray[0], settings.interface),
+        hint=f"remove {'it' if len(stray) == 1 else 'them'}, or choose the retriever "
+        f"{'it belongs' if len(stray) == 1 else 'each belongs'} to ({owners})",
+    )
+
+
+def _kinds(spec: Setting) -> str:
+    return " or ".join(kind.value for kind in RetrieverKind if kind in spec.retrievers)
+
+
+def retriever_builder(settings: RunSettings, env: Mapping[str, str] | None = None) -> RetrieverBuilder:
+    """`build_retriever` for these settings, to be called once the index exists.
+
+    The choice is checked now, so a usage error stops the run before the corpus is read.
+    """
+    choose_kind(settings)
+
+    def build(index: Index, requests: Sequence[SearchRequest]) -> Retriever:
+        return build_retriever(settings, index, requests, env)
+
+    return build
+
+
 def build_retriever(
-    options: RetrieverOptions,
-    builtin: Callable[[], Retriever],
+    settings: RunSettings,
+    index: Index,
+    requests: Sequence[SearchRequest],
     env: Mapping[str, str] | None = None,
 ) -> Retriever:
-    """The retriever the options ask for; `builtin` is only called when it is the one chosen.
+    """The retriever the settings ask for, ready to answer `requests`.
 
-    `env` resolves `${ENV_NAME}` in --http-url, --http-header and --http-body (default os.environ).
+    `index` is the pipeline's index of the KB (only the built-in retriever
+    reads it). `env` resolves `${ENV_NAME}` in the http settings (default os.environ).
     """
-    kind = choose_kind(options)
+    kind = choose_kind(settings)
+    try:
+        return _build(kind, settings, index, requests, env)
+    except InputError as error:
+        # The retriever modules word their refusals for the command line.
+        raise in_interface_words(error, settings.interface) from None
+
+
+def _build(
+    kind: RetrieverKind,
+    settings: RunSettings,
+    index: Index,
+    requests: Sequence[SearchRequest],
+    env: Mapping[str, str] | None,
+) -> Retriever:
     if kind is RetrieverKind.BUILTIN:
-        return builtin()
+        builtin = BuiltinRetriever(index, settings.weights, settings.tokenization)
+        # Its full-text tables are built now, before the pipeline opens the read snapshot.
+        builtin.prepare(requests)
+        return builtin
     if kind is RetrieverKind.RUN:
-        assert options.run is not None  # choose_kind refused a missing --run
-        return RunFileRetriever(Path(options.run))
-    mapping = _mapping(options)
+        assert settings.run is not None  # choose_kind refused a missing run-file
+        return RunFileRetriever(settings.run)
+    mapping = _mapping(settings)
     if kind is RetrieverKind.HTTP:
-        assert options.http_url is not None
-        settings = http_module.HttpSettings(
-            url=options.http_url,
-            method=http_module.parse_method(options.http_method or "POST"),
-            body_template=options.http_body or http_module.DEFAULT_BODY_TEMPLATE,
-            headers=tuple(http_module.parse_header(text) for text in options.http_headers),
-            timeout_s=_or(options.http_timeout, http_module.DEFAULT_TIMEOUT_S),
-            retries=_or(options.http_retries, http_module.DEFAULT_RETRIES),
-            concurrency=_or(options.concurrency, 1),
+        assert settings.http_url is not None  # choose_kind refused a missing http-url
+        http = http_module.HttpSettings(
+            url=settings.http_url,
+            method=http_module.parse_method(settings.http_method),
+            body_template=settings.http_body or http_module.DEFAULT_BODY_TEMPLATE,
+            headers=tuple(http_module.parse_header(text) for text in settings.http_headers),
+            timeout_s=settings.http_timeout,
+            retries=settings.http_retries,
+            concurrency=settings.concurrency,
         )
-        return http_module.HttpRetriever(settings, mapping, os.environ if env is None else env)
+        return http_module.HttpRetriever(http, mapping, os.environ if env is None else env)
     if kind is RetrieverKind.COMMAND:
-        assert options.command is not None
+        assert settings.command is not None  # choose_kind refused a missing command
         return command_module.CommandRetriever(
             command_module.CommandSettings(
-                template=options.command,
-                timeout_s=_or(options.command_timeout, command_module.DEFAULT_TIMEOUT_S),
-                concurrency=_or(options.concurrency, 1),
+                template=settings.command, timeout_s=settings.command_timeout, concurrency=settings.concurrency
             ),
             mapping,
         )
     raise AssertionError(f"unhandled retriever kind {kind}")
 
 
-def external_retriever_factory(
-    options: RetrieverOptions, env: Mapping[str, str] | None = None
-) -> Callable[[], Retriever] | None:
-    """None when the built-in retriever is chosen, else a factory for the external one.
+def _mapping(settings: RunSettings) -> ResponseMapping:
+    def dotted(value: str, name: str) -> str:
+        return validate_dotted_path(value, display_name(setting(name), settings.interface))
 
-    The choice and the flags are checked now, so a usage error surfaces before
-    the corpus is read; the retriever itself is built when the factory is called.
-    """
-    if choose_kind(options) is RetrieverKind.BUILTIN:
-        return None
-
-    def build() -> Retriever:
-        return build_retriever(options, _builtin_not_expected, env)
-
-    return build
-
-
-def _builtin_not_expected() -> Retriever:
-    raise AssertionError("choose_kind said the retriever is external")
-
-
-def _mapping(options: RetrieverOptions) -> ResponseMapping:
-    defaults = ResponseMapping()
     return ResponseMapping(
-        hits_path=None if options.hits_path is None else validate_dotted_path(options.hits_path, "--hits-path"),
-        path_field=validate_dotted_path(_or(options.path_field, defaults.path_field), "--path-field"),
-        heading_field=validate_dotted_path(_or(options.heading_field, defaults.heading_field), "--heading-field"),
-        score_field=validate_dotted_path(_or(options.score_field, defaults.score_field), "--score-field"),
-        path_prefix_strip=options.path_prefix_strip,
+        hits_path=None if settings.hits_path is None else dotted(settings.hits_path, "hits-path"),
+        path_field=dotted(settings.path_field, "path-field"),
+        heading_field=dotted(settings.heading_field, "heading-field"),
+        score_field=dotted(settings.score_field, "score-field"),
+        path_prefix_strip=settings.path_prefix_strip,
     )
-
-
-def _given(value: object) -> bool:
-    return value is not None and value != ()
-
-
-def _or(value: T | None, default: T) -> T:
-    return default if value is None else value
