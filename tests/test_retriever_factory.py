@@ -226,16 +226,16 @@ def test_a_setting_is_in_the_fingerprint_exactly_when_declared_so(name: str) -> 
 def test_only_the_builtin_retriever_records_the_query_compiler_version(tmp_path: Path) -> None:
     kb = REPO / "examples" / "kb"
     builtin = execute(["--kb-path", str(kb), "--no-history", "--format", "json"])
-    assert builtin.report is not None
-    fingerprint = builtin.report["fingerprint"]
-    assert isinstance(fingerprint, dict) and "query_compiler_version" not in fingerprint
-    assert fingerprint["retriever"]["query_compiler_version"] == QUERY_COMPILER_VERSION
+    assert builtin.exit_code == ExitCode.OK
+    report = json.loads(builtin.stdout_text)
+    assert "query_compiler_version" not in report["fingerprint"]
+    assert report["fingerprint"]["retriever"]["query_compiler_version"] == QUERY_COMPILER_VERSION
     run = tmp_path / "run.jsonl"
-    rows = [{"id": row["id"], "hits": []} for row in builtin.report["per_query"]]  # type: ignore[union-attr]
+    rows = [{"id": row["id"], "hits": []} for row in report["per_query"]]
     run.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     external = execute(["--kb-path", str(kb), "--no-history", "--format", "json", "--run-file", str(run)])
-    assert external.report is not None
-    assert "query_compiler_version" not in json.dumps(external.report["fingerprint"])
+    assert external.exit_code == ExitCode.OK, external.stderr_text
+    assert "query_compiler_version" not in json.dumps(json.loads(external.stdout_text)["fingerprint"])
 
 
 def test_a_retrievers_own_refusal_is_reworded_for_a_workflow(tmp_path: Path) -> None:
