@@ -39,7 +39,9 @@ def evaluate(kb: Path, *argv: str) -> dict[str, Any]:
 
 def without_retriever(report: dict[str, Any]) -> dict[str, Any]:
     stripped = copy.deepcopy(report)
-    del stripped["fingerprint"]["retriever"]
+    # kb-mcp's aliases `model` and `fts_query_version` are read from the retriever's describe() too.
+    for key in ("retriever", "model", "fts_query_version"):
+        del stripped["fingerprint"][key]
     return stripped
 
 
