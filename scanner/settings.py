@@ -15,6 +15,10 @@ where it lands in the run fingerprint. Everything else is derived from
 
 A value is checked once, here, when it is read; the rule that a setting of
 another retriever is refused lives with the retrievers (retrievers/factory.py).
+
+Adding a setting: one `Setting` in `SETTINGS`, its attribute on `RunSettings`
+(or, for the Action alone, on scanner/action.py's `ActionInputs`), then
+`python -m tests.action_docs --write` for action.yml and the README.
 """
 
 from __future__ import annotations
