@@ -87,7 +87,8 @@ def test_any_yaml_structure_loads_or_is_an_input_error(value: Any) -> None:
     text = yaml.safe_dump(value, allow_unicode=True)
     loaded = load_text(text.encode("utf-8", "surrogatepass"))
     if isinstance(loaded, GoldenSet):
-        assert 1 <= len(loaded.queries) and all(q.text.strip() and q.expected for q in loaded.queries)
+        # `expected: []` is a kb-mcp golden file's unlabelled query: loaded, left out of the aggregate.
+        assert 1 <= len(loaded.queries) and all(q.text.strip() for q in loaded.queries)
 
 
 @FUZZ
