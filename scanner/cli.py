@@ -27,7 +27,7 @@ from .render.json_report import ReportInvalid
 from .render.text import render_text
 from .retrievers.factory import choose_kind, retriever_builder
 from .run import Report
-from .settings import RunSettings, add_arguments, read_cli
+from .settings import Interface, RunSettings, add_arguments, in_interface_words, read_cli
 
 
 class _Parser(argparse.ArgumentParser):
@@ -135,10 +135,12 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
     try:
         check_kb_folder(args.kb_path)
         outcome = run_pipeline(options_from_args(args), plan_from_args(args), diagnostics)
-    except InputError as error:
+    except InputError as raised:
+        # Refusals raised below the settings name CLI flags; in a workflow the person wrote inputs.
+        worded = in_interface_words(raised, args.interface)
         _print_diagnostics(diagnostics, stderr)
-        stderr.write(console.error_lines(error))
-        return finished(ExitCode.BAD_INPUT, error=error)
+        stderr.write(console.error_lines(worded))
+        return finished(ExitCode.BAD_INPUT, error=worded)
     except ReportInvalid as error:
         stderr.write(f"kb-eval: internal error: {error}\n")
         return finished(ExitCode.INTERNAL)
@@ -197,6 +199,10 @@ def plan_from_args(args: RunSettings) -> RunPlan:
         output=args.output,
         regression_threshold=args.regression_threshold,
         alpha=args.alpha,
+        history_disabled_reason=(
+            "history disabled (--no-history) and no --baseline given" if args.interface is Interface.CLI
+            else "the history input is empty and no baseline was given"
+        ),
     )
 
 
