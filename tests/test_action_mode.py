@@ -490,3 +490,18 @@ def test_the_history_input_keeps_a_history_in_the_workspace_and_empty_keeps_none
     observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "history": "ci/history.json"})))
     assert observed.returncode == ExitCode.OK
     assert (layout.workspace / "ci" / "history.json").is_file()
+
+
+def test_a_gate_with_nothing_to_compare_is_a_warning_and_a_summary_line_in_input_words(layout: RunnerLayout) -> None:
+    clean_workspace(layout.workspace)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "fail-on-regression": "true"})))
+    assert observed.returncode == ExitCode.OK
+    [gate] = [a for a in observed.annotations if a[4] == "kb-eval: regression gate not run"]
+    assert gate[0] == "warning" and "the history input is empty and no baseline was given" in gate[5]
+    assert "**The regression gate could not run: the history input is empty" in observed.summary
+    assert "--no-history" not in observed.summary + gate[5]
+    # The near miss: without fail-on-regression nothing is said about the gate.
+    next_step(layout)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    assert not [a for a in observed.annotations if a[4] == "kb-eval: regression gate not run"]
+    assert "could not run" not in observed.summary
