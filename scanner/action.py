@@ -44,6 +44,7 @@ from .github import (
     append_summary,
     budget_annotations,
     commands_stopped,
+    log_group,
     input_variable,
     read_bool_input,
     read_input,
@@ -53,7 +54,8 @@ from .pr_comment import CommentRefused, GitHubApi, PullRequest, marker_for, upse
 from .render.annotations import gate_not_run_annotation, input_error_annotation, report_annotations
 from .render.markdown import SourceLinks, SummaryContext, render_input_error, render_summary
 from .retrievers.factory import choose_kind
-from .run import Report
+from .render import console
+from .run import Report, RunRecord
 from .settings import SETTINGS, Form, Interface, RunSettings, Setting, convert, run_settings
 
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
@@ -425,7 +427,7 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
     written_paths = [p for p in (inputs.report, inputs.save_baseline, inputs.history) if p is not None]
     created = [folder for path in written_paths for folder in make_parent_folders(workspace, path)]
     result = execute(inputs.settings)
-    echo_untrusted(stdout, result.stderr_text + result.stdout_text)
+    echo_log(stdout, result)
     hand_to_workspace_owner(workspace, [*created, *(workspace / path for path in written_paths)])
 
     event = read_event(environ)
@@ -444,6 +446,32 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
     if result.report is not None and environ.get("GITHUB_OUTPUT"):
         write_outputs(environ["GITHUB_OUTPUT"], result.report, inputs.report)
     return result.exit_code
+
+
+def echo_log(stdout: IO[str], result: RunResult) -> None:
+    """The run's text in folds a reader opens as needed: settings, warnings, results.
+
+    Findings are printed once, in the results (the report lists them, displacing ones first);
+    the stderr warning that repeats them is for a terminal, not a log with annotations.
+    A run that stopped (exit 2 or 3) prints everything unfolded: the error is what matters."""
+    if result.outcome is None:
+        echo_untrusted(stdout, result.stderr_text + result.stdout_text)
+        return
+    run = result.outcome.report.run
+    with log_group(stdout, "kb-eval: settings"):
+        echo_untrusted(stdout, settings_text(run))
+    if result.diagnostics:
+        with log_group(stdout, f"kb-eval: {len(result.diagnostics)} warning(s)"):
+            echo_untrusted(stdout, "".join(console.diagnostic_line(d) + "\n" for d in result.diagnostics))
+    with log_group(stdout, "kb-eval: results"):
+        echo_untrusted(stdout, result.stdout_text)
+    if result.exit_code == ExitCode.REGRESSION:
+        echo_untrusted(stdout, console.regression_line(result.outcome.report.gate))
+
+
+def settings_text(run: RunRecord) -> str:
+    """What the numbers depend on: the fingerprint, which never holds a secret (Retriever.describe)."""
+    return "".join(f"{key}: {json.dumps(value, sort_keys=True)}\n" for key, value in run.fingerprint.items())
 
 
 def _bool_or(environ: Mapping[str, str], name: str, fallback: bool) -> bool:

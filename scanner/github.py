@@ -132,6 +132,18 @@ def format_command(
     return _format_workflow_command(command, pairs, message)
 
 
+@contextlib.contextmanager
+def log_group(stream: IO[str], title: str) -> Iterator[None]:
+    """A foldable group in the log (`::group::title` ... `::endgroup::`), as toolkit's
+    `core.group`. Groups do not nest in the runner's log viewer; callers never nest them."""
+    stream.write(_format_workflow_command("group", (), title) + "\n")
+    try:
+        yield
+    finally:
+        stream.write("::endgroup::\n")
+        stream.flush()
+
+
 CONTAINER_WORKSPACE = "/github/workspace"
 
 

@@ -131,9 +131,14 @@ def observe(run: ActionRun) -> Observed:
 
 
 def assert_only_our_commands(observed: Observed) -> None:
-    """The log holds annotations and stop/resume only; commands are on when it ends."""
+    """The log holds annotations, our folds and stop/resume only; commands are on when it ends;
+    every fold is ours, by title, and closed."""
     for log in (observed.log, observed.stderr_log):
         assert log.step_failed is None
         assert not log.still_stopped
-        assert {command.name for command in log.commands} <= {"warning", "error", "notice"}, log.commands
+        names = [command.name for command in log.commands]
+        assert set(names) <= {"warning", "error", "notice", "group", "endgroup"}, log.commands
+        groups = [c.data for c in log.commands if c.name == "group"]
+        assert all(title.startswith("kb-eval: ") for title in groups), groups
+        assert names.count("group") == names.count("endgroup")
     assert observed.stderr_log.commands == []

@@ -122,16 +122,27 @@ def test_the_summary_has_the_table_the_finding_linked_at_the_head_commit_and_the
     assert "'ghost'" in warnings[0][5] and "'gone.md'" in warnings[0][5]
 
 
-def test_the_text_report_and_the_finding_warning_are_echoed_with_commands_stopped(layout: RunnerLayout) -> None:
+def echoed(stdout: str, tokens: list[str]) -> str:
+    """Everything printed between a stop-commands line and its resume line."""
+    return "".join(stdout.split(f"::stop-commands::{t}\n", 1)[1].split(f"::{t}::\n", 1)[0] for t in tokens)
+
+
+def test_the_log_is_folded_and_the_findings_printed_once_with_commands_stopped(layout: RunnerLayout) -> None:
     finding_workspace(layout.workspace)
+    golden = layout.workspace / KB / ".kb-eval.yml"
+    golden.write_text(golden.read_text() + golden_yaml(("ghost", "where is the ghost manual", ["gone.md"]))[9:])
     run = run_entrypoint(layout, action_inputs({"kb-path": KB}))
     observed = observe(run)
-    [token] = observed.log.stop_tokens
-    echoed = run.stdout.split(f"::stop-commands::{token}\n", 1)[1].split(f"::{token}::\n", 1)[0]
-    assert "golden-queries-quoted" in echoed and "notes/leak-0.md" in echoed  # the stderr warning
-    assert "recall" in echoed and "MRR" in echoed  # the text report
-    # Our own commands come after the resume line.
-    assert run.stdout.index(f"::{token}::") < run.stdout.index("::warning ")
+    assert_only_our_commands(observed)
+    assert [c.data for c in observed.log.commands if c.name == "group"] == [
+        "kb-eval: settings", "kb-eval: 1 warning(s)", "kb-eval: results",
+    ]
+    text = echoed(run.stdout, observed.log.stop_tokens)
+    assert text.count("quotes 2 or more golden queries verbatim") == 1  # the report's list, not the stderr warning too
+    assert "recall" in text and "MRR" in text and "'ghost' expects 'gone.md'" in text
+    assert '"golden_sha256"' not in text and "golden_sha256:" in text  # the settings fold
+    # Our own annotations come after the last resume line.
+    assert run.stdout.rindex(f"::{observed.log.stop_tokens[-1]}::") < run.stdout.index("::warning ")
 
 
 # --- no finding, missing golden ------------------------------------------------------------
@@ -242,9 +253,8 @@ def test_hostile_file_names_and_ids_issue_no_command_but_ours(layout: RunnerLayo
     assert_only_our_commands(observed)
     # The hostile text did reach the log, inside the stop-commands region, and printed escaped
     # (scanner/untrusted_text.py), so not even an ignored command appears there.
-    [token] = observed.log.stop_tokens
-    echoed = run.stdout.split(f"::stop-commands::{token}\n", 1)[1].split(f"::{token}::\n", 1)[0]
-    assert "'q\\n::add-mask::m'" in echoed and "'notes/line\\n::warning::injected.md'" in echoed
+    text = echoed(run.stdout, observed.log.stop_tokens)
+    assert "'q\\n::add-mask::m'" in text and "'notes/line\\n::warning::injected.md'" in text
     assert "\n::add-mask::m" not in run.stdout and observed.log.ignored == []
     # Exactly what we meant: 4 findings and the 3 expected-not-in-corpus warnings, nothing else.
     titles = [a[4] for a in observed.annotations]
