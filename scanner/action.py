@@ -44,17 +44,17 @@ from .github import (
     append_summary,
     budget_annotations,
     commands_stopped,
-    log_group,
     input_variable,
+    log_group,
     read_bool_input,
     read_input,
     write_annotations,
 )
 from .pr_comment import CommentRefused, GitHubApi, PullRequest, marker_for, upsert_comment
+from .render import console
 from .render.annotations import gate_not_run_annotation, input_error_annotation, report_annotations
 from .render.markdown import SourceLinks, SummaryContext, render_input_error, render_summary
 from .retrievers.factory import choose_kind
-from .render import console
 from .run import Report, RunRecord
 from .settings import SETTINGS, Form, Interface, RunSettings, Setting, convert, run_settings
 
