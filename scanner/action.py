@@ -22,6 +22,7 @@ The exit status is the CLI's, unchanged: a finding never fails the step.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .cli import RunResult, execute
+from .compare import BaseRequest, Origin
 from .errors import ExitCode, InputError
 from .github import (
     Annotation,
@@ -252,6 +254,10 @@ class EventInfo:
     """The pull request's head commit (GITHUB_SHA is the merge commit on a pull request)."""
     problem: str | None
     """Why the payload could not be used, else None."""
+    base_sha: str | None = None
+    """The pull request's base commit (`pull_request.base.sha`)."""
+    base_ref: str | None = None
+    """The pull request's base branch (`pull_request.base.ref`), for the "compared with" line."""
 
 
 def read_event(environ: Mapping[str, str]) -> EventInfo:
@@ -276,11 +282,27 @@ def read_event(environ: Mapping[str, str]) -> EventInfo:
     number = pull.get("number", payload.get("number"))
     head = pull.get("head")
     sha = head.get("sha") if isinstance(head, dict) else None
+    base = pull.get("base")
+    base_sha = base.get("sha") if isinstance(base, dict) else None
+    base_ref = base.get("ref") if isinstance(base, dict) else None
     return EventInfo(
         number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None,
         sha if isinstance(sha, str) and _SHA.fullmatch(sha) else None,
         None if isinstance(number, int) else "the pull_request payload has no number",
+        base_sha if isinstance(base_sha, str) and _SHA.fullmatch(base_sha) else None,
+        base_ref if isinstance(base_ref, str) and 0 < len(base_ref) <= 255 and base_ref.isprintable() else None,
     )
+
+
+def with_pull_request_base(settings: RunSettings, event: EventInfo, environ: Mapping[str, str]) -> RunSettings:
+    """Issue 17: on a pull request with neither `baseline` nor `baseline-ref`, compare with the pull
+    request's base commit, evaluated in this job. Origin.PULL_REQUEST: the user named nothing, so a
+    shallow checkout without that commit is a warning, never exit 2."""
+    if settings.baseline is not None or settings.baseline_ref is not None or event.base_sha is None:
+        return settings
+    if environ.get("GITHUB_EVENT_NAME") not in PULL_REQUEST_EVENTS:
+        return settings
+    return dataclasses.replace(settings, baseline_ref=BaseRequest(event.base_sha, Origin.PULL_REQUEST, event.base_ref))
 
 
 def source_links(environ: Mapping[str, str], event: EventInfo) -> SourceLinks | None:
@@ -426,11 +448,11 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
     notes: list[Annotation] = []
     written_paths = [p for p in (inputs.report, inputs.save_baseline, inputs.history) if p is not None]
     created = [folder for path in written_paths for folder in make_parent_folders(workspace, path)]
-    result = execute(inputs.settings)
+    event = read_event(environ)
+    result = execute(with_pull_request_base(inputs.settings, event, environ))  # issue 17
     echo_log(stdout, result)
     hand_to_workspace_owner(workspace, [*created, *(workspace / path for path in written_paths)])
 
-    event = read_event(environ)
     if event.problem is not None and (inputs.comment or "GITHUB_EVENT_PATH" in environ):
         consequence = "no pull-request comment" if inputs.comment else "summary links point at GITHUB_SHA"
         notes.append(_warning("kb-eval: event payload not usable", f"{event.problem}; {consequence}."))

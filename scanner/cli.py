@@ -17,14 +17,16 @@ from pathlib import Path
 from typing import TextIO
 
 from . import __version__
+from .compare import BaseRequest
 from .diagnostics import Diagnostic, Diagnostics
 from .errors import ExitCode, InputError
 from .evaluate import EvalOptions
 from .pipeline import RunOutcome, RunPlan, run_pipeline
-from .render import console
+from .render import console, phrases
 from .render.console import SafeStream
 from .render.json_report import ReportInvalid
 from .render.text import render_text
+from .retrievers.base import RetrieverKind
 from .retrievers.factory import choose_kind, retriever_builder
 from .run import Report
 from .settings import Interface, RunSettings, add_arguments, in_interface_words, read_cli
@@ -155,6 +157,8 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         stdout.write(render_text(outcome.report))
     code = ExitCode.OK
     gate = outcome.report.gate
+    if args.fail_on_regression and not gate.evaluated:  # issue 17: a gate that could not run says so
+        stderr.write(f"kb-eval: warning: {phrases.gate_not_run(gate, outcome.report.comparison)}\n")
     if gate.tripped and args.fail_on_regression:
         stderr.write(console.regression_line(gate))
         code = ExitCode.REGRESSION
@@ -203,7 +207,19 @@ def plan_from_args(args: RunSettings) -> RunPlan:
             "history disabled (--no-history) and no --baseline given" if args.interface is Interface.CLI
             else "the history input is empty and no baseline was given"
         ),
+        baseline_ref=baseline_request(args),
+        builtin_retriever=choose_kind(args) is RetrieverKind.BUILTIN,
     )
+
+
+def baseline_request(args: RunSettings) -> BaseRequest | None:
+    """Issue 17: --baseline-ref, refused with --baseline (one thing to compare with)."""
+    if args.baseline_ref is not None and args.baseline is not None:
+        raise InputError(
+            "--baseline and --baseline-ref both name what to compare with",
+            field="--baseline-ref", hint="give one of them",
+        )
+    return args.baseline_ref
 
 
 def options_from_args(args: RunSettings) -> EvalOptions:

@@ -59,10 +59,58 @@ class ComparisonStatus(enum.Enum):
     """Previous runs exist but none has this run's fingerprint; `reasons` say what differs."""
 
 
+class NotComparedCause(enum.Enum):
+    """Why nothing was compared, as a closed set the renderers can phrase (issue 17): a gate
+    that could not run is a warning naming one of these, never silence."""
+
+    NO_BASELINE = "no-baseline"
+    """Nothing to compare with was configured: no history, no baseline file, no git revision."""
+    NO_HISTORY = "no-history"
+    """A history is kept but holds no run yet (the first run)."""
+    INCOMPARABLE = "incomparable-fingerprint"
+    """Previous runs exist but none has this run's settings; `reasons` say what differs."""
+    SHALLOW_CLONE = "shallow-clone"
+    """The git revision to compare with is not in this checkout, which is shallow."""
+    REVISION_UNAVAILABLE = "revision-unavailable"
+    """The git revision could not be evaluated: no git, not a repository, the KB folder absent
+    at that revision, an external retriever, or git failing or over its deadline."""
+
+
+class Origin(enum.Enum):
+    FLAG = "flag"
+    """The user named the revision (`--baseline-ref`, input `baseline-ref`)."""
+    PULL_REQUEST = "pull-request"
+    """The Action chose the pull request's base commit: nothing the user set can be wrong, so
+    every problem is a warning and a reason, never exit 2."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaseRequest:
+    revision: str
+    """As given: a branch, tag or SHA (for a pull request: its base commit's SHA)."""
+    origin: Origin = Origin.FLAG
+    label: str | None = None
+    """What `previous.ref` shows; None: `revision`. The pull request's base branch name."""
+
+    @property
+    def ref(self) -> str:
+        return self.label or self.revision
+
+
 MetricFamily = Literal["mrr", "recall", "ndcg"]
 Source = Literal["history", "baseline", "git"]
 """Where the previous run came from: the history file, a baseline report, or a git revision
 evaluated in the same job."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaseRevision:
+    """The git revision a `git` comparison evaluated (scanner.git_base)."""
+
+    commit: str
+    """The full commit SHA the revision resolved to."""
+    ref: str
+    """The revision as given (`--baseline-ref`), or the pull request's base branch name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +223,12 @@ class Comparison:
     only_in_previous: tuple[str, ...]
     corpus: CorpusChange | None
     """None when nothing was compared."""
+    revision: BaseRevision | None = None
+    """The git revision, when `source` is git (also when it could not be compared, if resolved)."""
+    cause: NotComparedCause | None = None
+    """Why nothing was compared; None when compared."""
+    hint: str | None = None
+    """What to change so that a later run compares (e.g. `fetch-depth: 0`); None if nothing helps."""
 
     @property
     def compared(self) -> bool:
@@ -281,15 +335,24 @@ def pick_comparable(current_fingerprint: Mapping[str, object], runs: Sequence[Ru
     return None
 
 
-def no_previous(reason: str, source: Source | None = None) -> Comparison:
+def no_previous(
+    reason: str,
+    source: Source | None = None,
+    cause: NotComparedCause = NotComparedCause.NO_BASELINE,
+    *,
+    hint: str | None = None,
+    revision: BaseRevision | None = None,
+) -> Comparison:
     """A comparison that did not happen because there was nothing to compare with."""
-    return Comparison(ComparisonStatus.NO_PREVIOUS, (reason,), source, None, (), (), (), (), None)
+    return Comparison(
+        ComparisonStatus.NO_PREVIOUS, (reason,), source, None, (), (), (), (), None, revision, cause, hint
+    )
 
 
 def compare_with_history(current: RunRecord, runs: Sequence[RunRecord]) -> Comparison:
     """Compare with the newest comparable run of the history (newest first)."""
     if not runs:
-        return no_previous("no previous run in the history", "history")
+        return no_previous("no previous run in the history", "history", NotComparedCause.NO_HISTORY)
     match = pick_comparable(current.fingerprint, runs)
     if match is not None:
         return compare_runs(current, match, "history")
@@ -302,12 +365,14 @@ def compare_with_history(current: RunRecord, runs: Sequence[RunRecord]) -> Compa
     return _incomparable(reasons, "history")
 
 
-def compare_runs(current: RunRecord, previous: RunRecord, source: Source = "history") -> Comparison:
+def compare_runs(
+    current: RunRecord, previous: RunRecord, source: Source = "history", revision: BaseRevision | None = None
+) -> Comparison:
     """Compare this run with one previous run: incomparable unless the fingerprints are equal."""
     against = {"baseline": "the baseline", "git": "the base revision"}.get(source, "the previous run")
     reasons = fingerprint_differences(current.fingerprint, previous.fingerprint, against)
     if reasons:
-        return _incomparable(reasons, source)
+        return _incomparable(reasons, source, revision)
 
     metrics = metrics_of(current.aggregate)
     metric_deltas = []
@@ -345,6 +410,7 @@ def compare_runs(current: RunRecord, previous: RunRecord, source: Source = "hist
         only_in_current=tuple(r.id for r in current_rows if r.id not in previous_rows),
         only_in_previous=tuple(i for i in previous_rows if i not in current_ids),
         corpus=corpus_change(current.corpus, previous.corpus),
+        revision=revision,
     )
 
 
@@ -361,8 +427,11 @@ def newly_above(current: QueryRecord, previous: QueryRecord, rank_after: int | N
     return next((h.path for h in current.hits if h.rank < cut and h.path not in above_before), None)
 
 
-def _incomparable(reasons: list[str], source: Source) -> Comparison:
-    return Comparison(ComparisonStatus.INCOMPARABLE, tuple(reasons), source, None, (), (), (), (), None)
+def _incomparable(reasons: list[str], source: Source, revision: BaseRevision | None = None) -> Comparison:
+    return Comparison(
+        ComparisonStatus.INCOMPARABLE, tuple(reasons), source, None, (), (), (), (), None,
+        revision, NotComparedCause.INCOMPARABLE,
+    )
 
 
 def metrics_of(aggregate: AggregateMetrics) -> list[Metric]:

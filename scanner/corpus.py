@@ -21,6 +21,7 @@ from .chunking import ParsedDocument, parse_document
 from .diagnostics import Diagnostic, Diagnostics
 from .documents import Chunk, Corpus, Document
 from .parse_cache import ParseCache, cache_key, lookup, pack, unpack
+from .parse_memo import ParseMemo
 
 INDEXED_SUFFIXES = (".md", ".markdown", ".txt")
 
@@ -41,17 +42,25 @@ def read_corpus(
     *,
     workers: int | None = None,
     cache: ParseCache | None = None,
+    memo: ParseMemo | None = None,
+    source: Iterable[tuple[str, bytes]] | None = None,
 ) -> Corpus:
     """Walk `root`, then read and parse every indexable file under it.
 
     Parsing is split over `workers` processes (default: one per CPU) when there are enough
     files. The walk comes first and results are collected in walk order, so documents and
     warnings come out identical whatever the number of workers. With a `cache`, a file whose
-    path and bytes were parsed by an earlier run is not parsed again."""
+    path and bytes were parsed by an earlier run is not parsed again.
+
+    With a `memo`, every parsed document is remembered by its path and bytes, and a file
+    remembered there is not parsed again (issue 17: a pull request's base read after its head).
+    With a `source`, the files are its (KB-relative path, bytes) pairs instead of the folder walk:
+    another reader (scanner.git_base) chose them and applied the per-file limits, and `root`,
+    `exclude` and `cache` are not used; they are parsed in this process, most come from the memo."""
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
-    files = list(_indexable_files(root, exclude, diagnostics))
+    cache = cache if source is None else None
+    files = list(_indexable_files(root, exclude, diagnostics)) if source is None else []
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    cache_path = cache.path if cache is not None else None
     if cache is not None and os.path.lexists(cache.path):
         probe = cache.open_for_reading()
         if probe is None:
@@ -72,7 +81,7 @@ def read_corpus(
         # the peak memory of reading a large KB.
         for document, warnings, entry in results:
             diagnostics.items.extend(warnings)
-            if entry is not None:
+            if entry is not None and cache is not None:
                 entries[entry[0]] = entry[1]
             if isinstance(document, _Packed):
                 unpacked = unpack(document.path, document.payload)
@@ -81,16 +90,23 @@ def read_corpus(
                 document = unpacked[0]
             if document is not None:
                 documents.append(document)
+                if memo is not None and entry is not None:
+                    memo.remember(entry[0], document, warnings)
 
-    if workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
+    # The memo needs each file's key, which the cache's code path computes (a worker's memo
+    # would be lost with the worker, so entries are remembered here, in the parent).
+    keyed = cache is not None or memo is not None
+    if source is not None:
+        collect(_read_from_source(relative, data, memo) for relative, data in source)
+    elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
         context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         with ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_open_worker_cache, initargs=(cache,)
+            max_workers=workers, mp_context=context, initializer=_open_worker_cache, initargs=(cache, keyed)
         ) as pool:
             collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
     else:
         connection = cache.open_for_reading() if cache is not None else None
-        collect(_read_one(relative, absolute, connection, cache_path is not None) for relative, absolute in files)
+        collect(_read_one(relative, absolute, connection, keyed) for relative, absolute in files)
         if connection is not None:
             connection.close()
     if cache is not None:
@@ -108,8 +124,8 @@ _ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None]
 _WORKER_CACHE: list[object] = []
 
 
-def _open_worker_cache(cache: ParseCache | None) -> None:
-    _WORKER_CACHE[:] = [cache.open_for_reading() if cache is not None else None, cache is not None]
+def _open_worker_cache(cache: ParseCache | None, keyed: bool) -> None:
+    _WORKER_CACHE[:] = [cache.open_for_reading() if cache is not None else None, keyed]
 
 
 def _read_in_worker(item: tuple[str, Path]) -> _ReadResult:
@@ -138,6 +154,19 @@ def _read_one(
     document = _parse(relative, data, local)
     entry = (key, pack(document, local.items)) if caching and document is not None else None
     return document, local.items, entry
+
+
+def _read_from_source(relative: str, data: bytes, memo: ParseMemo | None) -> _ReadResult:
+    """One file given as bytes: from the memo when this path and these bytes were parsed before."""
+    key = cache_key(relative, data)
+    remembered = memo.recall(key) if memo is not None else None
+    if remembered is not None:
+        return remembered[0], remembered[1], None
+    local = Diagnostics()
+    document = _parse(relative, data, local)
+    if memo is not None and document is not None:
+        memo.remember(key, document, local.items)
+    return document, local.items, None
 
 
 def build_document(relative: str, text: str, diagnostics: Diagnostics) -> Document:

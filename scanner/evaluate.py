@@ -8,7 +8,7 @@ print and which exit code to return.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +22,7 @@ from .golden import GoldenSet, find_golden, load_golden
 from .index import Index
 from .metrics import METRIC_VERSION, AggregateMetrics, aggregate, score_query
 from .parse_cache import ParseCache
+from .parse_memo import ParseMemo
 from .query_compiler import compile_query
 from .quotes import Finding, locate, normalise, scan
 from .retrievers.base import SearchRequest
@@ -44,6 +45,17 @@ class EvalOptions:
     """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
     timestamp: datetime | None = None
     """Fixed in tests; the current UTC time otherwise."""
+    # --- issue 17: evaluating another revision of the KB (scanner.git_base) ---
+    golden: GoldenSet | None = None
+    """Already loaded (the base side uses this run's golden set); None: load `golden_path`."""
+    parse_memo: ParseMemo | None = None
+    """Shared by both sides, so a file unchanged between them is parsed once."""
+    corpus_source: Callable[[Diagnostics], Iterable[tuple[str, bytes]]] | None = None
+    """(path, bytes) of the KB's files from elsewhere than `kb_path` (a git tree); None: walk `kb_path`."""
+    scan_quotes: bool = True
+    """False for the base side: the comparison uses its metrics, never its findings."""
+    after_read: Callable[[GoldenSet], None] | None = None
+    """Called once the corpus is read and the memo filled: the base side starts then, beside this one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +70,11 @@ class EvalOutcome:
 def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> EvalOutcome:
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
     clock = _PhaseClock()
-    golden_file = find_golden(options.kb_path, options.golden_path)
-    golden = load_golden(golden_file, shown=str(golden_file))
+    if options.golden is not None:
+        golden = options.golden
+    else:
+        golden_file = find_golden(options.kb_path, options.golden_path)
+        golden = load_golden(golden_file, shown=str(golden_file))
     diagnostics.items.extend(golden.warnings)
     refuse_unsearchable_queries(golden)
     limit = options.limit or golden.default_limit or DEFAULT_LIMIT
@@ -68,7 +83,12 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         diagnostics.warn("k-over-limit", f"k={ks[-1]} is larger than the limit {limit}: @{ks[-1]} sees only {limit} hits")
 
     cache = ParseCache(options.cache_dir) if options.cache_dir is not None else None
-    corpus = read_corpus(options.kb_path, options.exclude, diagnostics, cache=cache)
+    source = options.corpus_source(diagnostics) if options.corpus_source is not None else None
+    corpus = read_corpus(
+        options.kb_path, options.exclude, diagnostics, cache=cache, memo=options.parse_memo, source=source
+    )
+    if options.after_read is not None:
+        options.after_read(golden)
     clock.lap("walk_parse")
     index = Index.build(corpus)
     requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
@@ -80,7 +100,7 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         lists = retriever.search_all(requests)
         clock.lap("search")
         returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}
-        findings = scan(index.chunks_by_document(), golden.queries, returned)
+        findings = scan(index.chunks_by_document(), golden.queries, returned) if options.scan_quotes else []
     located = locate_findings(findings, corpus, golden)
     clock.lap("scan")
 

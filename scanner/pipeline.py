@@ -17,10 +17,11 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from .compare import Comparison, compare_runs, compare_with_history, no_previous
+from .compare import BaseRequest, Comparison, compare_runs, compare_with_history, no_previous
 from .diagnostics import Diagnostics
 from .evaluate import EvalOptions, EvalOutcome, run_eval
 from .gate import GateResult, check_gate_settings, evaluate_gate
+from .git_base import BaseBesideHead, ResolvedBase, compare_with_base, resolve_base
 from .history import (
     HistoryPlan,
     HistoryRead,
@@ -32,6 +33,7 @@ from .history import (
     write_atomically,
     write_history,
 )
+from .parse_memo import ParseMemo
 from .render.json_report import report_document, run_document, serialise, validate, validation_errors
 from .run import Report, RunRecord
 
@@ -50,6 +52,10 @@ class RunPlan:
     alpha: float | None
     history_disabled_reason: str = "history disabled (--no-history) and no --baseline given"
     """What the comparison says when there is neither history nor baseline, in the interface's words."""
+    baseline_ref: BaseRequest | None = None
+    """Issue 17: compare with the KB at this git revision, evaluated in this run (wins over the history)."""
+    builtin_retriever: bool = True
+    """False: an external retriever answers, which cannot answer for the KB at another revision."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +81,34 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
         diagnostics.items.extend(history.warnings)
     baseline = read_baseline(plan.baseline, validation_errors) if plan.baseline is not None else None
 
-    evaluation = run_eval(options, diagnostics)
+    # Issue 17: the revision is resolved BEFORE the evaluation (a bad --baseline-ref is exit 2 before
+    # anything is written) and evaluated after it, taking the files both sides share from the memo.
+    # Its run is only compared with: it never reaches the history, the report's runs or any file.
+    base = (
+        resolve_base(options.kb_path, plan.baseline_ref, external_retriever=not plan.builtin_retriever)
+        if plan.baseline_ref is not None else None
+    )
+    beside = BaseBesideHead(base, options, ParseMemo()) if isinstance(base, ResolvedBase) else None
+    try:
+        evaluation = run_eval(
+            dataclasses.replace(
+                options,
+                parse_memo=beside.memo if beside else None,
+                after_read=beside.start if beside else None,
+            ),
+            diagnostics,
+        )
+    except BaseException:
+        if beside is not None:
+            beside.cancel()
+        raise
     run = evaluation.run
-    comparison = compare_with_previous(run, history, baseline, plan.history_disabled_reason)
+    if isinstance(base, ResolvedBase) and beside is not None:
+        comparison = compare_with_base(run, base, beside.result())
+    elif isinstance(base, Comparison):
+        comparison = base  # the revision cannot be evaluated; the comparison says why
+    else:
+        comparison = compare_with_previous(run, history, baseline, plan.history_disabled_reason)
     gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha)
 
     history_plan: HistoryPlan | None = None

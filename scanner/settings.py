@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, cast
 
+from .compare import BaseRequest
 from .errors import InputError
 from .gate import DEFAULT_REGRESSION_THRESHOLD
 from .github import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
@@ -238,6 +239,22 @@ def _choice(values: Sequence[str]) -> Callable[[str], str]:
     return parse
 
 
+MAX_REVISION_CHARS = 256
+
+
+def _revision(text: str) -> BaseRequest:
+    """One git name, refused before git sees it when it could be read as an option or holds what no
+    ref name can (control characters, spaces); whether it names a commit is git's to say (exit 2
+    then too, naming the setting)."""
+    text = text.strip()
+    if (
+        not text or len(text) > MAX_REVISION_CHARS or text.startswith("-")
+        or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text)
+    ):
+        raise Refused("not a git revision (a branch, tag or commit SHA)", "origin/main")
+    return BaseRequest(text)
+
+
 def _retriever_kind(text: str) -> RetrieverKind:
     return RetrieverKind(_choice([kind.value for kind in RetrieverKind])(text))
 
@@ -367,6 +384,14 @@ SETTINGS: tuple[Setting, ...] = (
         "compare with this JSON report (e.g. the default branch's) instead of the history",
         _path, None, default_note="none", path=True, metavar="FILE",
         action_note="Relative to the repository root; empty compares with the history, if any.",
+    ),
+    Setting(
+        "baseline-ref", "baseline_ref", Group.HISTORY,
+        "evaluate the KB as it was at this git revision (branch, tag or SHA) with this run's golden file and "
+        "settings, and compare with that instead of the history or a baseline",
+        _revision, None, default_note="none", metavar="REV",
+        action_note="Empty compares a pull request with its base commit (needs `fetch-depth: 0` on "
+        "actions/checkout), other events with baseline or history. docs/pull-request-loop.md.",
     ),
     Setting(
         "save-baseline", "save_baseline", Group.HISTORY,
@@ -564,6 +589,8 @@ class RunSettings:
     no_history: bool
     history_size: int
     baseline: Path | None
+    baseline_ref: BaseRequest | None
+    """Issue 17; the Action sets the pull request's base commit here when neither is given."""
     save_baseline: Path | None
     fail_on_regression: bool
     regression_threshold: float

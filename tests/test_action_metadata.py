@@ -30,6 +30,7 @@ RELEASED_INPUTS = {
     "exclude": "",
     "history": "",
     "baseline": "",
+    "baseline-ref": "",
     "save-baseline": "",
     "cache-dir": "",
     "fail-on-regression": "false",

@@ -112,6 +112,8 @@ def test_no_history_means_no_previous_and_corpus_changed_is_null_not_false() -> 
             "status": "no-previous",
             "source": "history",
             "reasons": ["no previous run in the history"],
+            "cause": "no-history",
+            "hint": None,
         },
     }
 
@@ -124,6 +126,8 @@ def test_a_history_with_no_comparable_run_compares_nothing_and_says_why() -> Non
         "status": "incomparable",
         "source": "history",
         "reasons": ["golden changed since the previous run"],
+        "cause": "incomparable-fingerprint",
+        "hint": None,
     }
     assert parts["previous"] is None and parts["diff"] is None
     assert parts["corpus_changed"] is None
@@ -253,6 +257,8 @@ def test_no_previous_is_its_own_status() -> None:
         "status": "no-previous",
         "source": None,
         "reasons": ["history disabled (--no-history)"],
+        "cause": "no-baseline",
+        "hint": None,
     }
 
 

@@ -91,6 +91,8 @@ def test_an_edited_golden_file_skips_the_comparison_with_the_reason(tmp_path: Pa
         "status": "incomparable",
         "source": "history",
         "reasons": ["golden changed since the previous run"],
+        "cause": "incomparable-fingerprint",
+        "hint": None,
     }
     assert report["previous"] is None and report["diff"] is None and report["corpus_changed"] is None
     assert report["gate"]["evaluated"] is False

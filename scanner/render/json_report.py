@@ -70,6 +70,8 @@ def report_document(report: Report) -> Document:
             "status": report.comparison.status.value,
             "source": report.comparison.source,
             "reasons": list(report.comparison.reasons),
+            "cause": report.comparison.cause.value if report.comparison.cause is not None else None,
+            "hint": report.comparison.hint,
         },
         "gate": gate_document(report.gate),
     }
@@ -168,6 +170,8 @@ def previous_document(comparison: Comparison) -> Document | None:
         # kb-mcp's `previous` is the whole previous run; its per-query rows are what a consumer
         # of kb-mcp's JSON reads to see which query moved.
         "per_query": [query_document(query) for query in previous.queries or ()],
+        "commit": comparison.revision.commit if comparison.revision is not None else None,
+        "ref": comparison.revision.ref if comparison.revision is not None else None,
     }
 
 

@@ -114,7 +114,10 @@ def compared_with(comparison: Comparison) -> str:
     if previous is None:
         return ""
     what = {"history": "the previous run in the history", "baseline": "the baseline", "git": "the base revision"}
-    return f"{what.get(comparison.source or '', 'the previous run')} of {previous.timestamp}"
+    name = what.get(comparison.source or "", "the previous run")
+    if comparison.revision is not None:  # issue 17: which commit, and the ref it was named by
+        name += f" {comparison.revision.commit[:7]} ({comparison.revision.ref})"
+    return f"{name} of {previous.timestamp}"
 
 
 def not_compared_reason(comparison: Comparison) -> str:
@@ -127,7 +130,8 @@ def not_compared_reason(comparison: Comparison) -> str:
 def gate_not_run(gate: GateResult, comparison: Comparison) -> str:
     """`fail-on-regression` was asked for but there was nothing comparable: say so, never silence."""
     why = "; ".join(comparison.reasons) or "nothing to compare with"
-    return f"The regression gate could not run: {why}."
+    hint = f" To compare: {comparison.hint}." if comparison.hint else ""
+    return f"The regression gate could not run: {why}.{hint}"
 
 
 def gate_line(gate: GateResult) -> str:

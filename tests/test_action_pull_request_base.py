@@ -1,0 +1,88 @@
+"""Action mode on a pull request: the base commit is compared by default, run as the runner runs
+entrypoint.py (same variables, a real git checkout as the workspace)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.action_cases import next_step, observe, run_entrypoint
+from tests.container_support import RunnerLayout, action_inputs, pull_request_event
+from tests.test_git_base import BASE_KB, GIT_ENV, REGRESSING_CHANGE, commit, new_repo
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def pull_request_checkout(tmp_path: Path, *, shallow: bool = False) -> tuple[RunnerLayout, str]:
+    """A repository with a base and a regressing head commit, checked out into the workspace."""
+    origin = new_repo(tmp_path / "origin")
+    base = commit(origin, BASE_KB, "base")
+    head = commit(origin, REGRESSING_CHANGE, "head")
+    layout = RunnerLayout(tmp_path / "runner")
+    depth = ["--depth", "1"] if shallow else []
+    subprocess.run(
+        ["git", "clone", "-q", *depth, f"file://{origin}", str(layout.workspace)], env=GIT_ENV, check=True
+    )
+    layout.write_event(pull_request_event(head_sha=head, base_sha=base))
+    return layout, base
+
+
+def report_of(layout: RunnerLayout) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((layout.workspace / "kb-eval-report.json").read_text())
+    return data
+
+
+def test_a_pull_request_is_compared_with_its_base_commit_by_default(tmp_path: Path) -> None:
+    layout, base = pull_request_checkout(tmp_path)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": "kb", "fail-on-regression": "true"})))
+    assert observed.returncode == 1  # the gate, against the base commit
+    report = report_of(layout)
+    assert report["comparison"]["source"] == "git"
+    assert report["previous"]["commit"] == base and report["previous"]["ref"] == "main"
+    assert observed.outputs["regressed"] == "true"
+
+
+def test_a_shallow_pull_request_checkout_completes_and_says_to_fetch_the_history(tmp_path: Path) -> None:
+    layout, _ = pull_request_checkout(tmp_path, shallow=True)
+    run = run_entrypoint(layout, action_inputs({"kb-path": "kb", "fail-on-regression": "true"}))
+    observed = observe(run)
+    assert observed.returncode == 0
+    report = report_of(layout)
+    assert report["comparison"]["cause"] == "shallow-clone"
+    assert "fetch-depth: 0" in report["comparison"]["hint"]
+    assert "The regression gate could not run" in run.stdout and "fetch-depth: 0" in run.stdout
+
+
+def test_a_baseline_input_wins_over_the_pull_request_base(tmp_path: Path) -> None:
+    layout, _ = pull_request_checkout(tmp_path)
+    first = run_entrypoint(layout, action_inputs({"kb-path": "kb", "save-baseline": "saved.json"}))
+    assert first.returncode == 0
+    next_step(layout)
+    observe(run_entrypoint(layout, action_inputs({"kb-path": "kb", "baseline": "saved.json"})))
+    assert report_of(layout)["comparison"]["source"] == "baseline"
+
+
+def test_a_baseline_ref_input_is_used_as_given(tmp_path: Path) -> None:
+    layout, base = pull_request_checkout(tmp_path)
+    observe(run_entrypoint(layout, action_inputs({"kb-path": "kb", "baseline-ref": "HEAD~1"})))
+    report = report_of(layout)
+    assert report["previous"]["ref"] == "HEAD~1" and report["previous"]["commit"] == base
+
+
+def test_a_baseline_ref_naming_nothing_is_exit_2_naming_it(tmp_path: Path) -> None:
+    layout, _ = pull_request_checkout(tmp_path)
+    run = run_entrypoint(layout, action_inputs({"kb-path": "kb", "baseline-ref": "no-such-branch"}))
+    assert run.returncode == 2
+    assert "baseline-ref" in run.stdout and "--baseline-ref" not in run.stdout  # the input, as written
+
+
+def test_a_push_event_compares_with_no_base_commit(tmp_path: Path) -> None:
+    layout, _ = pull_request_checkout(tmp_path)
+    run = run_entrypoint(layout, action_inputs({"kb-path": "kb"}), extra_env={"GITHUB_EVENT_NAME": "push"})
+    assert run.returncode == 0
+    assert report_of(layout)["comparison"]["source"] is None
