@@ -31,6 +31,7 @@ from tests.conftest import REPO
 from tests.container_support import action_inputs, input_environment
 
 BAD_VALUES = {
+    "baseline-ref": "-n",  # issue 17: a revision git would read as an option
     "limit": "0",
     "k": "1,x",
     "format": "xml",
@@ -75,7 +76,7 @@ def test_run_settings_has_exactly_the_cli_settings_attributes() -> None:
 def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
     historic = {
         "kb_path", "golden", "exclude", "limit", "k", "format", "output", "cache_dir", "tokenization", "weights",
-        "history", "no_history", "history_size", "baseline", "save_baseline", "fail_on_regression",
+        "history", "no_history", "history_size", "baseline", "baseline_ref", "save_baseline", "fail_on_regression",
         "regression_threshold", "alpha", "retriever", "http_url", "http_method", "http_body", "http_headers",
         "http_timeout", "http_retries", "concurrency", "hits_path", "path_field", "heading_field", "score_field",
         "path_prefix_strip", "command", "command_timeout", "run",
@@ -164,7 +165,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
     values = {
         "kb-path": "docs", "golden": "g.yml", "exclude": "x/*", "limit": "7", "k": "1,3", "format": "json",
         "report": "out.json", "cache-dir": "c", "history": "h.json", "history-size": "4", "baseline": "b.json",
-        "save-baseline": "s.json", "fail-on-regression": "true", "regression-threshold": "0.1", "alpha": "0.2",
+        "baseline-ref": "origin/main", "save-baseline": "s.json", "fail-on-regression": "true", "regression-threshold": "0.1", "alpha": "0.2",
         "retriever": "http", "http-url": "http://127.0.0.1:9/", "http-method": "GET", "http-body": '{"q": "{query}"}',
         "http-header": "A: b", "http-timeout": "2", "http-retries": "1", "concurrency": "3", "hits-path": "h",
         "path-field": "p", "heading-field": "t", "score-field": "s", "path-prefix-strip": "/kb",
@@ -183,6 +184,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
         "json", Path("out.json"), Path("c"), Path("h.json"), 4)
     assert (run.baseline, run.save_baseline, run.fail_on_regression, run.regression_threshold, run.alpha) == (
         Path("b.json"), Path("s.json"), True, 0.1, 0.2)
+    assert run.baseline_ref is not None and run.baseline_ref.revision == "origin/main"
     assert (run.retriever, run.http_url, run.http_method, run.http_body, run.http_headers) == (
         RetrieverKind.HTTP, "http://127.0.0.1:9/", "GET", '{"q": "{query}"}', ("A: b",))
     assert (run.http_timeout, run.http_retries, run.concurrency) == (2.0, 1, 3)
