@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 
 from scanner.cli import RunResult, execute, parse_cli
-from scanner.compare import NotComparedCause
+from scanner.compare import BaseRequest, NotComparedCause, Origin
 from scanner.corpus import read_corpus
 from scanner.diagnostics import Diagnostics
 from scanner.errors import ExitCode
-from scanner.compare import BaseRequest, Origin
 from scanner.git_base import (
     SHALLOW_HINT,
     ResolvedBase,
