@@ -117,8 +117,12 @@ class TreeFile:
 # --- finding the repository and the revision ----------------------------------------------
 
 
-def resolve_base(kb_path: Path, request: BaseRequest, *, external_retriever: bool) -> ResolvedBase | Comparison:
-    """The commit to evaluate, or a Comparison saying why there is none.
+def resolve_base(
+    kb_path: Path, request: BaseRequest, *, external_retriever: bool
+) -> ResolvedBase | Comparison | None:
+    """The commit to evaluate, or a Comparison saying why there is none, or None when the pull
+    request's base does not apply (no repository, no git, an external retriever): the Action
+    chose it by default, so the run then compares as it would without it (history, baseline).
 
     Raises InputError (exit 2) only for a revision the user named (Origin.FLAG) whose problem
     the user must fix. Called before this run's own evaluation, so a bad flag stops the run
@@ -134,17 +138,17 @@ def resolve_base(kb_path: Path, request: BaseRequest, *, external_retriever: boo
         reason = "the base revision is evaluated with the built-in search; an external retriever answers from its own index"
         if explicit:
             raise InputError(reason, field=FLAG, hint="drop --baseline-ref, or compare with a saved --baseline report")
-        return unavailable(reason, "compare with a saved baseline report (input baseline)")
+        return None
     if shutil.which("git") is None:
         if explicit:
             raise InputError("git is not installed", field=FLAG, hint="install git, or drop --baseline-ref")
-        return unavailable("git is not installed")
+        return None
     repository = find_repository(kb_path)
     if repository is None:
         reason = f"{kb_path} is not inside a git repository"
         if explicit:
             raise InputError(reason, field=FLAG, hint="run kb-eval on a git checkout, or drop --baseline-ref")
-        return unavailable(reason, "check the repository out with actions/checkout before this step")
+        return None
     deadline = time.monotonic() + GIT_DEADLINE_SECONDS
     try:
         commit = _resolve_commit(repository, request.revision, deadline)

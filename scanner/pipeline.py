@@ -107,7 +107,7 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
         comparison = compare_with_base(run, base, beside.result())
     elif isinstance(base, Comparison):
         comparison = base  # the revision cannot be evaluated; the comparison says why
-    else:
+    else:  # no --baseline-ref, or the pull request's base does not apply (no git checkout)
         comparison = compare_with_previous(run, history, baseline, plan.history_disabled_reason)
     gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha)
 

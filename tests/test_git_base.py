@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from scanner.cli import RunResult, execute, parse_cli
-from scanner.compare import BaseRequest, NotComparedCause, Origin
+from scanner.compare import BaseRequest, Comparison, NotComparedCause, Origin
 from scanner.corpus import read_corpus
 from scanner.diagnostics import Diagnostics
 from scanner.errors import ExitCode
@@ -242,7 +242,8 @@ def test_a_kb_outside_any_repository(tmp_path: Path) -> None:
     assert named.input_error.field == "--baseline-ref"
     chosen, report = run_pull_request(kb, "b" * 40)
     assert chosen.exit_code == ExitCode.OK
-    assert report["comparison"]["cause"] == "revision-unavailable"
+    # The Action's default does not apply without a checkout: compared as without it (nothing here).
+    assert report["comparison"]["cause"] == "no-baseline" and report["comparison"]["source"] is None
 
 
 def test_baseline_and_baseline_ref_together_are_exit_2(tmp_path: Path) -> None:
@@ -393,7 +394,9 @@ def test_the_origin_of_a_request_decides_between_exit_2_and_a_reason(tmp_path: P
     repo = new_repo(tmp_path / "repo")
     commit(repo, BASE_KB, "base")
     chosen = resolve_base(repo / "kb", BaseRequest("c" * 40, Origin.PULL_REQUEST, "main"), external_retriever=True)
-    assert not isinstance(chosen, ResolvedBase) and chosen.cause is NotComparedCause.REVISION_UNAVAILABLE
+    assert chosen is None  # the default does not apply to an external retriever
+    missing = resolve_base(repo / "kb", BaseRequest("c" * 40, Origin.PULL_REQUEST, "main"), external_retriever=False)
+    assert isinstance(missing, Comparison) and missing.cause is NotComparedCause.REVISION_UNAVAILABLE
 
 
 # --- the tree is read with the folder walk's rules ----------------------------------------------------
