@@ -110,9 +110,10 @@ jobs:
     runs-on: ubuntu-latest
     steps:
       - uses: actions/checkout@v4
-
-      # Regression gate: fetch the default branch's report into baseline/kb-eval-report.json
-      # (kb-eval's README: "Keeping a baseline between runs"), then uncomment the two inputs below.
+        with:
+          # kb-eval also evaluates the pull request's base commit, in this job, with this
+          # pull request's golden file: the clone must hold that commit.
+          fetch-depth: 0
 
       - name: kb-eval
         id: kb-eval
@@ -120,9 +121,9 @@ jobs:
         with:
           kb-path: {kb_path}
           report: kb-eval-report.json
+          # Fail the check when a metric drops by more than 0.05 against the base commit.
+          fail-on-regression: true
           comment: true
-          # baseline: baseline/kb-eval-report.json
-          # fail-on-regression: true
 
       - name: Upload the JSON report
         if: ${{{{ !cancelled() && steps.kb-eval.outputs.report != '' }}}}

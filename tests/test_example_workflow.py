@@ -8,6 +8,7 @@ the report the action wrote.
 
 from __future__ import annotations
 
+import json
 import re
 import stat
 import subprocess
@@ -19,11 +20,12 @@ import pytest
 import yaml
 
 from scanner.errors import ExitCode
-from tests.action_cases import finding_workspace, observe, run_entrypoint
+from tests.action_cases import clean_workspace, finding_workspace, observe, run_entrypoint
 from tests.action_docs import ROOT, load_action
 from tests.container_support import RunnerLayout, action_inputs, pull_request_event
 from tests.loopback_server import LoopbackServer, Received, Reply, running
 from tests.test_action_metadata import check_jsonschema_command
+from tests.test_git_base import commit, git
 
 WORKFLOW = ROOT / "examples" / "workflows" / "kb-eval-pull-request.yml"
 
@@ -96,15 +98,25 @@ def test_the_kb_eval_step_runs_as_written_and_the_upload_step_finds_the_report(
 ) -> None:
     received, server = api
     layout = RunnerLayout(tmp_path)
-    layout.write_event(pull_request_event())
-    finding_workspace(layout.workspace)  # the KB lives in docs/kb, as in the workflow
+    # A real checkout with the base commit in it (fetch-depth: 0): the base is the clean KB,
+    # the pull request adds a note quoting two golden queries. The KB lives in docs/kb.
+    git(layout.workspace, "init", "-q")
+    clean_workspace(layout.workspace)
+    base = commit(layout.workspace, {}, "base", kb="")
+    finding_workspace(layout.workspace)
+    head = commit(layout.workspace, {}, "the pull request", kb="")
+    layout.write_event(pull_request_event(head_sha=head, base_sha=base))
     step = kb_eval_step()
     inputs = action_inputs({name: as_runner_sets_it(value) for name, value in step["with"].items()})
     observed = observe(run_entrypoint(layout, inputs, extra_env={"GITHUB_API_URL": server.url}))
     assert observed.returncode == ExitCode.OK
     assert [(a[0], a[1], a[4]) for a in observed.annotations] == [
-        ("warning", "docs/kb/notes/leak-0.md", "golden-queries-quoted")
+        ("warning", "docs/kb/notes/leak-0.md", "golden-queries-quoted"),
+        ("notice", None, "kb-eval: corpus changed"),  # the pull request added a document
     ]
+    report = json.loads((layout.workspace / "kb-eval-report.json").read_text(encoding="utf-8"))
+    assert report["comparison"]["source"] == "git" and report["previous"]["commit"] == base
+    assert report["gate"]["evaluated"] is True
     assert [(r.method, r.path) for r in received] == [
         ("GET", "/repos/octo/kb/issues/7/comments"),
         ("POST", "/repos/octo/kb/issues/7/comments"),
