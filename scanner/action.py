@@ -54,7 +54,12 @@ from .github import (
 )
 from .pr_comment import CommentRefused, GitHubApi, PullRequest, marker_for, upsert_comment
 from .render import console
-from .render.annotations import gate_not_run_annotation, input_error_annotation, report_annotations
+from .render.annotations import (
+    base_not_compared_annotation,
+    gate_not_run_annotation,
+    input_error_annotation,
+    report_annotations,
+)
 from .render.markdown import SourceLinks, SummaryContext, render_input_error, render_summary
 from .retrievers.factory import choose_kind
 from .run import Report, RunRecord
@@ -533,6 +538,8 @@ def _annotations(result: RunResult, inputs: ActionInputs, notes: list[Annotation
         )
     elif result.report is not None and inputs.fail_on_regression and not result.report.gate.evaluated:
         always.append(gate_not_run_annotation(result.report))
+    elif result.report is not None and (missed := base_not_compared_annotation(result.report)) is not None:
+        always.append(missed)
     elif result.exit_code == ExitCode.INTERNAL:
         always.append(
             Annotation(

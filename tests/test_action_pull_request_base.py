@@ -86,3 +86,17 @@ def test_a_push_event_compares_with_no_base_commit(tmp_path: Path) -> None:
     run = run_entrypoint(layout, action_inputs({"kb-path": "kb"}), extra_env={"GITHUB_EVENT_NAME": "push"})
     assert run.returncode == 0
     assert report_of(layout)["comparison"]["source"] is None
+
+
+def test_a_shallow_checkout_without_a_gate_is_still_a_warning_and_a_summary_line(tmp_path: Path) -> None:
+    layout, _ = pull_request_checkout(tmp_path, shallow=True)
+    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": "kb"})))
+    assert observed.returncode == 0
+    [missed] = [a for a in observed.annotations if a[4] == "kb-eval: nothing compared"]
+    assert missed[0] == "warning" and "fetch-depth: 0" in missed[5]
+    assert "fetch-depth: 0" in observed.summary and "could not run" not in observed.summary
+    # The near miss: a full clone compares, and says nothing of the kind.
+    full, _ = pull_request_checkout(tmp_path / "full")
+    observed = observe(run_entrypoint(full, action_inputs({"kb-path": "kb"})))
+    assert not [a for a in observed.annotations if a[4] == "kb-eval: nothing compared"]
+    assert "Compared with the base revision" in observed.summary

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import posixpath
 
+from ..compare import NotComparedCause
 from ..diagnostics import Diagnostic
 from ..errors import InputError
 from ..github import Annotation, AnnotationKind, AnnotationProperties, annotation_file
@@ -100,6 +101,21 @@ def gate_not_run_annotation(report: Report) -> Annotation:
         AnnotationKind.WARNING,
         phrases.gate_not_run(report.gate, report.comparison),
         AnnotationProperties(title="kb-eval: regression gate not run"),
+    )
+
+
+GIT_BASE_MISSED = frozenset({NotComparedCause.SHALLOW_CLONE, NotComparedCause.REVISION_UNAVAILABLE})
+"""A comparison with a git revision was meant and could not happen: worth a warning even without a gate,
+because the person expected a comparison and would otherwise read the absolute figures as a verdict."""
+
+
+def base_not_compared_annotation(report: Report) -> Annotation | None:
+    if report.comparison.cause not in GIT_BASE_MISSED:
+        return None
+    return Annotation(
+        AnnotationKind.WARNING,
+        phrases.not_compared_reason(report.comparison),
+        AnnotationProperties(title="kb-eval: nothing compared"),
     )
 
 

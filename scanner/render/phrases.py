@@ -122,9 +122,10 @@ def compared_with(comparison: Comparison) -> str:
 
 def not_compared_reason(comparison: Comparison) -> str:
     """Why there is no comparison, in one sentence."""
+    hint = f" To compare: {comparison.hint}." if comparison.hint else ""
     if comparison.status is ComparisonStatus.INCOMPARABLE:
-        return "Not compared with the previous run: " + "; ".join(comparison.reasons)
-    return "No comparison: " + "; ".join(comparison.reasons)
+        return "Not compared with the previous run: " + "; ".join(comparison.reasons) + hint
+    return "No comparison: " + "; ".join(comparison.reasons) + hint
 
 
 def gate_not_run(gate: GateResult, comparison: Comparison) -> str:
