@@ -7,26 +7,42 @@ so a query is always exactly one literal argument whatever it contains.
 
 from __future__ import annotations
 
-import json
 import os
+import re
+import selectors
 import shlex
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scanner.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
-from scanner.retrievers.mapping import ErrorContext, ResponseMapping, map_response
+from scanner.retrievers.mapping import ErrorContext, NotJson, ResponseMapping, loads_strict, map_response
 from scanner.retrievers.templates import PLACEHOLDER, substitute_placeholders
 
 DEFAULT_TIMEOUT_S = 60.0
 STDERR_TAIL_BYTES = 2048
 """Enough for a traceback's last frames and the error line, short enough for a CI log."""
 MAX_STDOUT_BYTES = 8 * 1024 * 1024
+"""Reading stops one byte past this and the program is killed: a search answer is kilobytes, and
+a program printing hundreds of megabytes must not be buffered whole before it is refused."""
 SNIPPET_CHARS = 200
+READ_CHUNK_BYTES = 64 * 1024
+EXIT_GRACE_S = 1.0
+"""After the program exits, its pipes are read for at most this long. A daemon it started may keep
+them open forever; what the program printed before exiting is already in the pipe by then."""
+KILL_WAIT_S = 5.0
+"""How long to wait for a SIGKILLed program to be reaped; never an unbounded wait."""
+BASE_ENVIRONMENT = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME")
+"""Passed to the program from kb-eval's own environment, with every LC_* variable. Nothing else is:
+in the Action the environment holds every input (INPUT_*, the token among them) and the runner's
+ACTIONS_* tokens, which a search program has no business seeing. Anything more is named with
+--command-env NAME."""
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +52,24 @@ class CommandSettings:
     timeout_s: float = DEFAULT_TIMEOUT_S
     """Per query; the program (and its process group) is killed past it."""
     concurrency: int = 1
+    env_names: tuple[str, ...] = ()
+    """Extra variables passed from kb-eval's environment (`--command-env NAME`, repeatable)."""
+
+
+def command_environment(names: Sequence[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The program's whole environment: BASE_ENVIRONMENT, LC_*, and the variables named by the user."""
+    for name in names:
+        if not _ENV_NAME.fullmatch(name):
+            raise InputError(
+                f"--command-env {name!r} is not an environment variable name",
+                field="--command-env",
+                hint="give the name only (e.g. --command-env KB_TOKEN); its value is taken from the environment",
+            )
+    wanted = set(BASE_ENVIRONMENT) | set(names)
+    return {
+        name: value for name, value in environ.items()
+        if name in wanted or name.startswith("LC_")
+    }
 
 
 def split_template(template: str) -> list[str]:
@@ -64,12 +98,16 @@ def split_template(template: str) -> list[str]:
 class CommandRetriever:
     """Runs the template once per query and reads JSON hits from its stdout."""
 
-    def __init__(self, settings: CommandSettings, mapping: ResponseMapping) -> None:
+    def __init__(
+        self, settings: CommandSettings, mapping: ResponseMapping, environ: Mapping[str, str] | None = None
+    ) -> None:
         self._settings = settings
         self._mapping = mapping
         self._argv = split_template(settings.template)
         program = self._argv[0]
-        resolved = shutil.which(program)
+        self._environment = command_environment(settings.env_names, os.environ if environ is None else environ)
+        # Found on kb-eval's PATH, which the program's environment keeps.
+        resolved = shutil.which(program, path=self._environment.get("PATH"))
         if resolved is None:
             raise InputError(
                 f"--command program {program!r} is not found or not executable",
@@ -94,61 +132,131 @@ class CommandRetriever:
         return [self._program, *rest]
 
     def _answer(self, request: SearchRequest) -> list[Hit]:
-        stdout, stderr, returncode = self._run(request)
-        if returncode != 0:
-            how = f"exit status {returncode}"
-            if returncode < 0:
-                how = f"killed by signal {_signal_name(-returncode)}"
+        finished = run_bounded(self.argv_for(request), self._environment, self._settings.timeout_s, MAX_STDOUT_BYTES)
+        where = f"{self._source}: query {request.query_id!r}"
+        if finished.timed_out:
             raise InputError(
-                f"{self._source}: query {request.query_id!r}: {how}; stderr ends with:\n"
-                f"{_tail(stderr)}",
-                hint="run the command by hand with this query to see why it fails",
+                f"{where}: no answer within {self._settings.timeout_s} s (killed)",
+                hint="raise --command-timeout, or check that the program does not wait for input",
             )
-        if len(stdout) > MAX_STDOUT_BYTES:
+        if finished.overflowed:
             raise InputError(
-                f"{self._source}: query {request.query_id!r}: printed {len(stdout)} bytes, "
-                f"over the {MAX_STDOUT_BYTES}-byte cap",
+                f"{where}: printed more than {MAX_STDOUT_BYTES} bytes; stopped reading and killed it",
                 hint="the command should print only the JSON hits",
             )
-        try:
-            body = json.loads(stdout)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            text = stdout[:SNIPPET_CHARS].decode("utf-8", errors="replace")
+        returncode = finished.returncode
+        if returncode != 0:
+            how = f"exit status {returncode}"
+            if returncode is None:
+                how = "did not end after SIGKILL"
+            elif returncode < 0:
+                how = f"killed by signal {_signal_name(-returncode)}"
             raise InputError(
-                f"{self._source}: query {request.query_id!r}: stdout is not JSON ({exc}): {text!r}",
+                f"{where}: {how}; stderr ends with:\n{_tail(finished.stderr_tail, finished.stderr_bytes)}",
+                hint="run the command by hand with this query to see why it fails",
+            )
+        try:
+            body = loads_strict(finished.stdout)
+        except NotJson as exc:
+            text = finished.stdout[:SNIPPET_CHARS].decode("utf-8", errors="replace")
+            raise InputError(
+                f"{where}: stdout is not JSON ({exc.reason}): {text!r}",
                 hint="the command must print one JSON document (e.g. --format json) and send "
                 "diagnostics to stderr",
             ) from None
         return map_response(body, self._mapping, request, ErrorContext(self._source))
 
-    def _run(self, request: SearchRequest) -> tuple[bytes, bytes, int]:
-        # A new session makes the program a process-group leader, so a timeout
-        # also kills whatever it started (a wrapper script's children would
-        # otherwise keep the pipes open and the run hanging).
-        process = subprocess.Popen(
-            self.argv_for(request),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """What one bounded run of a program produced."""
+
+    stdout: bytes
+    """At most `cap + 1` bytes."""
+    stderr_tail: bytes
+    """The last STDERR_TAIL_BYTES bytes of stderr."""
+    stderr_bytes: int
+    """How many bytes stderr had in all."""
+    returncode: int | None
+    """None when the program could not be reaped after SIGKILL."""
+    timed_out: bool
+    overflowed: bool
+
+
+def run_bounded(argv: Sequence[str], env: Mapping[str, str], timeout_s: float, cap: int) -> Finished:
+    """Run `argv` and read its output with one wall-clock deadline that nothing can stretch.
+
+    communicate() cannot be used: it reads everything before a size check, and after a timeout
+    its second call waits for EOF with no deadline, which never comes while a grandchild holds
+    the pipe. Here both pipes are read with select() until EOF, the deadline, or `cap + 1` bytes
+    of stdout; then the program's process group is killed and the pipes are closed."""
+    # A new session makes the program a process-group leader, so killing the group also kills
+    # what it started (a wrapper script's children would otherwise keep running).
+    process = subprocess.Popen(
+        list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, env=dict(env),
+    )
+    assert process.stdout is not None and process.stderr is not None
+    deadline = time.monotonic() + timeout_s
+    stdout = bytearray()
+    stderr = bytearray()
+    stderr_bytes = 0
+    timed_out = overflowed = False
+    selector = selectors.DefaultSelector()
+    try:
+        for pipe in (process.stdout, process.stderr):
+            os.set_blocking(pipe.fileno(), False)
+            selector.register(pipe, selectors.EVENT_READ)
+        while selector.get_map():
+            now = time.monotonic()
+            if process.poll() is not None:
+                deadline = min(deadline, now + EXIT_GRACE_S)
+            if now >= deadline:
+                timed_out = process.returncode is None
+                break
+            # Woken at least every 0.1 s to notice the program's exit while a daemon holds the pipes.
+            for key, _ in selector.select(min(deadline - now, 0.1)):
+                try:
+                    chunk = os.read(key.fd, READ_CHUNK_BYTES)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                elif key.fileobj is process.stdout:
+                    stdout += chunk
+                else:
+                    stderr_bytes += len(chunk)
+                    stderr += chunk
+                    del stderr[:-STDERR_TAIL_BYTES]
+            if len(stdout) > cap:
+                overflowed = True
+                del stdout[cap + 1 :]
+                break
+        if not (timed_out or overflowed) and process.returncode is None:
+            # Both pipes closed but the program runs on: it still has until the deadline.
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        selector.close()
+        _kill_group(process)
+        process.stdout.close()
+        process.stderr.close()
         try:
-            stdout, stderr = process.communicate(timeout=self._settings.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            process.communicate()
-            raise InputError(
-                f"{self._source}: query {request.query_id!r}: no answer within "
-                f"{self._settings.timeout_s} s (killed)",
-                hint="raise --command-timeout, or check that the program does not wait for input",
-            ) from None
-        return stdout, stderr, process.returncode
+            returncode: int | None = process.wait(timeout=KILL_WAIT_S)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a process that outlives SIGKILL
+            returncode = None
+    return Finished(bytes(stdout), bytes(stderr), stderr_bytes, returncode, timed_out, overflowed)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    # The group outlives its leader while a member is alive, so this also reaches a grandchild
+    # left behind after the program exited; one that started its own session escapes, and only
+    # loses its pipes.
     try:
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
 
 
@@ -159,7 +267,7 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
-def _tail(stderr: bytes) -> str:
-    tail = stderr[-STDERR_TAIL_BYTES:].decode("utf-8", errors="replace").rstrip()
-    prefix = "..." if len(stderr) > STDERR_TAIL_BYTES else ""
-    return prefix + tail if tail else "(nothing on stderr)"
+def _tail(tail: bytes, total: int) -> str:
+    text = tail.decode("utf-8", errors="replace").rstrip()
+    prefix = "..." if total > len(tail) else ""
+    return prefix + text if text else "(nothing on stderr)"

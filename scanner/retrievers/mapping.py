@@ -8,6 +8,7 @@ URLs become the KB-relative paths the golden file uses.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import urllib.parse
@@ -24,6 +25,7 @@ DEFAULT_PATH_FIELD = "path"
 DEFAULT_HEADING_FIELD = "heading"
 DEFAULT_SCORE_FIELD = "score"
 
+_ASCII_INDEX = re.compile(r"[0-9]+")
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
@@ -76,7 +78,8 @@ def dotted_get(value: object, dotted: str) -> object:
             if segment not in current:
                 return _MISSING
             current = current[segment]
-        elif isinstance(current, list) and segment.isdigit():
+        # ASCII digits only: str.isdigit() accepts '²', which int() then refuses.
+        elif isinstance(current, list) and _ASCII_INDEX.fullmatch(segment):
             index = int(segment)
             if index >= len(current):
                 return _MISSING
@@ -95,6 +98,47 @@ def validate_dotted_path(dotted: str, flag: str) -> str:
             hint="write field names separated by dots, e.g. hits.hits or _source.path",
         )
     return dotted
+
+
+class NotJson(ValueError):
+    """An answer that is not one strict JSON document; `reason` says why, `line` where (1-based)."""
+
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+def loads_strict(data: bytes | str) -> object:
+    """One JSON document from an external answer or file, or NotJson; never another exception.
+
+    Standard JSON only: NaN/Infinity and numbers that overflow a float (1e400) are refused, as
+    are integers past Python's 4,300-digit limit and nesting deep enough to exhaust the
+    recursion limit (the C decoder raises RecursionError there, which would be exit 3)."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except NotJson:
+        raise
+    except json.JSONDecodeError as error:
+        raise NotJson(f"{error.msg} at line {error.lineno} column {error.colno}", error.lineno) from None
+    except UnicodeDecodeError as error:
+        raise NotJson(f"not UTF-8 (byte {error.start})") from None
+    except ValueError:  # an integer with more digits than int() converts
+        raise NotJson("a number has too many digits") from None
+    except RecursionError:
+        raise NotJson("nested too deeply") from None
+
+
+def _reject_constant(name: str) -> float:
+    raise NotJson(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotJson(f"number {text[:40]} is out of range")
+    return value
 
 
 def locate_hit_list(
@@ -239,9 +283,12 @@ def _map_one_hit(
     if score_value is _MISSING or score_value is None:
         score = None
     elif isinstance(score_value, (int, float)) and not isinstance(score_value, bool):
-        score = float(score_value)
+        try:
+            score = float(score_value)
+        except OverflowError:  # an integer too large for a float (loads_strict lets 400 digits through)
+            score = math.inf
         if not math.isfinite(score):
-            raise _refuse(f"{position}: score {score_value!r} is not a finite number", where)
+            raise _refuse(f"{position}: score {_shortened(repr(score_value))} is not a finite number", where)
     else:
         raise _refuse(
             f"{position}: score is a {_json_type(score_value)}, not a number",
@@ -269,3 +316,7 @@ def _json_type(value: object) -> str:
     if isinstance(value, dict):
         return "object"
     return type(value).__name__
+
+
+def _shortened(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
