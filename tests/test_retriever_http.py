@@ -147,7 +147,7 @@ def test_a_slow_endpoint_times_out_and_fails_the_run_naming_the_query() -> None:
         retriever(server.url, timeout_s=0.2, retries=1).search_all(one(query_id="q-slow"))
     elapsed = time.monotonic() - started
     assert "'q-slow' failed after 2 attempt(s)" in str(caught.value)
-    assert "Timeout" in str(caught.value)
+    assert "Timeout" in str(caught.value) or "not complete within 0.2 s" in str(caught.value)
     assert len(server.received) == 2
     assert elapsed < 2.5
 

@@ -11,14 +11,18 @@ from __future__ import annotations
 import base64
 import email.utils
 import enum
-import json
+import re
+import socket
 import threading
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import requests
+import urllib3.connection
+from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
 from scanner.errors import InputError
@@ -26,7 +30,9 @@ from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
 from scanner.retrievers.mapping import (
     ErrorContext,
+    NotJson,
     ResponseMapping,
+    loads_strict,
     map_response,
     redact_url,
 )
@@ -44,7 +50,8 @@ DEFAULT_BACKOFF_S = 0.5
 """First retry waits this long, then twice as long each time (0.5, 1, 2 s for three retries)."""
 DEFAULT_BACKOFF_CAP_S = 8.0
 DEFAULT_RETRY_AFTER_CAP_S = 30.0
-"""A 429's Retry-After is honoured up to this; a server asking for an hour would stall CI silently."""
+"""A 429's Retry-After is honoured up to this IN ALL for one query (not per retry), so a server
+repeating the request cannot stretch a query past (retries + 1) x timeout + this."""
 DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 """A search answer of `limit` hits is kilobytes; megabytes mean a wrong endpoint or whole documents."""
 STREAM_CHUNK_BYTES = 64 * 1024
@@ -78,7 +85,8 @@ class HttpSettings:
     """JSON; `{query}`/`{limit}` as values (bare or quoted) or inside strings; `${ENV}` in strings."""
     headers: tuple[HeaderSpec, ...] = ()
     timeout_s: float = DEFAULT_TIMEOUT_S
-    """Per attempt: connecting, and then receiving the whole answer."""
+    """Per attempt, wall clock: connecting, then receiving the whole answer. A server trickling
+    bytes cannot stretch it: the socket is shut down at the deadline."""
     retries: int = DEFAULT_RETRIES
     """Extra attempts after a connection error, timeout, 429 or 5xx."""
     backoff_s: float = DEFAULT_BACKOFF_S
@@ -88,14 +96,17 @@ class HttpSettings:
     concurrency: int = 1
 
 
-def parse_header(text: str) -> HeaderSpec:
-    """`'Name: value'` -> HeaderSpec. The value is never echoed in the refusal."""
+def parse_header(text: str, number: int | None = None) -> HeaderSpec:
+    """`'Name: value'` -> HeaderSpec. The refusal echoes nothing of the line, only its number:
+    a line without a colon may be a bare token pasted on a line of its own."""
     name, separator, value = text.partition(":")
     name = name.strip()
     if not separator or not name or any(char.isspace() for char in name):
+        which = f"header line {number}" if number is not None else "a header"
         raise InputError(
-            f"--http-header must look like 'Name: value' (got a header named {name!r})",
+            f"--http-header: {which} does not look like 'Name: value' (its text is not shown: it may hold a secret)",
             field="--http-header",
+            line=number,
             hint="e.g. --http-header 'Authorization: Bearer ${KB_TOKEN}'",
         )
     return HeaderSpec(name=name, value_template=value.strip())
@@ -173,6 +184,7 @@ class HttpRetriever:
     def _answer(self, request: SearchRequest) -> list[Hit]:
         settings = self._settings
         attempts = settings.retries + 1
+        waited_for_server = 0.0
         for attempt in range(attempts):
             try:
                 body = self._attempt(request)
@@ -184,7 +196,10 @@ class HttpRetriever:
                         hint="the run stops rather than score an unanswered query as a miss; "
                         "check the service, or raise --http-timeout / --http-retries",
                     ) from None
-                time.sleep(self._wait_before_retry(attempt, failure.wait_s))
+                wait = self._wait_before_retry(attempt, failure.wait_s, waited_for_server)
+                if failure.wait_s is not None:
+                    waited_for_server += wait
+                time.sleep(wait)
                 continue
             return map_response(body, self._mapping, request, ErrorContext(self._source))
         raise AssertionError("unreachable: the loop returns or raises")
@@ -193,7 +208,16 @@ class HttpRetriever:
         """One HTTP exchange: the parsed JSON body, or `_Retry`, or InputError for the rest."""
         settings = self._settings
         rendered = render_json_template(self._template, request.text, request.limit)
-        started = time.monotonic()
+        watch = _Watch(settings.timeout_s)
+        _ATTEMPT.watch = watch
+        try:
+            return self._exchange(request, rendered, watch)
+        finally:
+            watch.cancel()
+            _ATTEMPT.watch = None
+
+    def _exchange(self, request: SearchRequest, rendered: object, watch: _Watch) -> object:
+        settings = self._settings
         try:
             response = self._session().request(
                 settings.method.value,
@@ -208,7 +232,7 @@ class HttpRetriever:
                 allow_redirects=False,
             )
         except (requests.ConnectionError, requests.Timeout) as exc:
-            raise _Retry(self._describe_exception(exc)) from None
+            raise _Retry(watch.reason() or self._describe_exception(exc)) from None
         except requests.RequestException as exc:
             raise InputError(
                 f"{self._source}: query {request.query_id!r}: {self._describe_exception(exc)}",
@@ -227,28 +251,27 @@ class HttpRetriever:
                     f"HTTP {status} redirect to {location!r}",
                     "redirects are not followed (headers could leak); use the final URL in --http-url",
                 )
-            payload = self._read_capped(response, request, started)
+            payload = self._read_capped(response, request, watch)
             if not 200 <= status <= 299:
                 hint = "check --http-url and --http-body"
                 if status in (401, 403):
                     hint = "check --http-header and that its ${ENV} variable holds a valid token"
                 raise self._refuse(request, f"HTTP {status}: {self._snippet(payload)}", hint)
         try:
-            return json.loads(payload)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return loads_strict(payload)
+        except NotJson as exc:
             raise self._refuse(
                 request,
-                f"HTTP {status} answer is not JSON ({exc}): {self._snippet(payload)}",
+                f"HTTP {status} answer is not JSON ({exc.reason}): {self._snippet(payload)}",
                 "the endpoint must answer with JSON; check --http-url",
             ) from None
 
-    def _read_capped(
-        self, response: requests.Response, request: SearchRequest, started: float
-    ) -> bytes:
+    def _read_capped(self, response: requests.Response, request: SearchRequest, watch: _Watch) -> bytes:
         cap = self._settings.max_response_bytes
-        declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > cap:
-            raise self._refuse(request, f"answer is {declared} bytes, over the {cap}-byte cap", _CAP_HINT)
+        declared = response.headers.get("Content-Length", "").strip()
+        # ASCII digits only: str.isdigit() accepts '²', which int() refuses (a crash, exit 3).
+        if _ASCII_NUMBER.fullmatch(declared) and (len(declared) > 18 or int(declared) > cap):
+            raise self._refuse(request, f"answer is {declared[:40]} bytes, over the {cap}-byte cap", _CAP_HINT)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -257,18 +280,17 @@ class HttpRetriever:
                 if size > cap:
                     raise self._refuse(request, f"answer exceeds the {cap}-byte cap", _CAP_HINT)
                 chunks.append(chunk)
-                # The read timeout is per socket read; a server trickling bytes
-                # would otherwise never time out.
-                if time.monotonic() - started > self._settings.timeout_s:
-                    raise _Retry(f"answer not complete within {self._settings.timeout_s} s")
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-            raise _Retry(self._describe_exception(exc)) from None
+            raise _Retry(watch.reason() or self._describe_exception(exc)) from None
+        if watch.reason() is not None:
+            # Shut down mid-body: what arrived is cut, whatever the decoder made of it.
+            raise _Retry(str(watch.reason()))
         return b"".join(chunks)
 
-    def _wait_before_retry(self, attempt: int, server_wish_s: float | None) -> float:
+    def _wait_before_retry(self, attempt: int, server_wish_s: float | None, waited_s: float) -> float:
         settings = self._settings
         if server_wish_s is not None:
-            return min(server_wish_s, settings.retry_after_cap_s)
+            return max(0.0, min(server_wish_s, settings.retry_after_cap_s - waited_s))
         return min(settings.backoff_s * float(2**attempt), settings.backoff_cap_s)
 
     # -- secrets ---------------------------------------------------------------
@@ -339,12 +361,16 @@ class HttpRetriever:
         session: requests.Session | None = getattr(self._local, "session", None)
         if session is None:
             session = requests.Session()
+            adapter = _DeadlineAdapter()
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
             self._local.session = session
             with self._sessions_lock:
                 self._sessions.append(session)
         return session
 
 
+_ASCII_NUMBER = re.compile(r"[0-9]+")
 _CAP_HINT = "check that --http-url is the search endpoint and --http-body asks for {limit} hits"
 
 
@@ -353,13 +379,18 @@ def _retry_after_s(value: str | None) -> float | None:
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    if _ASCII_NUMBER.fullmatch(value):
+        # Thousands of digits would pass int()'s limit check only to overflow float(): any
+        # wish past a day is simply "a long time", which the cap then bounds.
+        return float(value) if len(value) <= 6 else 86_400.0
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError, IndexError):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    try:
+        return max(0.0, when.timestamp() - time.time())
+    except (OverflowError, ValueError, OSError):
+        return None
 
 
 def _as_params(rendered: object) -> list[tuple[str, str]]:
@@ -400,3 +431,77 @@ def _check_flat_params(template: object) -> None:
 def _check_positive(value: float, flag: str) -> None:
     if not value > 0:
         raise InputError(f"{flag} must be more than 0, got {value}", field=flag)
+
+
+# -- the deadline that a trickling server cannot stretch ------------------------------------------
+#
+# requests' read timeout is per socket read: a server sending one byte every few seconds (in the
+# headers or the body) never trips it, and a buffered read of 64 KiB waits for all of them. Each
+# attempt therefore gets a _Watch: a timer that shuts the connection's socket down at the
+# deadline, which ends any read in progress at once. The socket is found through the connection
+# class the session's pools use (set by _DeadlineAdapter), at the moment the answer is awaited.
+
+_ATTEMPT = threading.local()
+"""`.watch`: the _Watch of the attempt running on this thread, or None."""
+
+
+class _Watch:
+    def __init__(self, timeout_s: float) -> None:
+        self._timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._expired = False
+        self._timer = threading.Timer(timeout_s, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self._expired:
+                _shut(sock)
+
+    def reason(self) -> str | None:
+        with self._lock:
+            return f"answer not complete within {self._timeout_s} s" if self._expired else None
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self._expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
+
+class _WatchedConnectionMixin:
+    sock: socket.socket | None
+
+    def getresponse(self) -> urllib3.connection.HTTPResponse:
+        watch: _Watch | None = getattr(_ATTEMPT, "watch", None)
+        if watch is not None and self.sock is not None:
+            watch.add(self.sock)
+        return super().getresponse()  # type: ignore[misc, no-any-return]
+
+
+class _WatchedHTTPConnection(_WatchedConnectionMixin, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_WatchedConnectionMixin, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    def get_connection_with_tls_context(self, *args: Any, **kwargs: Any) -> Any:
+        pool = super().get_connection_with_tls_context(*args, **kwargs)
+        pool.ConnectionCls = _WatchedHTTPSConnection if pool.scheme == "https" else _WatchedHTTPConnection
+        return pool

@@ -134,3 +134,147 @@ def test_a_variable_named_with_command_env_is_passed() -> None:
 def test_a_command_env_that_is_not_a_name_is_refused() -> None:
     with pytest.raises(InputError, match="not an environment variable name"):
         command_environment(["KB_TOKEN=x"], {})
+
+
+# -- HTTP ------------------------------------------------------------------------------------------
+
+import socket  # noqa: E402
+import threading  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+
+from scanner.retrievers.http import HttpRetriever, HttpSettings, parse_header  # noqa: E402
+from tests.loopback_server import Reply, running  # noqa: E402
+
+
+@contextmanager
+def raw_server(script: Callable[[socket.socket], None]) -> Iterator[str]:
+    """A TCP server on 127.0.0.1 that reads one request per connection and then runs `script`
+    on the connection: for answers no well-behaved HTTP server would send."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=_answer_once, args=(connection, script, stop), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/search"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+
+
+def _answer_once(connection: socket.socket, script: Callable[[socket.socket], None], stop: threading.Event) -> None:
+    with connection:
+        connection.settimeout(5)
+        received = b""
+        try:
+            while b"\r\n\r\n" not in received:
+                received += connection.recv(65536)
+            script(connection)
+        except OSError:
+            pass  # the client hung up: that is what most of these tests want
+
+
+def trickle(prefix: bytes, byte: bytes = b"x", every_s: float = 0.05) -> Callable[[socket.socket], None]:
+    def script(connection: socket.socket) -> None:
+        connection.sendall(prefix)
+        for _ in range(2000):  # 100 s at most, far past every deadline tested
+            connection.sendall(byte)
+            time.sleep(every_s)
+
+    return script
+
+
+def http(url: str, timeout_s: float = 1.0, retries: int = 0, retry_after_cap_s: float = 30.0) -> HttpRetriever:
+    settings = HttpSettings(url=url, timeout_s=timeout_s, retries=retries, backoff_s=0.01,
+                            retry_after_cap_s=retry_after_cap_s)
+    return HttpRetriever(settings, ResponseMapping(), {})
+
+
+def http_ask(retriever: HttpRetriever) -> list[Hit]:
+    return retriever.search_all([SearchRequest(query_id="q1", text="alpha", limit=5)])[0]
+
+
+def test_a_body_trickled_one_byte_at_a_time_stops_at_the_deadline() -> None:
+    started = time.monotonic()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+    with raw_server(trickle(head)) as url, pytest.raises(InputError, match="not complete within 1.0 s"):
+        http_ask(http(url))
+    assert time.monotonic() - started < 1.0 + MARGIN_S
+
+
+def test_headers_trickled_one_byte_at_a_time_stop_at_the_deadline() -> None:
+    started = time.monotonic()
+    with raw_server(trickle(b"HTTP/1.1 200 OK\r\nX-Slow: ")) as url, pytest.raises(InputError, match="within 1.0 s"):
+        http_ask(http(url))
+    assert time.monotonic() - started < 1.0 + MARGIN_S
+
+
+def test_an_answer_sent_at_once_is_read() -> None:
+    body = ANSWER.encode()
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+    with raw_server(lambda connection: connection.sendall(head + body)) as url:
+        assert http_ask(http(url)) == [Hit(1, "a.md", "A", None)]
+
+
+def test_a_content_length_in_superscript_digits_is_not_a_crash() -> None:
+    body = ANSWER.encode()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \xb2\r\nConnection: close\r\n\r\n"
+    with raw_server(lambda connection: connection.sendall(head + body)) as url:
+        assert http_ask(http(url)) == [Hit(1, "a.md", "A", None)]
+
+
+@pytest.mark.parametrize("retry_after", ["3600", "\xb2", "9" * 5000, "Fri, 31 Dec 9999 23:59:59 GMT"])
+def test_repeated_retry_after_cannot_stretch_a_query_past_its_budget(retry_after: str) -> None:
+    started = time.monotonic()
+    reply = Reply(status=429, body={"message": "slow down"}, headers={"Retry-After": retry_after})
+    with running(lambda _: reply) as server, pytest.raises(InputError, match="failed after 4 attempt"):
+        http_ask(http(server.url, retries=3, retry_after_cap_s=1.0))
+    assert len(server.received) == 4
+    assert time.monotonic() - started < 1.0 + MARGIN_S
+
+
+def test_a_short_retry_after_is_honoured_before_the_next_attempt() -> None:
+    replies = iter([Reply(status=429, headers={"Retry-After": "1"}), Reply(body=json.loads(ANSWER))])
+    started = time.monotonic()
+    with running(lambda _: next(replies)) as server:
+        assert http_ask(http(server.url, retries=1)) == [Hit(1, "a.md", "A", None)]
+    assert time.monotonic() - started >= 1.0
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
+        (b'{"results": [{"path": "a.md", "score": 1e400}]}', "out of range"),
+        (b'{"results": [{"path": "a.md", "score": ' + b"9" * 5000 + b"}]}", "too many digits"),
+        (b'{"results": [{"path": "a.md", "score": ' + b"9" * 400 + b"}]}", "not a finite number"),
+        (b'{"results": [{"path": "a.md", "score": NaN}]}', "NaN is not a JSON number"),
+    ],
+)
+def test_hostile_json_in_an_answer_is_a_refusal_not_a_crash(body: bytes, reason: str) -> None:
+    with running(lambda _: Reply(body=body)) as server, pytest.raises(InputError, match=reason):
+        http_ask(http(server.url))
+
+
+def test_a_header_line_without_a_colon_is_named_by_its_number_only() -> None:
+    with pytest.raises(InputError) as caught:
+        parse_header("ghp_0123456789abcdefSECRET", 2)
+    assert "ghp_" not in str(caught.value) and "SECRET" not in str(caught.value)
+    assert "header line 2" in str(caught.value)
+
+
+def test_a_header_line_with_a_colon_is_read() -> None:
+    assert parse_header("Authorization: Bearer ${KB_TOKEN}", 1).name == "Authorization"
