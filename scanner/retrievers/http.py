@@ -22,6 +22,7 @@ from typing import Any
 
 import requests
 import urllib3.connection
+import urllib3.response
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
@@ -216,7 +217,7 @@ class HttpRetriever:
             watch.cancel()
             _ATTEMPT.watch = None
 
-    def _exchange(self, request: SearchRequest, rendered: object, watch: _Watch) -> object:
+    def _exchange(self, request: SearchRequest, rendered: Any, watch: _Watch) -> object:
         settings = self._settings
         try:
             response = self._session().request(
@@ -482,22 +483,22 @@ def _shut(sock: socket.socket) -> None:
         pass  # already closed
 
 
-class _WatchedConnectionMixin:
-    sock: socket.socket | None
-
-    def getresponse(self) -> urllib3.connection.HTTPResponse:
-        watch: _Watch | None = getattr(_ATTEMPT, "watch", None)
-        if watch is not None and self.sock is not None:
-            watch.add(self.sock)
-        return super().getresponse()  # type: ignore[misc, no-any-return]
+def _watch_socket(sock: socket.socket | None) -> None:
+    watch: _Watch | None = getattr(_ATTEMPT, "watch", None)
+    if watch is not None and sock is not None:
+        watch.add(sock)
 
 
-class _WatchedHTTPConnection(_WatchedConnectionMixin, urllib3.connection.HTTPConnection):
-    pass
+class _WatchedHTTPConnection(urllib3.connection.HTTPConnection):
+    def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
+        _watch_socket(self.sock)
+        return super().getresponse()
 
 
-class _WatchedHTTPSConnection(_WatchedConnectionMixin, urllib3.connection.HTTPSConnection):
-    pass
+class _WatchedHTTPSConnection(urllib3.connection.HTTPSConnection):
+    def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
+        _watch_socket(self.sock)
+        return super().getresponse()
 
 
 class _DeadlineAdapter(HTTPAdapter):

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import json
 import shlex
+import socket
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -22,7 +26,9 @@ from scanner.retrievers.command import (
     command_environment,
     run_bounded,
 )
+from scanner.retrievers.http import HttpRetriever, HttpSettings, parse_header
 from scanner.retrievers.mapping import ResponseMapping
+from tests.loopback_server import Reply, running
 
 MARGIN_S = 4.0
 """Slack for a loaded 2-core machine; every bound checked is far below a hang."""
@@ -138,13 +144,6 @@ def test_a_command_env_that_is_not_a_name_is_refused() -> None:
 
 # -- HTTP ------------------------------------------------------------------------------------------
 
-import socket  # noqa: E402
-import threading  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-from contextlib import contextmanager  # noqa: E402
-
-from scanner.retrievers.http import HttpRetriever, HttpSettings, parse_header  # noqa: E402
-from tests.loopback_server import Reply, running  # noqa: E402
 
 
 @contextmanager
