@@ -1,12 +1,18 @@
 """One pull-request comment holding the summary, created once and then updated in place.
 
 GitHub's REST API, through `requests`: the comment is found again by a hidden
-HTML marker in its body (`find_marked_comment`, which reads every page of the
-pull request's comments), then `PATCH`ed, or `POST`ed when there is none.
-Transient failures (5xx, 429, connection errors) are retried with backoff;
-a refusal (403 on a fork's read-only token, 404, 422) raises `CommentRefused`,
-which Action mode turns into a warning: a comment is a convenience and never
-decides the step's result.
+HTML marker that STARTS its body and by its author, which must be the token's
+own identity (`find_own_comment`, which reads every page of the pull request's
+comments), then `PATCH`ed, or `POST`ed when there is none. The marker alone
+proves nothing: it is computable from the public workflow, and anyone can post
+a comment starting with it to have kb-eval overwrite their text.
+
+Transient failures (5xx, 429, connection errors) are retried with backoff, except
+that a POST is retried only when it certainly never reached GitHub (connection
+refused or not established, or a 429): a retried POST after a 502 could post
+the comment twice. A refusal (403 on a fork's read-only token, 404, 422) raises
+`CommentRefused`, which Action mode turns into a warning: a comment is a
+convenience and never decides the step's result.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+import urllib3.exceptions
 
 from .github import bound_summary
 
@@ -37,6 +44,20 @@ MAX_PAGES = 50
 API_VERSION = "2022-11-28"
 
 _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
+_ASCII_SECONDS = re.compile(r"[0-9]{1,6}")
+
+ACTIONS_BOT = ("github-actions[bot]", "Bot")
+"""Who the workflow's GITHUB_TOKEN writes as. That token cannot call GET /user (403 "Resource not
+accessible by integration"), so this identity is assumed when GitHub refuses the call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who the token writes comments as: a comment is ours only when its `user` matches both."""
+
+    login: str
+    type: str
+    """`Bot` for the GITHUB_TOKEN or an app's token, `User` for a personal token."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +124,9 @@ class GitHubApi:
         if not url.startswith(self.api_url + "/"):
             # The token goes only to the API it was issued for, whatever a Link header says.
             raise CommentRefused(f"refusing to send the token to {url!r}, outside {self.api_url}")
+        where = f"{method} {_path(url, self.api_url)}"
+        # GET and PATCH (same body) are idempotent; a POST is retried only when it never arrived.
+        repeatable = method != "POST"
         last_problem = ""
         for attempt in range(RETRIES + 1):
             try:
@@ -111,26 +135,76 @@ class GitHubApi:
                 )
             except requests.RequestException as error:
                 last_problem = f"{type(error).__name__}: {error}"
+                if not (repeatable or _never_sent(error)):
+                    raise CommentRefused(f"{where} failed ({last_problem}); not retried: {_MAYBE_POSTED}") from None
+                wait = float(BACKOFF_BASE_S * 2**attempt)
             else:
                 if response.status_code < 300:
                     return response
                 if response.status_code != 429 and response.status_code < 500:
                     raise CommentRefused(
-                        f"{method} {_path(url, self.api_url)} was refused: {response.status_code} {_api_message(response)}",
+                        f"{where} was refused: {response.status_code} {_api_message(response)}",
                         response.status_code,
                     )
                 last_problem = f"{response.status_code} {_api_message(response)}"
-                if attempt < RETRIES:
-                    self.sleep(_wait_seconds(response, attempt))
-                continue
+                # A 429 is refused before the request is acted on; a 5xx may come after it was.
+                if not repeatable and response.status_code != 429:
+                    raise CommentRefused(f"{where} failed ({last_problem}); not retried: {_MAYBE_POSTED}",
+                                         response.status_code)
+                wait = _wait_seconds(response, attempt)
             if attempt < RETRIES:
-                self.sleep(float(BACKOFF_BASE_S * 2**attempt))
-        raise CommentRefused(f"{method} {_path(url, self.api_url)} failed after {RETRIES + 1} tries: {last_problem}")
+                self.sleep(wait)
+        raise CommentRefused(f"{where} failed after {RETRIES + 1} tries: {last_problem}")
+
+    def identity(self) -> Identity:
+        """The token's own identity: GET /user, or the Actions bot when GitHub refuses that call."""
+        try:
+            response = self.request("GET", f"{self.api_url}/user")
+        except CommentRefused as refused:
+            if refused.status in (401, 403):
+                return Identity(*ACTIONS_BOT)
+            raise
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if not (isinstance(answer, Mapping) and isinstance(answer.get("login"), str)
+                and isinstance(answer.get("type"), str)):
+            raise CommentRefused("GET /user did not return a user with a login and a type")
+        return Identity(str(answer["login"]), str(answer["type"]))
 
 
-def find_marked_comment(api: GitHubApi, pull: PullRequest, marker: str) -> Mapping[str, Any] | None:
-    """The first comment on the pull request whose body holds `marker`, on any page."""
+_MAYBE_POSTED = "the comment may have been posted, and posting again could duplicate it"
+
+
+def _never_sent(error: requests.RequestException) -> bool:
+    """True only when the request cannot have reached the server: no connection was made."""
+    if isinstance(error, requests.exceptions.ConnectTimeout):
+        return True
+    reason = getattr(error.args[0], "reason", None) if error.args else None
+    return isinstance(reason, urllib3.exceptions.NewConnectionError)
+
+
+def is_own_comment(comment: Mapping[str, Any], marker: str, me: Identity) -> bool:
+    """kb-eval's own comment: its body STARTS with the marker (a quote of it further down is someone
+    else's text) and its author is the token's identity, login and type alike."""
+    user = comment.get("user")
+    return (
+        str(comment.get("body") or "").startswith(marker)
+        and isinstance(comment.get("id"), int)
+        and isinstance(user, Mapping)
+        and user.get("login") == me.login
+        and user.get("type") == me.type
+    )
+
+
+def find_own_comment(api: GitHubApi, pull: PullRequest, marker: str) -> Mapping[str, Any] | None:
+    """The first comment on the pull request that is kb-eval's own (`is_own_comment`), on any page.
+
+    The identity is asked for only when some comment starts with the marker, so the first run on a
+    pull request costs no extra request."""
     url: str | None = f"{api.api_url}/repos/{pull.repository}/issues/{pull.number}/comments?per_page={PER_PAGE}"
+    me: Identity | None = None
     pages = 0
     while url is not None and pages < MAX_PAGES:
         response = api.request("GET", url)
@@ -142,18 +216,20 @@ def find_marked_comment(api: GitHubApi, pull: PullRequest, marker: str) -> Mappi
         if not isinstance(comments, list):
             raise CommentRefused("listing the pull request's comments did not return a JSON list")
         for comment in comments:
-            if isinstance(comment, Mapping) and marker in str(comment.get("body") or ""):
-                return comment
+            if isinstance(comment, Mapping) and str(comment.get("body") or "").startswith(marker):
+                me = me or api.identity()
+                if is_own_comment(comment, marker, me):
+                    return comment
         match = _NEXT_LINK.search(response.headers.get("Link", ""))
         url = match.group(1) if match else None
     return None
 
 
 def upsert_comment(api: GitHubApi, pull: PullRequest, marker: str, markdown: str) -> CommentPosted:
-    """Update the marked comment, or create it. Raises CommentRefused."""
+    """Update kb-eval's own comment, or create it. Raises CommentRefused."""
     body = {"body": comment_body(marker, markdown)}
-    existing = find_marked_comment(api, pull, marker)
-    if existing is not None and isinstance(existing.get("id"), int):
+    existing = find_own_comment(api, pull, marker)
+    if existing is not None:
         response = api.request("PATCH", f"{api.api_url}/repos/{pull.repository}/issues/comments/{existing['id']}", body)
         created = False
     else:
@@ -168,9 +244,10 @@ def upsert_comment(api: GitHubApi, pull: PullRequest, marker: str, markdown: str
 
 
 def _wait_seconds(response: requests.Response, attempt: int) -> float:
-    retry_after = response.headers.get("Retry-After", "")
-    if retry_after.isdigit():
-        return min(float(int(retry_after)), MAX_RETRY_AFTER_S)
+    retry_after = response.headers.get("Retry-After", "").strip()
+    # ASCII digits only: str.isdigit() accepts '²', which int() refuses.
+    if _ASCII_SECONDS.fullmatch(retry_after):
+        return min(float(retry_after), MAX_RETRY_AFTER_S)
     return float(BACKOFF_BASE_S * 2**attempt)
 
 

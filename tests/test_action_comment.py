@@ -24,6 +24,7 @@ from tests.loopback_server import LoopbackServer, Received, Reply, running
 REPO_PATH = "/repos/octo/kb"
 PR = 7
 MARKER_PREFIX = "<!-- kb-eval:pr-comment:"
+ACTIONS_BOT = {"login": "github-actions[bot]", "type": "Bot"}
 
 
 @dataclass
@@ -43,6 +44,9 @@ class FakeIssueComments:
             if self.failures:
                 return self.failures.pop(0)
             list_path = f"{REPO_PATH}/issues/{PR}/comments"
+            if request.method == "GET" and request.path == "/user":
+                # What GitHub answers the workflow's GITHUB_TOKEN.
+                return Reply(status=403, body={"message": "Resource not accessible by integration"})
             if request.method == "GET" and request.path == list_path:
                 page = int(request.params.get("page", ["1"])[0])
                 per_page = int(request.params["per_page"][0])
@@ -54,7 +58,7 @@ class FakeIssueComments:
             if request.method in ("POST", "PATCH") and self.refuse_writes is not None:
                 return self.refuse_writes
             if request.method == "POST" and request.path == list_path:
-                comment = {"id": self.next_id, "body": json.loads(request.body)["body"]}
+                comment = {"id": self.next_id, "body": json.loads(request.body)["body"], "user": ACTIONS_BOT}
                 comment["html_url"] = f"https://github.com/octo/kb/pull/{PR}#issuecomment-{self.next_id}"
                 self.next_id += 1
                 self.comments.append(comment)
@@ -120,6 +124,7 @@ def test_the_first_run_creates_the_comment_and_the_second_updates_the_same_one(
     assert second.returncode == ExitCode.OK
     assert calls(server) == [
         ("GET", f"{REPO_PATH}/issues/{PR}/comments"),
+        ("GET", "/user"),
         ("PATCH", f"{REPO_PATH}/issues/comments/{comment['id']}"),
     ]
     [updated] = fake.comments  # still one comment, now with the new summary
@@ -140,6 +145,7 @@ def test_the_marked_comment_is_found_on_a_later_page(
     assert calls(server) == [
         ("GET", f"{REPO_PATH}/issues/{PR}/comments"),
         ("GET", f"{REPO_PATH}/issues/{PR}/comments"),
+        ("GET", "/user"),
         ("PATCH", f"{REPO_PATH}/issues/comments/1000"),
     ]
     assert server.received[1].params["page"] == ["2"]

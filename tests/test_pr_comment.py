@@ -1,0 +1,186 @@
+"""The pull-request comment API: only kb-eval's own comment is updated, and a POST is never sent twice.
+
+A real HTTP server on 127.0.0.1 plays GitHub's REST API; GitHubApi talks to it directly.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from scanner.pr_comment import (
+    CommentRefused,
+    GitHubApi,
+    PullRequest,
+    marker_for,
+    upsert_comment,
+)
+from tests.loopback_server import LoopbackServer, Received, Reply, running
+
+REPO = "octo/kb"
+PR = 7
+MARKER = marker_for("kb")
+LIST = f"/repos/{REPO}/issues/{PR}/comments"
+BOT = {"login": "github-actions[bot]", "type": "Bot"}
+GITHUB_TOKEN_USER = Reply(status=403, body={"message": "Resource not accessible by integration"})
+
+
+class FakeGitHub:
+    """Comments of one pull request, a /user answer, and replies forced onto writes."""
+
+    def __init__(self, comments: list[dict[str, Any]], user: Reply = GITHUB_TOKEN_USER) -> None:
+        self.comments = comments
+        self.user = user
+        self.write_replies: list[Reply] = []
+        self.lock = threading.Lock()
+
+    def respond(self, request: Received) -> Reply:
+        with self.lock:
+            if request.method == "GET" and request.path == "/user":
+                return self.user
+            if request.method == "GET" and request.path == LIST:
+                return Reply(body=self.comments)
+            if self.write_replies:
+                return self.write_replies.pop(0)
+            if request.method == "POST" and request.path == LIST:
+                comment = {"id": 9000 + len(self.comments), "body": json.loads(request.body)["body"], "user": BOT}
+                self.comments.append(comment)
+                return Reply(status=201, body=comment)
+            if request.method == "PATCH":
+                comment_id = int(request.path.rsplit("/", 1)[1])
+                [comment] = [c for c in self.comments if c["id"] == comment_id]
+                comment["body"] = json.loads(request.body)["body"]
+                return Reply(body=comment)
+            return Reply(status=404, body={"message": "Not Found"})
+
+
+@contextmanager
+def github(fake: FakeGitHub) -> Iterator[tuple[GitHubApi, LoopbackServer]]:
+    with running(fake.respond) as server:
+        yield GitHubApi(server.url, "ghs_token", sleep=lambda _: None), server
+
+
+def post(api: GitHubApi) -> bool:
+    return upsert_comment(api, PullRequest(api.api_url, REPO, PR), MARKER, "| metric |").created
+
+
+def writes(server: LoopbackServer) -> list[tuple[str, str]]:
+    return [(r.method, r.path) for r in server.received if r.method != "GET"]
+
+
+def comment(comment_id: int, body: str, login: str, kind: str) -> dict[str, Any]:
+    return {"id": comment_id, "body": body, "user": {"login": login, "type": kind}}
+
+
+def test_the_actions_bots_marked_comment_is_updated() -> None:
+    fake = FakeGitHub([comment(1, MARKER + "\nold", "github-actions[bot]", "Bot")])
+    with github(fake) as (api, server):
+        assert post(api) is False
+    assert writes(server) == [("PATCH", f"/repos/{REPO}/issues/comments/1")]
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        comment(1, MARKER + "\nmy text, overwrite me", "mallory", "User"),
+        comment(1, MARKER + "\nfrom another app", "evil-app[bot]", "Bot"),
+        comment(1, MARKER + "\nsame login, not a bot", "github-actions[bot]", "User"),
+        comment(1, "> quoting kb-eval:\n" + MARKER, "github-actions[bot]", "Bot"),
+    ],
+    ids=["a user", "another bot", "a user named like the bot", "the marker not first"],
+)
+def test_a_marked_comment_that_is_not_kb_evals_own_is_left_alone(planted: dict[str, Any]) -> None:
+    fake = FakeGitHub([planted])
+    with github(fake) as (api, server):
+        assert post(api) is True
+    assert writes(server) == [("POST", LIST)]
+    assert fake.comments[0] == planted
+
+
+def test_with_a_personal_token_the_comment_of_that_user_is_ours() -> None:
+    fake = FakeGitHub(
+        [comment(1, MARKER + "\nbot", "github-actions[bot]", "Bot"), comment(2, MARKER + "\nmine", "octocat", "User")],
+        user=Reply(body={"login": "octocat", "type": "User"}),
+    )
+    with github(fake) as (api, server):
+        assert post(api) is False
+    assert writes(server) == [("PATCH", f"/repos/{REPO}/issues/comments/2")]
+
+
+def test_the_identity_is_not_asked_for_when_no_comment_holds_the_marker() -> None:
+    fake = FakeGitHub([comment(1, "LGTM", "octocat", "User")])
+    with github(fake) as (api, server):
+        assert post(api) is True
+    assert [(r.method, r.path) for r in server.received] == [("GET", LIST), ("POST", LIST)]
+
+
+def test_a_post_answered_with_a_502_is_not_sent_again() -> None:
+    fake = FakeGitHub([])
+    fake.write_replies = [Reply(status=502, body={"message": "Bad Gateway"})]
+    with github(fake) as (api, server), pytest.raises(CommentRefused, match="may have been posted"):
+        post(api)
+    assert writes(server) == [("POST", LIST)]
+
+
+def test_a_post_answered_with_a_429_is_sent_again() -> None:
+    fake = FakeGitHub([])
+    fake.write_replies = [Reply(status=429, body={"message": "slow down"}, headers={"Retry-After": "\xb2"})]
+    with github(fake) as (api, server):
+        assert post(api) is True
+    assert writes(server) == [("POST", LIST), ("POST", LIST)]
+    assert len(fake.comments) == 1
+
+
+def test_a_patch_answered_with_a_502_is_sent_again() -> None:
+    fake = FakeGitHub([comment(1, MARKER, "github-actions[bot]", "Bot")])
+    fake.write_replies = [Reply(status=502, body={"message": "Bad Gateway"})]
+    with github(fake) as (api, server):
+        assert post(api) is False
+    assert writes(server) == [("PATCH", f"/repos/{REPO}/issues/comments/1")] * 2
+
+
+def test_a_post_whose_connection_drops_before_an_answer_is_not_sent_again() -> None:
+    # The server reads the whole request (it may have acted on it), then hangs up.
+    listener = socket.create_server(("127.0.0.1", 0))
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        listener.settimeout(5)
+        try:
+            while True:
+                connection, _ = listener.accept()
+                with connection:
+                    connection.settimeout(5)
+                    data = connection.recv(65536)
+                    seen.append(data)
+                    if data.startswith(b"GET"):
+                        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n[]")
+        except OSError:
+            return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        api = GitHubApi(url, "ghs_token", sleep=lambda _: None)
+        with pytest.raises(CommentRefused, match="not retried"):
+            upsert_comment(api, PullRequest(url, REPO, PR), MARKER, "text")
+    finally:
+        listener.close()
+        thread.join(timeout=10)
+    assert [data.split(b" ", 1)[0] for data in seen] == [b"GET", b"POST"]
+
+
+def test_a_post_to_a_closed_port_is_retried_and_then_refused() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    listener.close()  # nothing listens: every attempt is refused before anything is sent
+    api = GitHubApi(url, "ghs_token", sleep=lambda _: None)
+    with pytest.raises(CommentRefused, match="failed after 4 tries"):
+        api.request("POST", f"{url}{LIST}", {"body": "x"})
