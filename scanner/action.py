@@ -52,6 +52,7 @@ from .github import (
     read_input,
     write_annotations,
 )
+from .parse_cache import CACHE_FILE
 from .pr_comment import CommentRefused, GitHubApi, PullRequest, marker_for, upsert_comment
 from .render import console
 from .render.annotations import (
@@ -452,6 +453,9 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
     os.chdir(workspace)
     notes: list[Annotation] = []
     written_paths = [p for p in (inputs.report, inputs.save_baseline, inputs.history) if p is not None]
+    if inputs.cache_dir is not None:
+        # The cache folder and file are written as root too; the next job restores and rewrites them.
+        written_paths.append(posixpath.join(inputs.cache_dir, CACHE_FILE))
     created = [folder for path in written_paths for folder in make_parent_folders(workspace, path)]
     event = read_event(environ)
     result = execute(with_pull_request_base(inputs.settings, event, environ))  # issue 17
