@@ -52,6 +52,7 @@ from .github import (
     read_input,
     write_annotations,
 )
+from .history import lock_path
 from .parse_cache import CACHE_FILE
 from .pr_comment import CommentRefused, GitHubApi, PullRequest, marker_for, upsert_comment
 from .render import console
@@ -453,6 +454,8 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
     os.chdir(workspace)
     notes: list[Annotation] = []
     written_paths = [p for p in (inputs.report, inputs.save_baseline, inputs.history) if p is not None]
+    if inputs.history is not None:
+        written_paths.append(str(lock_path(Path(inputs.history))))  # record_run's lock file
     if inputs.cache_dir is not None:
         # The cache folder and file are written as root too; the next job restores and rewrites them.
         written_paths.append(posixpath.join(inputs.cache_dir, CACHE_FILE))

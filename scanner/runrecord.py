@@ -94,7 +94,8 @@ def _at_k_problems(values: object, where: str) -> list[str]:
         return [f"{where}: missing or not an object"]
     problems: list[str] = []
     for k, value in values.items():
-        if not (isinstance(k, str) and k.isdigit() and k.isascii() and int(k) >= 1):
+        # len() first: int() of a 5,000-digit key raises ValueError (a crash, exit 3) past its digit limit.
+        if not (isinstance(k, str) and k.isdigit() and k.isascii() and len(k) <= 6 and int(k) >= 1):
             problems.append(f"{where}: key {k!r} is not a positive integer k")
         elif not is_unit_number(value):
             problems.append(f"{where}.{k}: must be a finite number in [0, 1]")

@@ -149,11 +149,19 @@ def test_a_fifo_at_the_history_path_stops_the_run_with_exit_2(tmp_path: Path) ->
 
 def test_garbage_history_content_warns_and_starts_fresh(tmp_path: Path) -> None:
     kb = kb_with_answers(tmp_path / "kb")
-    (kb / ".kb-eval-history.json").write_text("{garbage")
+    (kb / ".kb-eval-history.json").write_text('{"format":"kb-eval-history","schema_version":1,"runs":[{garbage')
     result, report = run_json(kb)
     assert result.code == ExitCode.OK
     assert "history-unparsable" in [w["code"] for w in report["warnings"]]
     assert len(history_runs(kb)) == 1
+
+
+def test_a_file_kb_eval_did_not_write_stops_the_run_with_exit_2_and_is_left_untouched(tmp_path: Path) -> None:
+    kb = kb_with_answers(tmp_path / "kb")
+    (kb / ".kb-eval-history.json").write_text("{garbage")
+    result = run_cli("--kb-path", kb, "--format", "json")
+    assert result.code == ExitCode.BAD_INPUT and "left it untouched" in result.stderr
+    assert (kb / ".kb-eval-history.json").read_text() == "{garbage"
 
 
 def test_no_history_neither_reads_nor_writes(tmp_path: Path) -> None:

@@ -224,18 +224,17 @@ def test_an_unreadable_history_is_refused_untouched() -> None:
 @pytest.mark.parametrize(
     "content",
     [
-        pytest.param(b"{not json", id="bad JSON"),
         pytest.param(b"", id="empty file"),
-        pytest.param(b"\xff\xfe\x00garbage", id="not UTF-8"),
+        pytest.param(b" \n", id="only whitespace"),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"runs":[', id="ours, truncated"),
         pytest.param(b'{"format":"kb-eval-history","schema_version":1,"runs":[NaN]}', id="NaN"),
         pytest.param(b'{"format":"kb-eval-history","schema_version":1,"x":Infinity}', id="Inf"),
         pytest.param(b'{"format":"kb-eval-history","schema_version":1,"x":1e400}', id="1e400"),
         pytest.param(b'{"format":"kb-eval-history","schema_version":0,"runs":[]}', id="v0"),
         pytest.param(b'{"format":"kb-eval-history","runs":[]}', id="no version"),
         pytest.param(b'{"format":"kb-eval-history","schema_version":1,"runs":{}}', id="runs"),
-        pytest.param(b"[1, 2, 3]", id="a list"),
-        pytest.param(b"[" * 100_000 + b"]" * 100_000, id="deeply nested"),
-        pytest.param(b'{"n":' + b"9" * 5000 + b"}", id="huge integer"),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"x":' + b"[" * 100_000, id="ours, deep"),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"n":' + b"9" * 5000 + b"}", id="ours, huge int"),
     ],
 )
 def test_garbage_content_starts_a_fresh_history_with_a_warning(tmp_path: Path, content: bytes) -> None:
@@ -255,6 +254,16 @@ def test_garbage_content_starts_a_fresh_history_with_a_warning(tmp_path: Path, c
     [
         pytest.param(b'{"name":"some-package","version":"1.0.0"}', id="another tool"),
         pytest.param(b'{"format":"kb-eval-history","schema_version":2,"runs":[]}', id="a newer kb-eval"),
+        pytest.param(b'{"format":"other-tool-history","runs":[]}', id="another format"),
+        pytest.param(b'{"format":null,"runs":[]}', id="format null"),
+        pytest.param(b"[1, 2, 3]", id="a top-level array"),
+        pytest.param(b'"a string"', id="a top-level string"),
+        pytest.param(b"{not json", id="not JSON"),
+        pytest.param(b"title: my notes\n", id="YAML"),
+        pytest.param(b"\xff\xfe\x00garbage", id="not UTF-8"),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, id="deeply nested"),
+        pytest.param(b'{"n":' + b"9" * 5000 + b"}", id="huge integer"),
+        pytest.param(b' {"format":"kb-eval-history", "runs": [', id="not how kb-eval writes"),
     ],
 )
 def test_someone_elses_json_at_the_history_path_stops_the_run_and_is_left_untouched(
