@@ -7,7 +7,11 @@ with os.wait4. Usage, from the repository root:
     python bench/peak_rss.py            # every case
     python bench/peak_rss.py tiny_100k  # some cases, by name
 
+    python bench/peak_rss.py --as-limit-mib 2048 title_x_headings_114kb   # under an address-space cap
+
 Prints one Markdown table row per case: name, exit code, documents, seconds, peak RSS in MiB.
+With --as-limit-mib the child runs under RLIMIT_AS (through prlimit), so a case that would need gigabytes fails
+fast (MemoryError, exit 3) instead of swapping the machine.
 """
 
 from __future__ import annotations
@@ -78,6 +82,17 @@ def tiny_100k(root: Path) -> Path:
     return kb
 
 
+def files_at_corpus_cap(root: Path) -> Path:
+    """99,999 tiny files and a.md: 100,000 indexable files, MAX_CORPUS_FILES (tiny_100k is one over)."""
+    kb = _kb(root)
+    for folder in range(100):
+        sub = kb / f"d{folder:03}"
+        sub.mkdir()
+        for n in range(1000 if folder else 999):
+            (sub / f"n{n:04}.md").write_bytes(b"# t\nw\n")
+    return kb
+
+
 def headings_10k(root: Path) -> Path:
     kb = _kb(root)
     (kb / "many.md").write_text("".join(f"## Heading {n}\nbody {n}\n" for n in range(10_000)), encoding="utf-8")
@@ -109,22 +124,95 @@ def golden_10000_queries(root: Path) -> Path:
     return kb
 
 
+def title_x_headings_57kb(root: Path) -> Path:
+    """Issue 14's amplification: a 40,000-character title and 2,000 empty headings (57 KB)."""
+    kb = _kb(root)
+    (kb / "amp.md").write_text("---\ntitle: " + "t" * 40_000 + "\n---\n" + "## \n" * 2_000, encoding="utf-8")
+    return kb
+
+
+def title_x_headings_114kb(root: Path) -> Path:
+    """The same, twice as large (the issue measured 12.8 GB for it before the caps)."""
+    kb = _kb(root)
+    (kb / "amp.md").write_text("---\ntitle: " + "t" * 60_000 + "\n---\n" + "## \n" * 13_500, encoding="utf-8")
+    return kb
+
+
+def nested_title_headings_under_cap(root: Path) -> Path:
+    """Six nested 60,000-character headings, then headings under them up to the section cap and
+    8 MiB: every section carries the longest breadcrumb there is."""
+    kb = _kb(root)
+    head = "---\ntitle: " + "t" * 60_000 + "\n---\n" + "".join("#" * n + " " + "h" * 60_000 + "\n" for n in range(1, 6))
+    room = 8 * MIB - 1 - len(head)
+    per = max(room // 9_999, 8)
+    line = "###### " + "w" * (per - 8) + "\n"
+    (kb / "deep.md").write_text(head + line * min(9_994, room // len(line)), encoding="utf-8")
+    return kb
+
+
+def empty_headings_under_cap(root: Path) -> Path:
+    """8 MiB - 1 byte of `#` lines: 4 million headings, of which MAX_SECTIONS_PER_DOCUMENT are sections."""
+    kb = _kb(root)
+    (kb / "hashes.md").write_bytes(b"#\n" * ((8 * MIB - 1) // 2))
+    return kb
+
+
+def frontmatter_at_cap(root: Path) -> Path:
+    """A 64 KiB flow sequence of one-letter scalars: the most YAML nodes the frontmatter cap lets in."""
+    kb = _kb(root)
+    items = ",".join(["a"] * ((64 * 1024 - 20) // 2))
+    (kb / "fm.md").write_text("---\ntitle: x\nl: [" + items + "]\n---\n# A\nalpha\n", encoding="utf-8")
+    return kb
+
+
+def sections_at_corpus_cap(root: Path) -> Path:
+    """150 files of 10,000 empty headings: 1.5 million sections, the corpus section cap."""
+    kb = _kb(root)
+    data = b"# h\n" * 10_000
+    for n in range(150):
+        (kb / f"s{n:03}.md").write_bytes(data)
+    return kb
+
+
+def bytes_at_corpus_cap(root: Path) -> Path:
+    """32 files of 8 MiB of prose: 256 MiB, the corpus byte cap (a few bytes over it with the golden
+    file's a.md, so this case shows the refusal; bytes_under_corpus_cap the read)."""
+    kb = _kb(root)
+    words = b"alpha beta gamma delta epsilon zeta eta theta iota kappa\n" * (8 * MIB // 57)
+    for n in range(32):
+        (kb / f"big{n:02}.md").write_bytes(words[: 8 * MIB])
+    return kb
+
+
+def bytes_under_corpus_cap(root: Path) -> Path:
+    kb = _kb(root)
+    words = b"alpha beta gamma delta epsilon zeta eta theta iota kappa\n" * (8 * MIB // 57)
+    for n in range(31):
+        (kb / f"big{n:02}.md").write_bytes(words[: 8 * MIB])
+    (kb / "big31.md").write_bytes(words[: 8 * MIB - 100])
+    return kb
+
+
 CASES: dict[str, Callable[[Path], Path]] = {
     f.__name__: f
     for f in (
-        baseline, sparse_200mb, line_50mb, line_under_cap, spaces_heading_under_cap, tiny_100k,
+        baseline, sparse_200mb, line_50mb, line_under_cap, spaces_heading_under_cap, tiny_100k, files_at_corpus_cap,
         headings_10k, headings_100kb, golden_flat_1mib, golden_10000_queries,
+        title_x_headings_57kb, title_x_headings_114kb, nested_title_headings_under_cap, empty_headings_under_cap,
+        frontmatter_at_cap, sections_at_corpus_cap, bytes_at_corpus_cap, bytes_under_corpus_cap,
     )
 }
 
 
-def measure(name: str) -> str:
+def measure(name: str, as_limit_mib: int | None = None) -> str:
     with tempfile.TemporaryDirectory() as folder:
         kb = CASES[name](Path(folder))
         report = Path(folder) / "report.json"
         started = time.perf_counter()
+        # prlimit (util-linux) execs the CLI under the cap, so wait4 still measures the CLI itself.
+        limit = [] if as_limit_mib is None else ["prlimit", f"--as={as_limit_mib * MIB}"]
         child = subprocess.Popen(
-            [sys.executable, "-c", CLI, "--kb-path", str(kb), "--format", "json", "--output", str(report)],
+            [*limit, sys.executable, "-c", CLI, "--kb-path", str(kb), "--format", "json", "--output", str(report)],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         _, status, usage = os.wait4(child.pid, 0)
@@ -135,11 +223,15 @@ def measure(name: str) -> str:
     return f"| {name} | {code} | {documents} | {seconds:.1f} | {usage.ru_maxrss / 1024:.0f} |"
 
 
-def main(names: list[str]) -> None:
+def main(arguments: list[str]) -> None:
+    as_limit_mib = None
+    if arguments[:1] == ["--as-limit-mib"]:
+        as_limit_mib = int(arguments[1])
+        arguments = arguments[2:]
     print("| case | exit | documents | seconds | peak RSS (MiB) |")
     print("|---|---|---|---|---|")
-    for name in names or list(CASES):
-        print(measure(name), flush=True)
+    for name in arguments or list(CASES):
+        print(measure(name, as_limit_mib), flush=True)
 
 
 if __name__ == "__main__":

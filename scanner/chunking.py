@@ -19,6 +19,28 @@ from .yaml_nodes import refuse_deep_nesting
 
 BREADCRUMB_SEPARATOR = " > "
 
+# -- budgets: what one file may cost is bounded by what it is, not by what it expands to ----------
+# Measured with bench/peak_rss.py (docs/limits-and-safety.md has the table and the command).
+
+FRONTMATTER_INVALID = "frontmatter-invalid"
+SECTIONS_CAPPED = "sections-capped"
+
+MAX_SECTIONS_PER_DOCUMENT = 10_000
+"""Headed sections one file is split into (plus the text before its first heading). Past this, later headings stay in the text of the last section
+(nothing is dropped; a warning names the file and the line). Each section costs a few hundred bytes
+of records and index rows however short it is: 8 MiB of `#` lines were 4 million sections and a
+2.7 GB peak. The largest hand-written notes we know have hundreds of headings."""
+
+MAX_BREADCRUMB_PART_CHARS = 200
+"""Characters of the title, and of each enclosing heading, that go into a section's breadcrumb.
+Every section repeats its breadcrumb (it is indexed and scanned per section), so a 40,000-character
+title over 2,000 sections was 80 MB of text from a 57 KB file; capped, a breadcrumb is at most
+7 x 200 characters. The section's own heading and the document's title are kept whole."""
+
+MAX_FRONTMATTER_BYTES = 64 * 1024
+"""Frontmatter parsed as YAML; a larger block keeps the file-name title, with a warning. Real
+frontmatter is a few hundred bytes, and a YAML node costs ~100x its text in memory."""
+
 # CommonMark: up to three spaces of indentation, 1-6 '#', then a space/tab or end of line.
 # Only the opening is a regex: the rest is trimmed with str methods (see _atx_heading).
 _ATX_OPENING = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
@@ -71,8 +93,9 @@ class Frontmatter:
 class ParsedDocument:
     frontmatter: Frontmatter | None
     sections: tuple[Section, ...]
-    problems: tuple[tuple[int, str], ...]
-    """(line, message) pairs for broken frontmatter; the document is still indexed."""
+    problems: tuple[tuple[int, str, str], ...]
+    """(line, diagnostic code, message) for broken or oversized frontmatter and for a section cap
+    reached; the document is still indexed."""
 
 
 def split_lines(text: str) -> list[str]:
@@ -87,15 +110,15 @@ def parse_document(text: str, title: str) -> ParsedDocument:
     """Parse a document; `title` is the fallback title (the file name without extension)."""
     text = text.removeprefix("\ufeff")
     lines = split_lines(text)
-    problems: list[tuple[int, str]] = []
+    problems: list[tuple[int, str, str]] = []
     frontmatter, first_body = _parse_frontmatter(lines, problems)
     if frontmatter is not None and frontmatter.title is not None:
         title = frontmatter.title
-    sections = _split_sections(lines, first_body, title)
+    sections = _split_sections(lines, first_body, title, problems)
     return ParsedDocument(frontmatter, tuple(sections), tuple(problems))
 
 
-def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str]]) -> tuple[Frontmatter | None, int]:
+def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str, str]]) -> tuple[Frontmatter | None, int]:
     """Return the frontmatter (if any) and the index of the first body line."""
     if not lines or lines[0].rstrip() != "---":
         return None, 0
@@ -103,11 +126,15 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str]]) -> tup
     if closing is None:
         # Without a closing line the block cannot be told apart from a thematic break
         # followed by text; indexing it all as body loses nothing.
-        problems.append((1, "frontmatter starts with '---' but is never closed; indexed as body text"))
+        problems.append((1, FRONTMATTER_INVALID, "frontmatter starts with '---' but is never closed; indexed as body text"))
         return None, 0
     block = "\n".join(lines[1:closing])
     title: str | None = None
     title_line: int | None = None
+    if len(block.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
+        message = f"frontmatter is over {MAX_FRONTMATTER_BYTES} bytes and is not read; title taken from the file name"
+        problems.append((1, FRONTMATTER_INVALID, message))
+        return Frontmatter(None, None, 1, closing + 1), closing + 1
     try:
         # Composed, never constructed: an alias is a shared node, so a 'billion laughs' block
         # costs what its text costs, and only the top-level `title` scalar is ever read.
@@ -119,7 +146,7 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str]]) -> tup
         mark = getattr(exc, "problem_mark", None)
         line = 2 + mark.line if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        problems.append((line, f"frontmatter is not valid YAML ({problem}); title taken from the file name"))
+        problems.append((line, FRONTMATTER_INVALID, f"frontmatter is not valid YAML ({problem}); title taken from the file name"))
         node = None
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
@@ -130,7 +157,7 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str]]) -> tup
                 title = " ".join(value.value.split())
                 title_line = 2 + value.start_mark.line
     elif node is not None and not (isinstance(node, yaml.ScalarNode) and node.value == ""):
-        problems.append((2, "frontmatter is not a mapping; title taken from the file name"))
+        problems.append((2, FRONTMATTER_INVALID, "frontmatter is not a mapping; title taken from the file name"))
     return Frontmatter(title, title_line, 1, closing + 1), closing + 1
 
 
@@ -157,9 +184,12 @@ def _atx_heading(line: str) -> tuple[int, str] | None:
     return len(match.group(1)), content.strip()
 
 
-def _split_sections(lines: list[str], start: int, title: str) -> list[Section]:
+def _split_sections(
+    lines: list[str], start: int, title: str, problems: list[tuple[int, str, str]] | None = None
+) -> list[Section]:
     # Pass 1: find heading starts (index, level, text, number of lines the heading occupies).
     headings: list[tuple[int, int, str, int]] = []
+    max_headings = MAX_SECTIONS_PER_DOCUMENT
     fence: tuple[str, int] | None = None
     paragraph_start: int | None = None
     for i in range(start, len(lines)):
@@ -187,6 +217,9 @@ def _split_sections(lines: list[str], start: int, title: str) -> list[Section]:
             continue
         atx = _atx_heading(line)
         if atx is not None:
+            if len(headings) >= max_headings:
+                _note_section_cap(problems, i)
+                break
             headings.append((i, atx[0], atx[1], 1))
             paragraph_start = None
             continue
@@ -195,6 +228,9 @@ def _split_sections(lines: list[str], start: int, title: str) -> list[Section]:
             continue
         underline = _SETEXT_UNDERLINE.match(line)
         if underline is not None and paragraph_start is not None:
+            if len(headings) >= max_headings:
+                _note_section_cap(problems, paragraph_start)
+                break
             level = 1 if underline.group(1)[0] == "=" else 2
             text = " ".join(part.strip() for part in lines[paragraph_start:i])
             headings.append((paragraph_start, level, text, i - paragraph_start + 1))
@@ -239,3 +275,12 @@ def _split_sections(lines: list[str], start: int, title: str) -> list[Section]:
         )
         stack.append((level, text, index + 1))
     return sections
+
+
+def _note_section_cap(problems: list[tuple[int, str, str]] | None, index: int) -> None:
+    if problems is not None:
+        message = (
+            f"more than {MAX_SECTIONS_PER_DOCUMENT} sections: this heading and the rest of the file "
+            "are indexed as part of the last section"
+        )
+        problems.append((index + 1, SECTIONS_CAPPED, message))

@@ -7,6 +7,7 @@ and never a stopped run: a pull request can put anything into the tree.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import re
@@ -17,9 +18,10 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
-from .chunking import ParsedDocument, parse_document
+from .chunking import MAX_BREADCRUMB_PART_CHARS, ParsedDocument, parse_document
 from .diagnostics import Diagnostic, Diagnostics
 from .documents import Chunk, Corpus, Document
+from .errors import InputError
 from .parse_cache import ParseCache, cache_key, lookup, pack, unpack
 from .parse_memo import ParseMemo
 
@@ -30,6 +32,22 @@ MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
 keeps a generated or hostile file (a 200 MB log renamed .md) from taking the runner's
 memory, and it is well above the largest hand-written Markdown file we have seen (~1 MB)."""
 
+
+MAX_CORPUS_FILES = 100_000
+"""Indexable files in one KB. Past it the run stops (exit 2) before anything is read, naming the
+first file over the cap. Stopping, not skipping: metrics over whichever files happened to come
+first would silently differ from the KB's, and a pull request adding files that sort early could
+push real documents out of the evaluation and move the gate. 100,000 is the largest KB measured
+(README: ~2 GB peak with 1.1M sections); tiny files cost far less."""
+
+MAX_CORPUS_BYTES = 256 * 1024 * 1024
+"""Bytes of all indexable files together (256 MiB; sizes from stat(), checked before reading), with
+the same refusal and reason as MAX_CORPUS_FILES."""
+
+MAX_CORPUS_SECTIONS = 1_500_000
+"""Sections of all documents together. A section costs memory however little text it holds, so
+this bounds what the byte cap cannot (many short headings). Checked as documents are parsed; the
+run stops (exit 2) at the document that crosses it."""
 
 PARALLEL_MIN_FILES = 500
 """Below this many files one process reads the KB: starting workers costs more than it saves."""
@@ -59,7 +77,12 @@ def read_corpus(
     `exclude` and `cache` are not used; they are parsed in this process, most come from the memo."""
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
     cache = cache if source is None else None
-    files = list(_indexable_files(root, exclude, diagnostics)) if source is None else []
+    # One past the cap is enough to refuse: a tree of millions of files is not listed whole.
+    files = (
+        list(itertools.islice(_indexable_files(root, exclude, diagnostics), MAX_CORPUS_FILES + 1))
+        if source is None else []
+    )
+    _check_corpus_size(root, files)
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if cache is not None and os.path.lexists(cache.path):
         probe = cache.open_for_reading()
@@ -75,10 +98,12 @@ def read_corpus(
     warm_cache = cache is not None and cache.path.is_file()
     documents: list[Document] = []
     entries: dict[str, str] = {}
+    sections = 0
 
     def collect(results: Iterable[_ReadResult]) -> None:
         # Consumed as they arrive: holding every worker's payload until the end would double
         # the peak memory of reading a large KB.
+        nonlocal sections
         for document, warnings, entry in results:
             diagnostics.items.extend(warnings)
             if entry is not None and cache is not None:
@@ -89,6 +114,9 @@ def read_corpus(
                     raise RuntimeError(f"a worker's document for {document.path!r} does not unpack")
                 document = unpacked[0]
             if document is not None:
+                sections += len(document.chunks)
+                if sections > MAX_CORPUS_SECTIONS:
+                    raise _over_cap(root, document.path, f"the KB has more than {MAX_CORPUS_SECTIONS} sections")
                 documents.append(document)
                 if memo is not None and entry is not None:
                     memo.remember(entry[0], document, warnings)
@@ -103,7 +131,12 @@ def read_corpus(
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=context, initializer=_open_worker_cache, initargs=(cache, keyed)
         ) as pool:
-            collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
+            try:
+                collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
+            except BaseException:
+                # Past a cap: the files not yet parsed are not parsed at all.
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
     else:
         connection = cache.open_for_reading() if cache is not None else None
         collect(_read_one(relative, absolute, connection, keyed) for relative, absolute in files)
@@ -113,6 +146,29 @@ def read_corpus(
         cache.save(entries, diagnostics)
     documents.sort(key=lambda d: d.path)
     return Corpus(tuple(documents))
+
+
+def _check_corpus_size(root: Path, files: Sequence[tuple[str, Path]]) -> None:
+    """Refuse a KB over MAX_CORPUS_FILES or MAX_CORPUS_BYTES before any file is read."""
+    if len(files) > MAX_CORPUS_FILES:
+        raise _over_cap(root, files[MAX_CORPUS_FILES][0], f"the KB has more than {MAX_CORPUS_FILES} indexable files")
+    total = 0
+    for relative, absolute in files:
+        try:
+            total += os.stat(absolute).st_size
+        except OSError:
+            continue  # reading it will record the skip
+        if total > MAX_CORPUS_BYTES:
+            raise _over_cap(root, relative, f"the KB's files add up to more than {MAX_CORPUS_BYTES} bytes")
+
+
+def _over_cap(root: Path, relative: str, what: str) -> InputError:
+    return InputError(
+        f"{what}; stopped at {_shown(relative)} rather than evaluate part of it",
+        file=str(root),
+        field="--kb-path",
+        hint="leave generated or vendored folders out with --exclude GLOB, or point --kb-path at the notes only",
+    )
 
 
 class _Packed(NamedTuple):
@@ -174,18 +230,21 @@ def build_document(relative: str, text: str, diagnostics: Diagnostics) -> Docume
     stem = relative.rsplit("/", 1)[-1]
     stem = stem.rsplit(".", 1)[0] if "." in stem else stem
     parsed: ParsedDocument = parse_document(text, stem)
-    for line, problem in parsed.problems:
-        diagnostics.warn("frontmatter-invalid", problem, relative, line)
+    for line, code, problem in parsed.problems:
+        diagnostics.warn(code, problem, relative, line)
     frontmatter = parsed.frontmatter
     if frontmatter is not None and frontmatter.title is not None:
         title, title_line = frontmatter.title, frontmatter.title_line or 1
     else:
         title, title_line = stem, 1
+    # Breadcrumb parts are cut once per heading, not per section, and shared by every section
+    # under it (see MAX_BREADCRUMB_PART_CHARS for why they are cut at all).
+    short_title = _breadcrumb_part(title)
     chunks = tuple(
         Chunk(
             path=relative,
             heading=section.heading,
-            breadcrumb_parts=(title, *(text for text, _ in section.ancestors)),
+            breadcrumb_parts=(short_title, *(_breadcrumb_part(text) for text, _ in section.ancestors)),
             body=section.body,
             start_line=section.start_line,
             end_line=section.end_line,
@@ -196,6 +255,10 @@ def build_document(relative: str, text: str, diagnostics: Diagnostics) -> Docume
         for section in parsed.sections
     )
     return Document(relative, title, title_line, chunks)
+
+
+def _breadcrumb_part(text: str) -> str:
+    return text if len(text) <= MAX_BREADCRUMB_PART_CHARS else text[:MAX_BREADCRUMB_PART_CHARS]
 
 
 def compile_excludes(patterns: Iterable[str]) -> re.Pattern[str] | None:

@@ -20,7 +20,9 @@ from ..quotes import CHECK_NAME, MIN_QUOTED_QUERIES
 from ..run import LocatedFinding, Report, displacing_first
 from . import phrases
 
-KB_RELATIVE_CODES = frozenset({"file-skipped", "symlink-skipped", "folder-skipped", "frontmatter-invalid"})
+KB_RELATIVE_CODES = frozenset(
+    {"file-skipped", "symlink-skipped", "folder-skipped", "frontmatter-invalid", "sections-capped"}
+)
 """Diagnostic codes whose `file` is relative to the KB folder (scanner/corpus.py). Every other
 diagnostic names its file as the user gave it, i.e. relative to the workspace in Action mode."""
 
@@ -30,6 +32,7 @@ DIAGNOSTIC_TITLES = {
     "symlink-skipped": "symbolic link skipped",
     "folder-skipped": "folder skipped",
     "frontmatter-invalid": "frontmatter ignored",
+    "sections-capped": "too many sections in one file",
 }
 
 INPUT_ERROR_TITLE = "kb-eval: input error"

@@ -1,0 +1,167 @@
+"""Budgets: what one file and one KB may cost is bounded by what is read, not by what it expands to.
+
+Each cap is tested at the limit (read as before) and one past it (capped or refused), with the cap
+lowered by monkeypatch so the files stay tiny; bench/peak_rss.py measures the real caps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import scanner.chunking
+import scanner.corpus
+from scanner.chunking import MAX_BREADCRUMB_PART_CHARS, MAX_FRONTMATTER_BYTES
+from scanner.corpus import build_document, read_corpus
+from scanner.diagnostics import Diagnostics
+from scanner.documents import Document
+from scanner.errors import ExitCode, InputError
+from scanner.index import Index
+from tests.conftest import run_cli, write_tree
+from tests.hostile.support import GOLDEN
+
+
+def document(text: str, name: str = "x.md") -> tuple[list[tuple[str, str, int | None]], Document]:
+    diagnostics = Diagnostics()
+    built = build_document(name, text, diagnostics)
+    return [(d.code, d.message, d.line) for d in diagnostics.items], built
+
+
+# -- per file: sections ---------------------------------------------------------------------------
+
+
+def test_headings_past_the_section_cap_stay_in_the_last_section_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner.chunking, "MAX_SECTIONS_PER_DOCUMENT", 3)
+    diagnostics = Diagnostics()
+    doc = build_document("x.md", "intro\n# 1\na\n# 2\nb\n# 3\nc\n# 4\nd\n# 5\ne\n", diagnostics)
+    assert [c.heading for c in doc.chunks] == ["", "1", "2", "3"]
+    assert doc.chunks[-1].body == "c\n# 4\nd\n# 5\ne"  # nothing dropped
+    assert doc.chunks[-1].end_line == 11
+    [warning] = diagnostics.items
+    assert (warning.code, warning.file, warning.line) == ("sections-capped", "x.md", 8)
+
+
+def test_exactly_the_section_cap_is_split_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner.chunking, "MAX_SECTIONS_PER_DOCUMENT", 3)
+    diagnostics = Diagnostics()
+    doc = build_document("x.md", "# 1\na\n# 2\nb\n# 3\nc\n", diagnostics)
+    assert [c.heading for c in doc.chunks] == ["1", "2", "3"] and diagnostics.items == []
+
+
+def test_a_setext_heading_past_the_cap_is_capped_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner.chunking, "MAX_SECTIONS_PER_DOCUMENT", 1)
+    diagnostics = Diagnostics()
+    doc = build_document("x.md", "# 1\na\n\nTwo\n===\nb\n", diagnostics)
+    assert [c.heading for c in doc.chunks] == ["1"] and doc.chunks[0].body == "a\n\nTwo\n===\nb"
+    assert [(d.code, d.line) for d in diagnostics.items] == [("sections-capped", 4)]
+
+
+# -- per file: breadcrumbs ------------------------------------------------------------------------
+
+
+def test_a_huge_title_is_cut_in_every_breadcrumb_but_kept_whole_as_the_title() -> None:
+    title = "t" * 40_000
+    _, doc = document(f"---\ntitle: {title}\n---\n" + "## \n" * 50 + "# " + "h" * 5000 + "\n### deep\n")
+    assert doc.title == title
+    chunks = doc.chunks
+    assert all(len(part) <= MAX_BREADCRUMB_PART_CHARS for c in chunks for part in c.breadcrumb_parts)
+    assert chunks[-1].breadcrumb_parts == ("t" * MAX_BREADCRUMB_PART_CHARS, "h" * MAX_BREADCRUMB_PART_CHARS)
+    assert chunks[-2].heading == "h" * 5000  # a section's own heading is whole
+
+
+def test_a_title_at_the_breadcrumb_cap_is_whole_in_the_breadcrumb() -> None:
+    title = "t" * MAX_BREADCRUMB_PART_CHARS
+    _, doc = document(f"---\ntitle: {title}\n---\n# a\n")
+    assert doc.chunks[0].breadcrumb == title
+
+
+def test_the_index_holds_the_breadcrumb_the_quote_scan_reads(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"x.md": "---\ntitle: " + "t" * 1000 + "\n---\n# A\nbody\n# B\nbody\n"})
+    corpus = read_corpus(tmp_path, workers=1)
+    index = Index.build(corpus)
+    stored = [row[3] for row in index.connection.execute("SELECT id, path, heading, breadcrumb FROM chunks ORDER BY id")]
+    assert stored == [chunk.breadcrumb for chunk in corpus.documents[0].chunks]
+    assert all(len(value) == MAX_BREADCRUMB_PART_CHARS for value in stored)
+
+
+# -- per file: frontmatter ------------------------------------------------------------------------
+
+
+def _frontmatter_of_size(size: int) -> str:
+    filler = "c: " + "x" * (size - len("title: Kept\n") - len("c: "))
+    block = "title: Kept\n" + filler
+    assert len(block) == size
+    return f"---\n{block}\n---\n# A\nalpha\n"
+
+
+def test_frontmatter_at_the_cap_is_read() -> None:
+    problems, doc = document(_frontmatter_of_size(MAX_FRONTMATTER_BYTES))
+    assert problems == [] and doc.title == "Kept"
+
+
+def test_frontmatter_past_the_cap_is_not_parsed_and_the_title_is_the_file_name() -> None:
+    problems, doc = document(_frontmatter_of_size(MAX_FRONTMATTER_BYTES + 1))
+    assert doc.title == "x"
+    assert [(code, line) for code, _, line in problems] == [("frontmatter-invalid", 1)]
+    assert [c.heading for c in doc.chunks] == ["A"]
+
+
+# -- per corpus -----------------------------------------------------------------------------------
+
+
+def test_one_file_past_the_file_count_cap_stops_the_run_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_FILES", 3)
+    write_tree(tmp_path, {f"n{i}.md": "# a\n" for i in range(4)})
+    with pytest.raises(InputError) as caught:
+        read_corpus(tmp_path, workers=1)
+    assert "more than 3 indexable files" in caught.value.message and "n3.md" in caught.value.message
+    assert caught.value.field == "--kb-path" and "--exclude" in (caught.value.hint or "")
+
+
+def test_files_at_the_count_cap_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_FILES", 3)
+    write_tree(tmp_path, {f"n{i}.md": "# a\n" for i in range(3)})
+    assert len(read_corpus(tmp_path, workers=1).documents) == 3
+
+
+@pytest.mark.parametrize(("sizes", "refused"), [((50, 50), False), ((50, 51), True)])
+def test_the_byte_cap_counts_every_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sizes: tuple[int, int], refused: bool
+) -> None:
+    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_BYTES", 100)
+    write_tree(tmp_path, {"a.md": b"a" * sizes[0], "b.md": b"b" * sizes[1]})
+    if refused:
+        with pytest.raises(InputError, match="more than 100 bytes; stopped at b.md"):
+            read_corpus(tmp_path, workers=1)
+    else:
+        assert len(read_corpus(tmp_path, workers=1).documents) == 2
+
+
+@pytest.mark.parametrize(("sections", "refused"), [(5, False), (6, True)])
+def test_the_section_cap_counts_every_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sections: int, refused: bool
+) -> None:
+    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_SECTIONS", 5)
+    write_tree(tmp_path, {"a.md": "# a\n# b\n# c\n", "b.md": "# d\n" * (sections - 3)})
+    if refused:
+        with pytest.raises(InputError, match="more than 5 sections; stopped at b.md"):
+            read_corpus(tmp_path, workers=1)
+    else:
+        assert sum(len(d.chunks) for d in read_corpus(tmp_path, workers=1).documents) == 5
+
+
+def test_the_section_cap_holds_with_parallel_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_SECTIONS", 50)
+    monkeypatch.setattr(scanner.corpus, "PARALLEL_MIN_FILES", 10)
+    write_tree(tmp_path, {f"n{i:02}.md": "# a\n# b\n" for i in range(30)})
+    with pytest.raises(InputError, match="more than 50 sections; stopped at n25.md"):
+        read_corpus(tmp_path, workers=2)
+
+
+def test_a_kb_over_a_cap_is_exit_2_from_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_FILES", 2)
+    kb = write_tree(tmp_path / "kb", {".kb-eval.yml": GOLDEN, "a.md": "# Alpha\nalpha beta\n", "b.md": "", "c.md": ""})
+    result = run_cli("--kb-path", kb, "--no-history")
+    assert result.code == ExitCode.BAD_INPUT and "more than 2 indexable files" in result.stderr
+    assert "Traceback" not in result.stderr
