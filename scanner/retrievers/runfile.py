@@ -20,9 +20,11 @@ ranked in list order (the same rule as the http and command answers).
 from __future__ import annotations
 
 import enum
+import errno
 import hashlib
-import json
 import math
+import os
+import stat
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,9 +32,15 @@ from pathlib import Path
 
 from scanner.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
-from scanner.retrievers.mapping import ErrorContext, ResponseMapping, map_hits
+from scanner.retrievers.mapping import ErrorContext, NotJson, ResponseMapping, loads_strict, map_hits
 
 TREC_FIELD_COUNT = 6
+MAX_RUN_FILE_BYTES = 64 * 1024 * 1024
+"""Largest run file read (it is read whole). 10,000 queries (the golden cap) x 100 ranked documents
+of ~60-byte TREC lines is ~60 MB; a deeper run is cut to the depth evaluated before kb-eval."""
+MAX_RUN_LINES = 1_000_000
+"""Ranked documents (TREC lines or JSONL hits) kept at once: 10,000 queries x 100. Each costs a
+record of a few hundred bytes, so millions of tiny lines would multiply the file's size."""
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 TREC_SUFFIXES = (".trec", ".run", ".res")
 
@@ -83,6 +91,8 @@ def parse_trec(text: str, file: str) -> dict[str, list[TrecLine]]:
         stripped = raw.strip()
         if not stripped or stripped.startswith("#"):
             continue
+        if len(seen) >= MAX_RUN_LINES:
+            raise _too_many_lines(file, number)
         fields = stripped.split()
         if len(fields) < TREC_FIELD_COUNT:
             raise InputError(
@@ -121,13 +131,14 @@ def parse_jsonl(text: str, file: str) -> dict[str, list[Hit]]:
     """Query id -> all its hits in list order. Refuses malformed lines and repeated ids."""
     by_query: dict[str, list[Hit]] = {}
     first_line: dict[str, int] = {}
+    lines_kept = 0
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         try:
-            record: object = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not a JSON object: {exc.msg}", file=file, line=number) from None
+            record: object = loads_strict(raw)
+        except NotJson as exc:
+            raise InputError(f"not a JSON object: {exc.reason}", file=file, line=number) from None
         if not isinstance(record, dict):
             raise InputError("not a JSON object", file=file, line=number, hint=_JSONL_HINT)
         query_id = record.get("id")
@@ -145,6 +156,9 @@ def parse_jsonl(text: str, file: str) -> dict[str, list[Hit]]:
                 field="id",
             )
         first_line[query_id] = number
+        lines_kept += len(hits)
+        if lines_kept > MAX_RUN_LINES:
+            raise _too_many_lines(file, number)
         # Every hit is checked now, not only the first `limit` at search time,
         # so a broken line is reported wherever it sits.
         everything = SearchRequest(query_id=query_id, text="", limit=len(hits))
@@ -159,10 +173,7 @@ class RunFileRetriever:
 
     def __init__(self, path: Path) -> None:
         self._file = str(path)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read run file: {exc.strerror}", file=self._file, field="--run") from None
+        data = read_run_file(path)
         self._sha256 = hashlib.sha256(data).hexdigest()
         try:
             text = data.decode("utf-8-sig")
@@ -194,6 +205,48 @@ class RunFileRetriever:
                 "for the current golden file (an empty ranking is written as hits: [] in JSONL)",
             )
         return [self._rankings[request.query_id][: request.limit] for request in requests]
+
+
+def read_run_file(path: Path) -> bytes:
+    """The file's bytes, or InputError naming it: never a hang on a FIFO, never past the cap.
+
+    A link is followed (a run file is chosen by the user), but a loop or a dangling link is an
+    error naming the file, and the opened descriptor must be a regular file."""
+    name = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        reason = "a symbolic link loop" if exc.errno == errno.ELOOP else exc.strerror
+        raise InputError(f"cannot read run file: {reason}", file=name, field="--run") from None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise InputError("run file is not a regular file (a folder, FIFO or device)", file=name, field="--run")
+        chunks: list[bytes] = []
+        total = 0
+        while total <= MAX_RUN_FILE_BYTES:
+            chunk = os.read(fd, 1024 * 1024)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise InputError(f"cannot read run file: {exc.strerror}", file=name, field="--run") from None
+    finally:
+        os.close(fd)
+    if total > MAX_RUN_FILE_BYTES:
+        raise InputError(
+            f"run file is over the {MAX_RUN_FILE_BYTES}-byte cap", file=name, field="--run",
+            hint="cut each query's ranking to the depth you evaluate (e.g. 100 lines per query)",
+        )
+    return b"".join(chunks)
+
+
+def _too_many_lines(file: str, line: int) -> InputError:
+    return InputError(
+        f"run file has more than {MAX_RUN_LINES} ranked documents", file=file, line=line, field="--run",
+        hint="cut each query's ranking to the depth you evaluate (e.g. 100 lines per query)",
+    )
 
 
 _JSONL_HINT = 'each line: {"id": "<golden id>", "hits": [{"path": "a.md", "heading": "H", "score": 1.0}]}'
