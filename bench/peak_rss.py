@@ -166,11 +166,19 @@ def frontmatter_at_cap(root: Path) -> Path:
 
 
 def sections_at_corpus_cap(root: Path) -> Path:
-    """150 files of 10,000 empty headings: 1.5 million sections, the corpus section cap."""
+    """149 files of 10,000 headings, one of 9,999, and a.md: 1.5 million sections, the corpus cap."""
     kb = _kb(root)
     data = b"# h\n" * 10_000
-    for n in range(150):
+    for n in range(149):
         (kb / f"s{n:03}.md").write_bytes(data)
+    (kb / "s149.md").write_bytes(b"# h\n" * 9_999)
+    return kb
+
+
+def sections_over_corpus_cap(root: Path) -> Path:
+    """One section more than sections_at_corpus_cap: refused (exit 2) at the file that crosses."""
+    kb = sections_at_corpus_cap(root)
+    (kb / "s149.md").write_bytes(b"# h\n" * 10_000)
     return kb
 
 
@@ -199,7 +207,7 @@ CASES: dict[str, Callable[[Path], Path]] = {
         baseline, sparse_200mb, line_50mb, line_under_cap, spaces_heading_under_cap, tiny_100k, files_at_corpus_cap,
         headings_10k, headings_100kb, golden_flat_1mib, golden_10000_queries,
         title_x_headings_57kb, title_x_headings_114kb, nested_title_headings_under_cap, empty_headings_under_cap,
-        frontmatter_at_cap, sections_at_corpus_cap, bytes_at_corpus_cap, bytes_under_corpus_cap,
+        frontmatter_at_cap, sections_at_corpus_cap, sections_over_corpus_cap, bytes_at_corpus_cap, bytes_under_corpus_cap,
     )
 }
 
