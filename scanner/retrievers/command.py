@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from scanner.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
-from scanner.retrievers.mapping import ErrorContext, NotJson, ResponseMapping, loads_strict, map_response
+from scanner.retrievers.mapping import (
+    ErrorContext,
+    NotJson,
+    ResponseMapping,
+    loads_strict,
+    map_response,
+    scrub_and_cut,
+)
 from scanner.retrievers.templates import PLACEHOLDER, substitute_placeholders
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -106,6 +113,11 @@ class CommandRetriever:
         self._argv = split_template(settings.template)
         program = self._argv[0]
         self._environment = command_environment(settings.env_names, os.environ if environ is None else environ)
+        # The values passed by name may be tokens; whatever the program echoes of them is scrubbed.
+        self._secrets = sorted(
+            {self._environment[name] for name in settings.env_names if len(self._environment.get(name, "")) >= 4},
+            key=len, reverse=True,
+        )
         # Found on kb-eval's PATH, which the program's environment keeps.
         resolved = shutil.which(program, path=self._environment.get("PATH"))
         if resolved is None:
@@ -152,19 +164,33 @@ class CommandRetriever:
             elif returncode < 0:
                 how = f"killed by signal {_signal_name(-returncode)}"
             raise InputError(
-                f"{where}: {how}; stderr ends with:\n{_tail(finished.stderr_tail, finished.stderr_bytes)}",
+                f"{where}: {how}; stderr ends with:\n{self._tail(finished.stderr_tail, finished.stderr_bytes)}",
                 hint="run the command by hand with this query to see why it fails",
             )
         try:
             body = loads_strict(finished.stdout)
         except NotJson as exc:
-            text = finished.stdout[:SNIPPET_CHARS].decode("utf-8", errors="replace")
+            longest = max((len(secret) for secret in self._secrets), default=0)
+            window = finished.stdout[: 4 * (SNIPPET_CHARS + longest)].decode("utf-8", errors="replace")
+            text = scrub_and_cut(window, self._secrets, SNIPPET_CHARS)
             raise InputError(
                 f"{where}: stdout is not JSON ({exc.reason}): {text!r}",
                 hint="the command must print one JSON document (e.g. --format json) and send "
                 "diagnostics to stderr",
             ) from None
         return map_response(body, self._mapping, request, ErrorContext(self._source))
+
+
+    def _tail(self, tail: bytes, total: int) -> str:
+        """The end of stderr, scrubbed before it is cut. When the beginning of stderr was dropped,
+        the first `longest secret` characters are dropped too: a secret cut in half by the drop
+        lies within them and would not be recognised."""
+        longest = max((len(secret) for secret in self._secrets), default=0)
+        text = tail.decode("utf-8", errors="replace").rstrip()
+        truncated = total > len(tail)
+        keep = len(text) - longest if truncated and longest else len(text)
+        shown = scrub_and_cut(text, self._secrets, keep, keep_end=True)
+        return ("..." if truncated else "") + shown if shown else "(nothing on stderr)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,9 +291,3 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return str(number)
-
-
-def _tail(tail: bytes, total: int) -> str:
-    text = tail.decode("utf-8", errors="replace").rstrip()
-    prefix = "..." if total > len(tail) else ""
-    return prefix + text if text else "(nothing on stderr)"

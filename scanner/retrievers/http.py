@@ -36,6 +36,7 @@ from scanner.retrievers.mapping import (
     loads_strict,
     map_response,
     redact_url,
+    scrub_and_cut,
 )
 from scanner.retrievers.templates import (
     parse_json_template,
@@ -351,9 +352,15 @@ class HttpRetriever:
         return self._scrub(f"{type(exc).__name__}: {exc}")
 
     def _snippet(self, payload: bytes) -> str:
-        text = payload[:SNIPPET_CHARS].decode("utf-8", errors="replace")
-        more = "..." if len(payload) > SNIPPET_CHARS else ""
-        return self._scrub(repr(text) + more)
+        """The answer's start for a message, scrubbed before it is cut (scrub_and_cut) and before
+        repr(), which could otherwise escape a secret out of the shape it is matched in."""
+        forms = [form for secret in self._secrets
+                 for form in {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)}]
+        longest = max((len(form) for form in forms), default=0)
+        # 4 bytes per character at most: the window holds every secret reaching into the snippet.
+        window = payload[: 4 * (SNIPPET_CHARS + longest)].decode("utf-8", errors="replace")
+        more = "..." if len(window) > SNIPPET_CHARS or len(payload) > 4 * (SNIPPET_CHARS + longest) else ""
+        return repr(scrub_and_cut(window, forms, SNIPPET_CHARS)) + more
 
     def _refuse(self, request: SearchRequest, message: str, hint: str) -> InputError:
         return InputError(f"{self._source}: query {request.query_id!r}: {message}", hint=hint)

@@ -318,5 +318,24 @@ def _json_type(value: object) -> str:
     return type(value).__name__
 
 
+_MASK = "\uffff"
+"""A noncharacter: marks scrubbed text while it is cut, then becomes `***`."""
+
+
+def scrub_and_cut(text: str, secrets: Sequence[str], limit: int, *, keep_end: bool = False) -> str:
+    """The first (or last) `limit` characters of `text`, every secret in it replaced by `***`.
+
+    Scrubbed BEFORE cutting, with the secret masked at its own length, so the cut falls where it
+    would have in the raw text and a secret straddling it is masked on both sides, never shown in
+    part. The caller passes enough text that a secret reaching into the kept part is whole in it."""
+    masked = text.replace(_MASK, "?")
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        masked = masked.replace(secret, _MASK * len(secret))
+    kept = masked[-limit:] if keep_end else masked[:limit]
+    if limit <= 0:
+        kept = ""
+    return re.sub(f"{_MASK}+", "***", kept)
+
+
 def _shortened(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
