@@ -201,13 +201,33 @@ def bytes_under_corpus_cap(root: Path) -> Path:
     return kb
 
 
+def _history(kb: Path, runs_json: bytes) -> None:
+    (kb / ".kb-eval-history.json").write_bytes(b'{"format":"kb-eval-history","schema_version":1,"runs":' + runs_json + b"}")
+
+
+def history_objects_at_cap(root: Path) -> Path:
+    """A history of 2,000,000 empty runs (`{}`), the container cap: the most objects it may hold."""
+    kb = _kb(root)
+    _history(kb, b"[" + b",".join([b"{}"] * (2_000_000 - 2)) + b"]")
+    return kb
+
+
+def history_floats_at_cap(root: Path) -> Path:
+    """A history just under 32 MiB whose one run holds a list of floats: 8 bytes of memory per 4 of text."""
+    kb = _kb(root)
+    floats = b",".join([b"0.5"] * ((32 * MIB - 200) // 4))
+    _history(kb, b'[{"x":[' + floats + b"]}]")
+    return kb
+
+
 CASES: dict[str, Callable[[Path], Path]] = {
     f.__name__: f
     for f in (
         baseline, sparse_200mb, line_50mb, line_under_cap, spaces_heading_under_cap, tiny_100k, files_at_corpus_cap,
         headings_10k, headings_100kb, golden_flat_1mib, golden_10000_queries,
         title_x_headings_57kb, title_x_headings_114kb, nested_title_headings_under_cap, empty_headings_under_cap,
-        frontmatter_at_cap, sections_at_corpus_cap, sections_over_corpus_cap, bytes_at_corpus_cap, bytes_under_corpus_cap,
+        frontmatter_at_cap, sections_at_corpus_cap, sections_over_corpus_cap,
+        history_objects_at_cap, history_floats_at_cap, bytes_at_corpus_cap, bytes_under_corpus_cap,
     )
 }
 

@@ -109,12 +109,24 @@ class NotJson(ValueError):
         self.line = line
 
 
-def loads_strict(data: bytes | str) -> object:
+MAX_JSON_CONTAINERS = 1_000_000
+"""Objects and arrays one answer or run-file line may hold. An empty object costs ~64 bytes of memory
+for its 3 bytes of text (`{},`), so container count, not size, is what amplifies; a search answer
+of `limit` hits has tens. Counted with bytes.count before parsing (an upper bound: braces inside
+strings count too)."""
+
+
+def loads_strict(data: bytes | str, max_containers: int = MAX_JSON_CONTAINERS) -> object:
     """One JSON document from an external answer or file, or NotJson; never another exception.
 
     Standard JSON only: NaN/Infinity and numbers that overflow a float (1e400) are refused, as
     are integers past Python's 4,300-digit limit and nesting deep enough to exhaust the
     recursion limit (the C decoder raises RecursionError there, which would be exit 3)."""
+    containers = (
+        data.count(b"{") + data.count(b"[") if isinstance(data, bytes) else data.count("{") + data.count("[")
+    )
+    if containers > max_containers:
+        raise NotJson(f"more than {max_containers} objects and arrays")
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)

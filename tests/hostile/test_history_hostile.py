@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import scanner.history
 from scanner.errors import InputError
 from scanner.history import (
     DETAILED_DROP_WARNINGS,
@@ -179,3 +180,18 @@ def test_a_hostile_k_key_drops_the_run_instead_of_crashing(tmp_path: Path, key: 
     path.write_bytes(history_bytes([run, make_run(timestamp=timestamp(9))]))
     read = read_history(path)
     assert [r["timestamp"] for r in read.runs] == [timestamp(9)]
+
+
+@pytest.mark.parametrize(("runs", "fresh"), [(10, False), (11, True)])
+def test_a_history_past_the_container_cap_is_not_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: int, fresh: bool
+) -> None:
+    monkeypatch.setattr(scanner.history, "MAX_JSON_CONTAINERS", 12)  # the outer object, "runs", then the runs
+    path = tmp_path / "h.json"
+    path.write_bytes(history_bytes([{}] * runs))
+    read = read_history(path)
+    if fresh:
+        assert [w.code for w in read.warnings] == ["history-unparsable"]
+        assert "more than 12 objects and arrays" in read.warnings[0].message
+    else:
+        assert all(w.code == "history-run-dropped" for w in read.warnings)
