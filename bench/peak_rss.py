@@ -182,22 +182,26 @@ def sections_over_corpus_cap(root: Path) -> Path:
     return kb
 
 
+def _prose(size: int) -> bytes:
+    line = b"alpha beta gamma delta epsilon zeta eta theta iota kappa\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
 def bytes_at_corpus_cap(root: Path) -> Path:
-    """32 files of 8 MiB of prose: 256 MiB, the corpus byte cap (a few bytes over it with the golden
-    file's a.md, so this case shows the refusal; bytes_under_corpus_cap the read)."""
+    """31 files of 8 MiB of prose and one that, with a.md, brings the KB to exactly 256 MiB."""
     kb = _kb(root)
-    words = b"alpha beta gamma delta epsilon zeta eta theta iota kappa\n" * (8 * MIB // 57)
-    for n in range(32):
-        (kb / f"big{n:02}.md").write_bytes(words[: 8 * MIB])
+    big = _prose(8 * MIB)
+    for n in range(31):
+        (kb / f"big{n:02}.md").write_bytes(big)
+    (kb / "big31.md").write_bytes(big[: 8 * MIB - (kb / "a.md").stat().st_size])
     return kb
 
 
-def bytes_under_corpus_cap(root: Path) -> Path:
-    kb = _kb(root)
-    words = b"alpha beta gamma delta epsilon zeta eta theta iota kappa\n" * (8 * MIB // 57)
-    for n in range(31):
-        (kb / f"big{n:02}.md").write_bytes(words[: 8 * MIB])
-    (kb / "big31.md").write_bytes(words[: 8 * MIB - 100])
+def bytes_over_corpus_cap(root: Path) -> Path:
+    """One byte more than bytes_at_corpus_cap: refused (exit 2) before any file is read."""
+    kb = bytes_at_corpus_cap(root)
+    with open(kb / "big31.md", "ab") as handle:
+        handle.write(b"x")
     return kb
 
 
@@ -227,7 +231,7 @@ CASES: dict[str, Callable[[Path], Path]] = {
         headings_10k, headings_100kb, golden_flat_1mib, golden_10000_queries,
         title_x_headings_57kb, title_x_headings_114kb, nested_title_headings_under_cap, empty_headings_under_cap,
         frontmatter_at_cap, sections_at_corpus_cap, sections_over_corpus_cap,
-        history_objects_at_cap, history_floats_at_cap, bytes_at_corpus_cap, bytes_under_corpus_cap,
+        history_objects_at_cap, history_floats_at_cap, bytes_at_corpus_cap, bytes_over_corpus_cap,
     )
 }
 
