@@ -109,8 +109,9 @@ class NotJson(ValueError):
         self.line = line
 
 
-MAX_JSON_CONTAINERS = 1_000_000
-"""Objects and arrays one answer or run-file line may hold. An empty object costs ~64 bytes of memory
+MAX_JSON_CONTAINERS = 500_000
+"""Objects and arrays one answer or run-file line may hold (a one-line JSONL run of 1,000,000 hits
+peaked at 438 MiB in bench/parser_rss.py). An empty object costs ~64 bytes of memory
 for its 3 bytes of text (`{},`), so container count, not size, is what amplifies; a search answer
 of `limit` hits has tens. Counted with bytes.count before parsing (an upper bound: braces inside
 strings count too)."""

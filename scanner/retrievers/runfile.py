@@ -35,12 +35,13 @@ from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.mapping import ErrorContext, NotJson, ResponseMapping, loads_strict, map_hits
 
 TREC_FIELD_COUNT = 6
-MAX_RUN_FILE_BYTES = 64 * 1024 * 1024
-"""Largest run file read (it is read whole). 10,000 queries (the golden cap) x 100 ranked documents
-of ~60-byte TREC lines is ~60 MB; a deeper run is cut to the depth evaluated before kb-eval."""
-MAX_RUN_LINES = 1_000_000
-"""Ranked documents (TREC lines or JSONL hits) kept at once: 10,000 queries x 100. Each costs a
-record of a few hundred bytes, so millions of tiny lines would multiply the file's size."""
+MAX_RUN_FILE_BYTES = 32 * 1024 * 1024
+"""Largest run file read (it is read whole). 10,000 queries (the golden cap) x 50 ranked documents,
+or 1,000 queries x 500, of ~60-byte TREC lines fit; a deeper run is cut to the depth evaluated."""
+MAX_RUN_LINES = 500_000
+"""Ranked documents (TREC lines or JSONL hits) kept at once. Each costs records of a few hundred
+bytes: 1,000,000 lines peaked at 631 MiB (bench/parser_rss.py), past the 512 MiB a single file may
+cost; 500,000 stays well under it."""
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 TREC_SUFFIXES = (".trec", ".run", ".res")
 

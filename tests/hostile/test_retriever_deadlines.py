@@ -27,7 +27,7 @@ from scanner.retrievers.command import (
     run_bounded,
 )
 from scanner.retrievers.http import HttpRetriever, HttpSettings, parse_header
-from scanner.retrievers.mapping import ResponseMapping
+from scanner.retrievers.mapping import MAX_JSON_CONTAINERS, ResponseMapping
 from tests.loopback_server import Reply, running
 
 MARGIN_S = 4.0
@@ -261,7 +261,7 @@ def test_a_short_retry_after_is_honoured_before_the_next_attempt() -> None:
         (b'{"results": [{"path": "a.md", "score": ' + b"9" * 5000 + b"}]}", "too many digits"),
         (b'{"results": [{"path": "a.md", "score": ' + b"9" * 400 + b"}]}", "not a finite number"),
         (b'{"results": [{"path": "a.md", "score": NaN}]}', "NaN is not a JSON number"),
-        (b"[" + b",".join([b"{}"] * 1_000_000) + b"]", "more than 1000000 objects and arrays"),
+        (b"[" + b",".join([b"{}"] * MAX_JSON_CONTAINERS) + b"]", f"more than {MAX_JSON_CONTAINERS} objects and arrays"),
     ],
 )
 def test_hostile_json_in_an_answer_is_a_refusal_not_a_crash(body: bytes, reason: str) -> None:
