@@ -455,10 +455,10 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
     notes: list[Annotation] = []
     written_paths = [p for p in (inputs.report, inputs.save_baseline, inputs.history) if p is not None]
     if inputs.history is not None:
-        written_paths.append(str(lock_path(Path(inputs.history))))  # record_run's lock file
-    if inputs.cache_dir is not None:
+        written_paths.append(str(lock_path(Path(inputs.history))))  # write_history's lock file
+    if inputs.settings.cache_dir is not None:
         # The cache folder and file are written as root too; the next job restores and rewrites them.
-        written_paths.append(posixpath.join(inputs.cache_dir, CACHE_FILE))
+        written_paths.append(posixpath.join(inputs.settings.cache_dir.as_posix(), CACHE_FILE))
     created = [folder for path in written_paths for folder in make_parent_folders(workspace, path)]
     event = read_event(environ)
     result = execute(with_pull_request_base(inputs.settings, event, environ))  # issue 17

@@ -7,16 +7,23 @@ everything here is: never write over a history that could not be read.
   file, over the size cap, permission denied) raises `InputError` (exit 2).
   The pipeline reads the history before evaluating, so the run stops before
   anything is saved over it.
-- Content that was read but is not a history (bad JSON, NaN/Infinity, wrong
-  shape, another schema version, another tool's file) is recorded as a
-  warning and the run starts a fresh history: there is nothing in it to lose.
+- Content that kb-eval did not write is refused the same way (InputError,
+  exit 2) and never replaced: another tool's JSON object, a top-level array
+  or scalar, a different `format` value, a newer schema version, or bytes
+  that are not JSON at all (ADR 0002). Only an empty file, or a file that
+  starts the way kb-eval writes one (`{"format":"kb-eval-history"`) but is
+  damaged or of an older shape, is recorded as a warning and replaced by a
+  fresh history: there is nothing in it that anyone else could lose.
 - A run record inside a good history that cannot be compared (e.g. a metric
   of 1e400) is dropped with a warning; the other runs are kept.
 - Saving keeps the newest runs: at most `max_runs`, and no more than fit under
   the size cap, because a history the next read would refuse must never be
   written. The write is atomic (temp file in the same folder, fsync, rename),
   so a killed or concurrent writer leaves either the old or the new file,
-  never a truncated one.
+  never a truncated one. `write_history` holds an exclusive lock (flock on
+  `.<name>.lock` beside the history) from re-reading the file to renaming the
+  new one into place; a run saved meanwhile by a concurrent kb-eval is kept,
+  so concurrent runs on one history serialise and none loses another's run.
 
 File format (`HISTORY_FORMAT`, version `HISTORY_SCHEMA_VERSION`), compact JSON:
 
@@ -28,12 +35,15 @@ with runs newest first; a run record is described in `scanner.runrecord`.
 from __future__ import annotations
 
 import errno
+import fcntl
+import itertools
 import json
 import math
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +72,25 @@ history is 5.1 MB at 300 queries, 8.6 MB at 500 and 17.1 MB at 1,000; 32 MiB
 holds 10 runs of about 1,950 queries. Reading a 32.5 MB history (1,900 queries
 x 10 runs) took 0.76 s with a peak RSS of 186 MB. A bigger file was not
 written by kb-eval, which prunes to fit."""
+
+MAX_HISTORY_RUNS = 1000
+"""Runs read from a history (the newest; the rest are left out with one warning) and the largest
+--history-size. Each run is checked before use, and a 32 MiB file of tiny invalid runs would
+otherwise be ~1.5 million checks and as many warnings."""
+
+DETAILED_DROP_WARNINGS = 3
+"""Dropped runs described one by one; the rest are counted in one summary warning."""
+
+MAX_BASELINE_PROBLEMS = 5
+"""Schema problems named when a baseline is refused; a lazy validator stops there."""
+
+MAX_JSON_CONTAINERS = 2_000_000
+"""Objects and arrays a history or baseline may hold, counted before parsing. An empty object costs
+~64 bytes for its 3 bytes of text, so 32 MiB of `{},` would be 11 million objects and ~1 GB;
+a real 32 MiB history (10 runs of ~1,950 queries, 10 hits each) holds ~300,000."""
+
+_OUR_HEAD = b'{"format":"kb-eval-history"'
+"""How every history kb-eval writes begins (compact JSON, `format` first)."""
 
 _READ_CHUNK = 1024 * 1024
 
@@ -104,19 +133,21 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
     data = _read_regular_file(path, "history", cap_bytes, allow_links=False)
     if data is None:
         return HistoryRead(runs=(), documents=(), warnings=(), existed=False)
+    if not data.strip():
+        return _fresh(path, "is empty")
     try:
         document = _parse_strict_json(data)
     except _Unparsable as bad:
-        return _fresh(path, f"is not valid JSON ({bad.reason})")
-    if isinstance(document, dict) and document and "format" not in document:
-        # Valid JSON that some other tool wrote (`--history package.json`): starting fresh would
-        # overwrite it on save. Garbage is forgiven; someone else's data is not ours to replace.
-        raise InputError(
-            'is a JSON object without "format": "kb-eval-history": another tool\'s file, left untouched',
-            file=str(path), hint="point --history at a file kb-eval writes, or delete this one",
-        )
-    if not isinstance(document, dict) or document.get("format") != HISTORY_FORMAT:
-        return _fresh(path, 'is not a kb-eval history (no "format": "kb-eval-history")')
+        if data.startswith(_OUR_HEAD):
+            return _fresh(path, f"is damaged ({bad.reason})")
+        raise _not_ours(path, f"is not JSON ({bad.reason})", bad.line) from None
+    if not isinstance(document, dict):
+        raise _not_ours(path, f"holds a JSON {_json_kind(document)}, not a kb-eval history object")
+    if document.get("format") != HISTORY_FORMAT:
+        if "format" in document:
+            raise _not_ours(path, f'has "format": {json.dumps(document["format"])[:60]}, not "{HISTORY_FORMAT}"')
+        # Valid JSON that some other tool wrote (`--history package.json`).
+        raise _not_ours(path, f'is a JSON object without "format": "{HISTORY_FORMAT}": another tool\'s file')
     version = document.get("schema_version")
     if isinstance(version, int) and not isinstance(version, bool) and version > HISTORY_SCHEMA_VERSION:
         raise InputError(
@@ -135,21 +166,61 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
 
     kept: list[dict[str, Any]] = []
     warnings: list[Diagnostic] = []
-    for index, run in enumerate(runs):
+    dropped = 0
+    for index, run in enumerate(runs[:MAX_HISTORY_RUNS]):
         problems = run_record_problems(run)
-        if problems:
+        if not problems:
+            kept.append(run)
+            continue
+        dropped += 1
+        if dropped <= DETAILED_DROP_WARNINGS:
             warnings.append(
                 Diagnostic(
                     "history-run-dropped",
-                    f"history run #{index + 1} cannot be compared and was dropped: " + "; ".join(problems),
+                    f"history run #{index + 1} cannot be compared and was dropped: " + "; ".join(problems[:3]),
                     str(path),
                 )
             )
-        else:
-            kept.append(run)
+    if dropped > DETAILED_DROP_WARNINGS:
+        # One warning for the rest: 100,000 crafted runs must not become 100,000 warnings.
+        warnings.append(
+            Diagnostic(
+                "history-run-dropped",
+                f"{dropped - DETAILED_DROP_WARNINGS} more history runs cannot be compared and were dropped "
+                f"({dropped} in all)",
+                str(path),
+            )
+        )
+    if len(runs) > MAX_HISTORY_RUNS:
+        warnings.append(
+            Diagnostic(
+                "history-run-dropped",
+                f"the history holds {len(runs)} runs; only the newest {MAX_HISTORY_RUNS} were read",
+                str(path),
+            )
+        )
     return HistoryRead(
         runs=tuple(run_from_document(run) for run in kept), documents=tuple(kept), warnings=tuple(warnings), existed=True
     )
+
+
+def _not_ours(path: Path, why: str, line: int | None = None) -> InputError:
+    return InputError(
+        f"{why}; kb-eval did not write this file and left it untouched",
+        file=str(path),
+        line=line,
+        hint="point --history at a file kb-eval writes (or a new path), or delete this one to start a fresh history",
+    )
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return "number"
 
 
 def _fresh(path: Path, why: str) -> HistoryRead:
@@ -169,6 +240,12 @@ def check_history_size(max_runs: int) -> None:
             field="--history-size",
             hint="pass --no-history to keep no history at all",
         )
+    if max_runs > MAX_HISTORY_RUNS:
+        raise InputError(
+            f"--history-size must be at most {MAX_HISTORY_RUNS}, got {max_runs}",
+            field="--history-size",
+            hint="keep older runs as --save-baseline files instead",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +261,9 @@ class HistoryPlan:
     """Oldest runs left out so the file stays under the size cap (warned about)."""
     warnings: tuple[Diagnostic, ...]
     """history-pruned when runs were dropped for size; part of this run's warnings."""
+    runs: tuple[Mapping[str, Any], ...] = ()
+    """What was planned from: this run's entry, then the runs read (for re-planning under the lock)."""
+    max_runs: int = DEFAULT_HISTORY_SIZE
 
 
 def plan_history(
@@ -239,16 +319,76 @@ def plan_history(
             )
         )
     data = head + b",".join(encoded[:count]) + tail
-    return HistoryPlan(data, count, dropped_for_count, dropped_for_size, tuple(warnings))
+    return HistoryPlan(data, count, dropped_for_count, dropped_for_size, tuple(warnings), tuple(runs), max_runs)
 
 
 def write_history(path: Path, plan: HistoryPlan, cap_bytes: int = MAX_HISTORY_BYTES) -> None:
-    """Replace the history with `plan`, atomically."""
-    # The pipeline read this path before the eval; check again right before replacing
-    # it, so a file that became unreadable meanwhile (or a caller that skipped the
-    # read) still never loses its runs to this write.
-    _check_safe_to_replace(path, "history", cap_bytes)
-    write_atomically(path, plan.data, "history")
+    """Replace the history with `plan`, atomically, under the history's lock.
+
+    The file is read again under the lock: when a concurrent kb-eval saved a run since this one
+    read the history, the plan is made again from this run's entry and the runs there now, so
+    that run is kept, not overwritten. (The pruning warning of that late plan is not in this
+    run's report, which was built from the first plan.)"""
+    with history_lock(path):
+        # The pipeline read this path before the eval; reading it again also refuses a file that
+        # became unreadable or foreign meanwhile, so it never loses its runs to this write.
+        current = read_history(path, cap_bytes)
+        if plan.runs and current.documents != tuple(plan.runs[1:]):
+            plan = plan_history(path, [plan.runs[0], *current.documents], plan.max_runs, cap_bytes)
+        _check_safe_to_replace(path, "history", cap_bytes)
+        write_atomically(path, plan.data, "history")
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file beside a history: `.<name>.lock`."""
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def history_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on `lock_path(path)`, created without following a link.
+
+    The lock file is left in place: deleting it while another process waits on it would let a
+    third lock a new file of the same name, and two writers would run at once."""
+    name = lock_path(path)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(name, flags, 0o644)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise InputError(
+                "the history's lock file is a symbolic link; kb-eval does not follow it",
+                file=str(name), hint="remove the link",
+            ) from None
+        raise InputError(
+            f"cannot create the history's lock file ({error.strerror})",
+            file=str(name),
+            hint="make the history's folder exist and be writable, or point --history elsewhere",
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError("the history's lock file is not a regular file", file=str(name), hint="remove it")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def record_run(
+    path: Path,
+    run: Mapping[str, Any],
+    max_runs: int = DEFAULT_HISTORY_SIZE,
+    cap_bytes: int = MAX_HISTORY_BYTES,
+) -> HistoryPlan:
+    """Add `run` (a run document) as the newest run of the history at `path`, keeping every run
+    already there, read under the lock."""
+    check_history_size(max_runs)
+    with history_lock(path):
+        current = read_history(path, cap_bytes)
+        plan = plan_history(path, [run, *current.documents], max_runs, cap_bytes)
+        _check_safe_to_replace(path, "history", cap_bytes)
+        write_atomically(path, plan.data, "history")
+    return plan
 
 
 def save_history(
@@ -257,9 +397,11 @@ def save_history(
     max_runs: int = DEFAULT_HISTORY_SIZE,
     cap_bytes: int = MAX_HISTORY_BYTES,
 ) -> HistoryPlan:
-    """Plan and write in one step (for callers with no report to build in between)."""
+    """Plan and write exactly `runs` in one step (for callers with no report to build in between,
+    such as tests and benchmarks): no lock, no merge with what is on disk; see write_history."""
     plan = plan_history(path, runs, max_runs, cap_bytes)
-    write_history(path, plan, cap_bytes)
+    _check_safe_to_replace(path, "history", cap_bytes)
+    write_atomically(path, plan.data, "history")
     return plan
 
 
@@ -283,7 +425,7 @@ def save_baseline(path: Path, document: Mapping[str, Any], cap_bytes: int = MAX_
 
 def read_baseline(
     path: Path,
-    validate: Callable[[Any], Sequence[str]],
+    validate: Callable[[Any], Iterable[str]],
     cap_bytes: int = MAX_HISTORY_BYTES,
 ) -> RunRecord:
     """Read a previous JSON report (`--baseline FILE`) and return its run record.
@@ -310,13 +452,15 @@ def read_baseline(
             line=bad.line,
             hint="pass the JSON report of an earlier kb-eval run (--format json output)",
         ) from None
-    problems = list(validate(document))
+    # Only the first few are taken: a lazy validator stops there instead of listing (and sorting)
+    # every error of a crafted file.
+    problems = list(itertools.islice(validate(document), MAX_BASELINE_PROBLEMS))
     if not problems:
         # The schema cannot say "finite and in [0, 1]" for every number a crafted file holds.
         problems = run_record_problems(document)
     if problems or not isinstance(document, dict):
         raise InputError(
-            "the baseline is not a valid kb-eval report: " + "; ".join(problems[:5]),
+            "the baseline is not a valid kb-eval report: " + "; ".join(problems[:MAX_BASELINE_PROBLEMS]),
             file=str(path),
             hint="pass the JSON report of an earlier kb-eval run (--format json output)",
         )
@@ -493,7 +637,10 @@ def _finite_float(text: str) -> float:
 
 
 def _parse_strict_json(data: bytes) -> object:
-    """Standard JSON only: no NaN/Infinity, no overflowing numbers, UTF-8."""
+    """Standard JSON only: no NaN/Infinity, no overflowing numbers, UTF-8, at most
+    MAX_JSON_CONTAINERS objects and arrays."""
+    if data.count(b"{") + data.count(b"[") > MAX_JSON_CONTAINERS:
+        raise _Unparsable(f"more than {MAX_JSON_CONTAINERS} objects and arrays")
     try:
         text = data.decode("utf-8")
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)

@@ -289,6 +289,14 @@ def _http_method(text: str) -> str:
         raise Refused("not GET or POST", "GET") from None
 
 
+def _env_name(text: str) -> str:
+    try:
+        command_module.command_environment([text], {})
+    except InputError:
+        raise Refused("not an environment variable name", "KB_TOKEN") from None
+    return text
+
+
 def _http_header(text: str) -> str:
     try:
         http_module.parse_header(text)
@@ -486,6 +494,13 @@ SETTINGS: tuple[Setting, ...] = (
         retrievers=frozenset({RetrieverKind.COMMAND}), metavar="SECONDS",
     ),
     Setting(
+        "command-env", "command_env", Group.RETRIEVER,
+        "command retriever: an environment variable passed to the program by name (it gets only PATH, HOME, "
+        "LANG, LC_*, TZ, TMPDIR, USER and LOGNAME otherwise: no action input, no token)",
+        _env_name, (), default_note="none", form=Form.LIST, retrievers=frozenset({RetrieverKind.COMMAND}),
+        metavar="NAME", action_note="One name per line; the value comes from the step's env:.",
+    ),
+    Setting(
         "concurrency", "concurrency", Group.RETRIEVER,
         "HTTP and command retrievers: queries in flight at once (the report is the same)",
         _concurrency, 1, "1", retrievers=_HTTP_AND_COMMAND, metavar="N",
@@ -608,6 +623,8 @@ class RunSettings:
     http_retries: int
     command: str | None
     command_timeout: float
+    command_env: tuple[str, ...]
+    """The `command-env` setting: names of variables passed to the command."""
     concurrency: int
     hits_path: str | None
     path_field: str

@@ -43,6 +43,7 @@ SAMPLE_VALUES: Mapping[str, str] = {
     "http-retries": "0",
     "command": COMMAND,
     "command-timeout": "5",
+    "command-env": "KB_TOKEN",
     "concurrency": "2",
     "hits-path": "data.items",
     "path-field": "doc.file",

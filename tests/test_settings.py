@@ -46,6 +46,7 @@ BAD_VALUES = {
     "http-timeout": "0",
     "http-retries": "-1",
     "command-timeout": "nan",
+    "command-env": "KB_TOKEN=x",
     "concurrency": "0",
     "hits-path": "a..b",
     "path-field": "a..b",
@@ -79,7 +80,7 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "history", "no_history", "history_size", "baseline", "baseline_ref", "save_baseline", "fail_on_regression",
         "regression_threshold", "alpha", "retriever", "http_url", "http_method", "http_body", "http_headers",
         "http_timeout", "http_retries", "concurrency", "hits_path", "path_field", "heading_field", "score_field",
-        "path_prefix_strip", "command", "command_timeout", "run",
+        "path_prefix_strip", "command", "command_timeout", "command_env", "run",
     }
     assert run_settings_attributes() == historic
 
@@ -172,7 +173,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
         "annotations": "false", "max-annotations": "3", "summary": "false", "comment": "true",
         "github-token": "t-123",
     }
-    untestable_together = {"tokenization", "weights", "command", "command-timeout", "run-file"}  # other retrievers
+    untestable_together = {"tokenization", "weights", "command", "command-timeout", "command-env", "run-file"}
     assert set(values) | untestable_together == set(INPUT_DEFAULTS)
     environ = input_environment(action_inputs(values))
     assert "INPUT_KB-PATH" in environ and "INPUT_HTTP-HEADER" in environ

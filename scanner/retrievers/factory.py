@@ -147,7 +147,9 @@ def _build(
             url=settings.http_url,
             method=http_module.parse_method(settings.http_method),
             body_template=settings.http_body or http_module.DEFAULT_BODY_TEMPLATE,
-            headers=tuple(http_module.parse_header(text) for text in settings.http_headers),
+            headers=tuple(
+                http_module.parse_header(text, number) for number, text in enumerate(settings.http_headers, start=1)
+            ),
             timeout_s=settings.http_timeout,
             retries=settings.http_retries,
             concurrency=settings.concurrency,
@@ -157,9 +159,11 @@ def _build(
         assert settings.command is not None  # choose_kind refused a missing command
         return command_module.CommandRetriever(
             command_module.CommandSettings(
-                template=settings.command, timeout_s=settings.command_timeout, concurrency=settings.concurrency
+                template=settings.command, timeout_s=settings.command_timeout, concurrency=settings.concurrency,
+                env_names=settings.command_env,
             ),
             mapping,
+            env,
         )
     raise AssertionError(f"unhandled retriever kind {kind}")
 

@@ -21,7 +21,7 @@ from scanner.corpus import build_document
 from scanner.diagnostics import Diagnostics
 from scanner.errors import InputError
 from scanner.history import read_baseline, read_history, record_run
-from scanner.report import iter_validation_errors
+from scanner.render.json_report import validation_errors as iter_validation_errors
 from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.mapping import ErrorContext, NotJson, ResponseMapping, loads_strict, map_response
 from scanner.retrievers.runfile import RunFileRetriever
@@ -147,7 +147,7 @@ def test_any_history_reads_and_saves_or_is_an_input_error(text: str) -> None:
         record_run(path, make_run(timestamp="2026-12-03T00:00:00Z"))
     except InputError:
         return
-    assert read_history(path).runs[0]["timestamp"] == "2026-12-03T00:00:00Z"
+    assert read_history(path).documents[0]["timestamp"] == "2026-12-03T00:00:00Z"
 
 
 @FUZZ

@@ -24,10 +24,12 @@ from scanner.history import (
     MAX_HISTORY_RUNS,
     lock_path,
     read_baseline,
+    plan_history,
     read_history,
     record_run,
+    write_history,
 )
-from scanner.report import iter_validation_errors
+from scanner.render.json_report import validation_errors as iter_validation_errors
 from tests.run_records import make_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,18 +68,26 @@ def test_concurrent_runs_on_one_history_keep_every_record(tmp_path: Path) -> Non
     ]
     for child in children:
         assert child.wait(timeout=120) == 0
-    saved = {run["timestamp"] for run in read_history(path).runs}
+    saved = {run["timestamp"] for run in read_history(path).documents}
     assert saved == {stamp for stamps_of_one in stamps for stamp in stamps_of_one}
 
 
-def test_a_run_recorded_after_another_process_saved_keeps_that_process_run(tmp_path: Path) -> None:
+def test_a_run_saved_by_another_process_during_the_eval_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "h.json"
     record_run(path, make_run(timestamp=timestamp(1)))
     seen_before_the_eval = read_history(path)  # this run read one run, then evaluated for a while
+    plan = plan_history(path, [make_run(timestamp=timestamp(3)), *seen_before_the_eval.documents])
     record_run(path, make_run(timestamp=timestamp(2)))  # meanwhile another run saved
-    assert len(seen_before_the_eval.runs) == 1
-    record_run(path, make_run(timestamp=timestamp(3)))
-    assert [run["timestamp"] for run in read_history(path).runs] == [timestamp(3), timestamp(2), timestamp(1)]
+    write_history(path, plan)
+    assert [run["timestamp"] for run in read_history(path).documents] == [timestamp(3), timestamp(2), timestamp(1)]
+
+
+def test_without_a_concurrent_save_the_plan_is_written_as_made(tmp_path: Path) -> None:
+    path = tmp_path / "h.json"
+    record_run(path, make_run(timestamp=timestamp(1)))
+    plan = plan_history(path, [make_run(timestamp=timestamp(3)), *read_history(path).documents])
+    write_history(path, plan)
+    assert path.read_bytes() == plan.data
 
 
 def test_a_link_at_the_lock_path_is_refused_and_not_followed(tmp_path: Path) -> None:
@@ -121,7 +131,7 @@ def test_a_history_past_the_run_count_keeps_its_newest_runs(tmp_path: Path) -> N
     runs = [make_run(timestamp=timestamp(n)) for n in range(MAX_HISTORY_RUNS + 5)]
     path.write_bytes(history_bytes(runs))
     read = read_history(path)
-    assert len(read.runs) == MAX_HISTORY_RUNS and read.runs[0]["timestamp"] == timestamp(0)
+    assert len(read.runs) == MAX_HISTORY_RUNS and read.documents[0]["timestamp"] == timestamp(0)
 
 
 def test_a_baseline_with_thousands_of_schema_errors_stops_after_the_first_few(tmp_path: Path) -> None:
@@ -179,7 +189,7 @@ def test_a_hostile_k_key_drops_the_run_instead_of_crashing(tmp_path: Path, key: 
     path = tmp_path / "h.json"
     path.write_bytes(history_bytes([run, make_run(timestamp=timestamp(9))]))
     read = read_history(path)
-    assert [r["timestamp"] for r in read.runs] == [timestamp(9)]
+    assert [r["timestamp"] for r in read.documents] == [timestamp(9)]
 
 
 @pytest.mark.parametrize(("runs", "fresh"), [(10, False), (11, True)])
