@@ -511,5 +511,5 @@ class _WatchedHTTPSConnection(urllib3.connection.HTTPSConnection):
 class _DeadlineAdapter(HTTPAdapter):
     def get_connection_with_tls_context(self, *args: Any, **kwargs: Any) -> Any:
         pool = super().get_connection_with_tls_context(*args, **kwargs)
-        pool.ConnectionCls = _WatchedHTTPSConnection if pool.scheme == "https" else _WatchedHTTPConnection
+        pool.ConnectionCls = _WatchedHTTPSConnection if pool.scheme == "https" else _WatchedHTTPConnection  # type: ignore[attr-defined]
         return pool
