@@ -1,0 +1,104 @@
+"""A BM25 scorer over the chunk fields, as sparse arrays: one posting list per term, scores precomputed.
+
+Why not SQLite FTS5 any more: FTS5 computes bm25() for every row matching any OR term before
+ORDER BY ... LIMIT, about 140 ms a query at 100,000 chunks (issue 16); here a query adds a few
+precomputed posting slices into one score array, well under a millisecond at that size
+(docs/performance.md).
+
+Scoring (BM25F in its simple form, as Lucene's BM25 with a per-field boost):
+- a term's weighted frequency in a chunk is sum over fields of weight(field) * count(term, field);
+- the chunk's length is the same weighted sum of its fields' lengths (in terms);
+- score(term, chunk) = idf(term) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / mean length)),
+  idf(term) = ln(1 + (N - df + 0.5) / (df + 0.5)) with df the chunks holding the term in any field;
+- a query's score for a chunk is the sum over its terms of query count * score(term, chunk): a
+  word the question repeats counts as often as it is written.
+Ties are broken by chunk position (path order), so a run is reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Parameters:
+    k1: float = 1.2
+    """Term-frequency saturation; Lucene's default, and the best of the values tried on the real
+    collections (docs/search-quality.md)."""
+    b: float = 0.75
+    """Length normalisation; Lucene's default, likewise."""
+
+
+@dataclass(frozen=True, slots=True)
+class FieldPostings:
+    """What analysis produced for one field, independent of weights and BM25 parameters.
+
+    (term, chunk) pairs sorted by term then chunk, with their counts; and every chunk's length."""
+
+    terms: npt.NDArray[np.int32]
+    chunks: npt.NDArray[np.int32]
+    counts: npt.NDArray[np.float32]
+    lengths: npt.NDArray[np.float32]
+
+
+def field_postings(token_ids: list[int], lengths: list[int], vocabulary_size: int) -> FieldPostings:
+    """From the concatenated term ids of every chunk's field and each chunk's count of them."""
+    n_chunks = len(lengths)
+    length_array = np.asarray(lengths, dtype=np.int64)
+    chunk_of_token = np.repeat(np.arange(n_chunks, dtype=np.int64), length_array)
+    keys = np.asarray(token_ids, dtype=np.int64) * max(n_chunks, 1) + chunk_of_token
+    unique, counts = np.unique(keys, return_counts=True)
+    return FieldPostings(
+        terms=(unique // max(n_chunks, 1)).astype(np.int32),
+        chunks=(unique % max(n_chunks, 1)).astype(np.int32),
+        counts=counts.astype(np.float32),
+        lengths=length_array.astype(np.float32),
+    )
+
+
+class Bm25Scorer:
+    """Posting lists in compressed-row form: the chunks of term t are chunks[start[t]:start[t+1]],
+    with their precomputed BM25 contributions in impacts[...]."""
+
+    def __init__(
+        self, fields: Sequence[FieldPostings], weights: Sequence[float], parameters: Bm25Parameters, vocabulary_size: int
+    ) -> None:
+        n_chunks = len(fields[0].lengths) if fields else 0
+        self.size = n_chunks
+        stride = max(n_chunks, 1)
+        keys = np.concatenate([f.terms.astype(np.int64) * stride + f.chunks for f in fields])
+        weighted = np.concatenate([f.counts * np.float32(w) for f, w in zip(fields, weights)])
+        unique, inverse = np.unique(keys, return_inverse=True)
+        tf = np.bincount(inverse, weights=weighted).astype(np.float32)
+        del keys, weighted, inverse
+        terms = unique // stride
+        self.chunks = (unique % stride).astype(np.int32)
+        del unique
+        lengths = sum((f.lengths * np.float32(w) for f, w in zip(fields, weights)), np.zeros(n_chunks, np.float32))
+        mean_length = float(lengths.mean()) if n_chunks and float(lengths.mean()) > 0 else 1.0
+        df = np.bincount(terms, minlength=vocabulary_size)
+        self.start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+        idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
+        k1, b = np.float32(parameters.k1), np.float32(parameters.b)
+        norm = k1 * (np.float32(1) - b + b * lengths / np.float32(mean_length))
+        self.impacts = (idf[terms] * tf * (k1 + 1) / (tf + norm[self.chunks])).astype(np.float32)
+
+    def top(self, query: Sequence[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
+        """(chunk position, score) of the best `depth` chunks with a positive score, best first."""
+        if depth <= 0 or not query or self.size == 0:
+            return []
+        scores = np.zeros(self.size, dtype=np.float32)
+        for term, weight in query:
+            lo, hi = self.start[term], self.start[term + 1]
+            scores[self.chunks[lo:hi]] += np.float32(weight) * self.impacts[lo:hi]
+        candidates = np.flatnonzero(scores > 0)
+        if len(candidates) > depth:
+            # The depth-th best score; every chunk at or above it is a candidate, ties included.
+            threshold = np.partition(scores[candidates], len(candidates) - depth)[len(candidates) - depth]
+            candidates = candidates[scores[candidates] >= threshold]
+        order = np.lexsort((candidates, -scores[candidates]))[:depth]
+        return [(int(c), float(scores[c])) for c in candidates[order]]
