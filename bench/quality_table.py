@@ -1,7 +1,8 @@
 """Retrieval quality on real test collections: kb-eval's built-in search against lexical baselines.
 
     python bench/quality_table.py [--collections bench/.collections] [--previous main] [--json out.json]
-    python bench/quality_table.py --sweep       # the settings grid the defaults were chosen on
+    python bench/quality_table.py --sweep         # the settings grid the defaults were chosen on
+    python bench/quality_table.py --sweep --rm3   # pseudo-relevance feedback, tried and not kept
 
 First converts the fetched collections (bench/collections.py) when they are not there yet.
 Every system ranks the same chunks (kb-eval's own reading of each KB: heading, breadcrumb and
@@ -309,18 +310,25 @@ def score(rankings: dict[str, Ranking], queries: list[BenchQuery]) -> tuple[floa
     return fmean(per_query), per_query
 
 
-def sweep_systems() -> dict[str, System]:
+def sweep_systems(rm3: bool) -> dict[str, System]:
+    """The grid the defaults were chosen on: BM25 parameters x field weights x field scoring,
+    and (with --rm3) pseudo-relevance feedback on top of the defaults."""
     from scanner.bm25 import Bm25Parameters
     from scanner.retrievers.builtin import FieldWeights
 
     systems: dict[str, System] = {}
-    for k1 in (0.9, 1.2, 1.5):
-        for b in (0.4, 0.75, 0.9):
-            systems[f"k1={k1} b={b}"] = kb_eval_system(parameters=Bm25Parameters(k1, b))
-    for heading, breadcrumb in ((1.0, 1.0), (2.0, 1.0), (2.0, 2.0), (3.0, 1.0), (1.0, 0.5)):
-        systems[f"weights {heading}/{breadcrumb}/1"] = kb_eval_system(weights=FieldWeights(heading, breadcrumb, 1.0))
-    for docs, terms, weight in ((5, 10, 0.5), (10, 10, 0.5), (10, 20, 0.3)):
-        systems[f"rm3 {docs} docs {terms} terms w={weight}"] = kb_eval_system(prf=(docs, terms, weight))
+    if rm3:
+        for docs, terms, weight in ((5, 10, 0.5), (10, 10, 0.5), (10, 20, 0.3)):
+            systems[f"rm3 {docs} docs {terms} terms w={weight}"] = kb_eval_system(prf=(docs, terms, weight))
+        return systems
+    for per_field in (False, True):
+        for k1 in (0.9, 1.2, 1.5):
+            for b in (0.4, 0.75):
+                for heading, breadcrumb in ((1.0, 1.0), (2.0, 1.0), (2.0, 2.0), (3.0, 2.0)):
+                    name = f"{'per-field' if per_field else 'bm25f'} k1={k1} b={b} w={heading}/{breadcrumb}/1"
+                    systems[name] = kb_eval_system(
+                        parameters=Bm25Parameters(k1, b, per_field), weights=FieldWeights(heading, breadcrumb, 1.0)
+                    )
     return systems
 
 
@@ -330,6 +338,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=list(COLLECTIONS))
     parser.add_argument("--previous", help="also run the built-in retriever of this git revision")
     parser.add_argument("--sweep", action="store_true", help="kb-eval settings grid instead of the baselines")
+    parser.add_argument("--rm3", action="store_true", help="with --sweep: pseudo-relevance feedback variants")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if not (args.collections / "sources.json").exists():
@@ -337,7 +346,7 @@ def main() -> int:
     systems: dict[str, System] = {"kb-eval": kb_eval_system()}
     if args.previous:
         systems[f"kb-eval@{args.previous}"] = previous_system(args.previous)
-    systems.update(sweep_systems() if args.sweep else BASELINES)
+    systems.update(sweep_systems(args.rm3) if args.sweep else BASELINES)
     table: dict[str, dict[str, float]] = {}
     per_query: dict[str, dict[str, list[float]]] = {}
     for name in args.only:

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import re
 from itertools import chain
+from operator import add
 
 import Stemmer
 
 CJK_CHARACTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
 _CJK_RUN = re.compile(f"[{CJK_CHARACTERS}]+")
-_CJK_OR_NOT = re.compile(f"[{CJK_CHARACTERS}]+|[^{CJK_CHARACTERS}]+")
 WORD = re.compile(r"[^\W_]+")
 """A word: letters and digits; underscore and punctuation separate words."""
+_CJK_OR_WORD = re.compile(f"([{CJK_CHARACTERS}]+)|([^\\W_{CJK_CHARACTERS}]+)")
+"""In text with CJK characters: a CJK run, or a word without CJK characters (`BM25の` -> `BM25`, `の`)."""
 
 STEMMER = "english"
 """Snowball (Porter2) English, the stemmer bm25s is measured with; PyStemmer's C implementation."""
@@ -39,50 +41,57 @@ def has_cjk(text: str) -> bool:
     return _CJK_RUN.search(text) is not None
 
 
-def cjk_bigrams(run: str) -> list[str]:
-    if len(run) == 1:
-        return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]
+def tokens(text: str) -> list[str]:
+    """Lower-cased words, with every CJK run replaced by its bigrams (a one-character run kept)."""
+    lowered = text.lower()
+    if _CJK_RUN.search(lowered) is None:
+        return WORD.findall(lowered)
+    found: list[str] = []
+    for run, word in _CJK_OR_WORD.findall(lowered):
+        if word:
+            found.append(word)
+        elif len(run) == 1:
+            found.append(run)
+        else:
+            # map(add, run, run[1:]) pairs each character with the next, in C.
+            found.extend(map(add, run, run[1:]))
+    return found
 
 
 class Analyzer:
-    """Text -> term ids in a growing vocabulary (term -> id), one entry per distinct word cached.
+    """Text -> term ids in a growing vocabulary (term -> id), one entry per distinct token cached.
 
-    The cache is what makes analysis affordable: a corpus repeats its words, so stemming and
-    bigram-splitting run once per distinct word, and the per-token work is one dict look-up
-    inside `chain.from_iterable(map(...))`, which runs in C."""
+    The cache is what makes analysis affordable: a corpus repeats its words, so stemming runs
+    once per distinct word, and the per-token work is one dict look-up inside
+    `chain.from_iterable(map(...))`, which runs in C."""
 
     def __init__(self) -> None:
         self.vocabulary: dict[str, int] = {}
-        self._words: dict[str, tuple[int, ...]] = {}
+        self._tokens: dict[str, tuple[int, ...]] = {}
         self._stemmer = Stemmer.Stemmer(STEMMER)
 
-    def terms(self, word: str) -> list[str]:
-        """The terms one lower-cased word contributes (none for a stopword)."""
-        if not has_cjk(word):
-            return [] if word in ENGLISH_STOPWORDS else [self._stemmer.stemWord(word)]
-        terms: list[str] = []
-        for part in _CJK_OR_NOT.findall(word):
-            if has_cjk(part):
-                terms.extend(cjk_bigrams(part))
-            elif part not in ENGLISH_STOPWORDS:
-                terms.append(self._stemmer.stemWord(part))
-        return terms
+    def terms(self, token: str) -> list[str]:
+        """The terms one token contributes: none for a stopword, a CJK bigram as it is."""
+        if token in ENGLISH_STOPWORDS:
+            return []
+        if has_cjk(token):
+            return [token]
+        return [self._stemmer.stemWord(token)]
 
     def index_ids(self, text: str) -> list[int]:
         """Term ids of `text` in order, adding new terms to the vocabulary (index side)."""
-        words = WORD.findall(text.lower())
-        cache = self._words
-        for word in set(words).difference(cache):
+        found = tokens(text)
+        cache = self._tokens
+        for token in set(found).difference(cache):
             ids = []
-            for term in self.terms(word):
+            for term in self.terms(token):
                 term_id = self.vocabulary.get(term)
                 if term_id is None:
                     term_id = self.vocabulary[term] = len(self.vocabulary)
                 ids.append(term_id)
-            cache[word] = tuple(ids)
-        return list(chain.from_iterable(map(cache.__getitem__, words)))
+            cache[token] = tuple(ids)
+        return list(chain.from_iterable(map(cache.__getitem__, found)))
 
     def query_terms(self, text: str) -> list[str]:
         """Terms of `text` in order, repeats kept (query side; the vocabulary is not touched)."""
-        return [term for word in WORD.findall(text.lower()) for term in self.terms(word)]
+        return [term for token in tokens(text) for term in self.terms(token)]

@@ -31,6 +31,10 @@ class Bm25Parameters:
     collections (docs/search-quality.md)."""
     b: float = 0.75
     """Length normalisation; Lucene's default, likewise."""
+    per_field: bool = False
+    """False: one BM25 over the weighted sum of the fields (BM25F). True: BM25 per field, each with
+    its own idf and length normalisation, the weighted scores summed (what Lucene and tantivy
+    do for a query over several fields)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,31 +74,47 @@ class Bm25Scorer:
         n_chunks = len(fields[0].lengths) if fields else 0
         self.size = n_chunks
         stride = max(n_chunks, 1)
-        keys = np.concatenate([f.terms.astype(np.int64) * stride + f.chunks for f in fields])
-        weighted = np.concatenate([f.counts * np.float32(w) for f, w in zip(fields, weights)])
-        unique, inverse = np.unique(keys, return_inverse=True)
-        tf = np.bincount(inverse, weights=weighted).astype(np.float32)
-        del keys, weighted, inverse
+        if parameters.per_field:
+            parts = [(f, _impacts(f.terms, f.chunks, f.counts, f.lengths, n_chunks, vocabulary_size, parameters) * np.float32(w))
+                     for f, w in zip(fields, weights) if w > 0]
+            keys = np.concatenate([f.terms.astype(np.int64) * stride + f.chunks for f, _ in parts])
+            values = np.concatenate([v for _, v in parts])
+            unique, inverse = np.unique(keys, return_inverse=True)
+            del keys
+            self.impacts = np.bincount(inverse, weights=values).astype(np.float32)
+        else:
+            keys = np.concatenate([f.terms.astype(np.int64) * stride + f.chunks for f in fields])
+            weighted = np.concatenate([f.counts * np.float32(w) for f, w in zip(fields, weights)])
+            unique, inverse = np.unique(keys, return_inverse=True)
+            tf = np.bincount(inverse, weights=weighted).astype(np.float32)
+            del keys, weighted, inverse
+            lengths = sum((f.lengths * np.float32(w) for f, w in zip(fields, weights)), np.zeros(n_chunks, np.float32))
+            terms = (unique // stride).astype(np.int32)
+            chunks = (unique % stride).astype(np.int32)
+            self.impacts = _impacts(terms, chunks, tf, lengths, n_chunks, vocabulary_size, parameters)
         terms = unique // stride
         self.chunks = (unique % stride).astype(np.int32)
         del unique
-        lengths = sum((f.lengths * np.float32(w) for f, w in zip(fields, weights)), np.zeros(n_chunks, np.float32))
-        mean_length = float(lengths.mean()) if n_chunks and float(lengths.mean()) > 0 else 1.0
-        df = np.bincount(terms, minlength=vocabulary_size)
-        self.start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
-        idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
-        k1, b = np.float32(parameters.k1), np.float32(parameters.b)
-        norm = k1 * (np.float32(1) - b + b * lengths / np.float32(mean_length))
-        self.impacts = (idf[terms] * tf * (k1 + 1) / (tf + norm[self.chunks])).astype(np.float32)
+        self.start = np.concatenate(([0], np.cumsum(np.bincount(terms, minlength=vocabulary_size)))).astype(np.int64)
 
     def top(self, query: Sequence[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
         """(chunk position, score) of the best `depth` chunks with a positive score, best first."""
         if depth <= 0 or not query or self.size == 0:
             return []
-        scores = np.zeros(self.size, dtype=np.float32)
-        for term, weight in query:
-            lo, hi = self.start[term], self.start[term + 1]
-            scores[self.chunks[lo:hi]] += np.float32(weight) * self.impacts[lo:hi]
+        terms = np.fromiter((t for t, _ in query), dtype=np.int64, count=len(query))
+        weights = np.fromiter((w for _, w in query), dtype=np.float64, count=len(query))
+        lo, hi = self.start[terms], self.start[terms + 1]
+        lengths = hi - lo
+        total = int(lengths.sum())
+        if total == 0:
+            return []
+        # Every posting of every query term in one gather (a few array operations whatever the
+        # number of terms): position i of the concatenation belongs to term j, at lo[j] + offset.
+        ends = np.cumsum(lengths)
+        postings = np.arange(total) + np.repeat(lo - (ends - lengths), lengths)
+        scores = np.bincount(
+            self.chunks[postings], weights=self.impacts[postings] * np.repeat(weights, lengths), minlength=self.size
+        )
         candidates = np.flatnonzero(scores > 0)
         if len(candidates) > depth:
             # The depth-th best score; every chunk at or above it is a candidate, ties included.
@@ -102,3 +122,16 @@ class Bm25Scorer:
             candidates = candidates[scores[candidates] >= threshold]
         order = np.lexsort((candidates, -scores[candidates]))[:depth]
         return [(int(c), float(scores[c])) for c in candidates[order]]
+
+
+def _impacts(
+    terms: npt.NDArray[np.int32], chunks: npt.NDArray[np.int32], tf: npt.NDArray[np.float32],
+    lengths: npt.NDArray[np.float32], n_chunks: int, vocabulary_size: int, parameters: Bm25Parameters,
+) -> npt.NDArray[np.float32]:
+    """BM25 of every (term, chunk) pair, each pair listed once."""
+    mean = float(lengths.mean()) if n_chunks else 0.0
+    df = np.bincount(terms, minlength=vocabulary_size)
+    idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
+    k1, b = np.float32(parameters.k1), np.float32(parameters.b)
+    norm = k1 * (np.float32(1) - b + b * lengths / np.float32(mean if mean > 0 else 1.0))
+    return (idf[terms] * tf * (k1 + 1) / (tf + norm[chunks])).astype(np.float32)
