@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from itertools import chain
 from operator import add
 
@@ -78,7 +79,7 @@ class Analyzer:
             return [token]
         return [self._stemmer.stemWord(token)]
 
-    def index_ids(self, text: str) -> list[int]:
+    def index_ids(self, text: str) -> Iterator[int]:
         """Term ids of `text` in order, adding new terms to the vocabulary (index side)."""
         found = tokens(text)
         cache = self._tokens
@@ -90,7 +91,7 @@ class Analyzer:
                     term_id = self.vocabulary[term] = len(self.vocabulary)
                 ids.append(term_id)
             cache[token] = tuple(ids)
-        return list(chain.from_iterable(map(cache.__getitem__, found)))
+        return chain.from_iterable(map(cache.__getitem__, found))
 
     def query_terms(self, text: str) -> list[str]:
         """Terms of `text` in order, repeats kept (query side; the vocabulary is not touched)."""

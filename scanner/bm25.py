@@ -17,7 +17,8 @@ Ties are broken by chunk position (path order), so a run is reproducible.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,19 +50,54 @@ class FieldPostings:
     lengths: npt.NDArray[np.float32]
 
 
-def field_postings(token_ids: list[int], lengths: list[int], vocabulary_size: int) -> FieldPostings:
-    """From the concatenated term ids of every chunk's field and each chunk's count of them."""
-    n_chunks = len(lengths)
-    length_array = np.asarray(lengths, dtype=np.int64)
-    chunk_of_token = np.repeat(np.arange(n_chunks, dtype=np.int64), length_array)
-    keys = np.asarray(token_ids, dtype=np.int64) * max(n_chunks, 1) + chunk_of_token
-    unique, counts = np.unique(keys, return_counts=True)
-    return FieldPostings(
-        terms=(unique // max(n_chunks, 1)).astype(np.int32),
-        chunks=(unique % max(n_chunks, 1)).astype(np.int32),
-        counts=counts.astype(np.float32),
-        lengths=length_array.astype(np.float32),
-    )
+BATCH_TOKENS = 1 << 20
+"""Tokens analysed before they are folded into (term, chunk, count) triples: bounds the memory of
+the raw token stream (8 bytes a token while folding) whatever the corpus size."""
+
+
+class PostingsBuilder:
+    """Collects one field's term ids chunk by chunk (chunks in position order) into FieldPostings."""
+
+    def __init__(self, n_chunks: int) -> None:
+        self._stride = max(n_chunks, 1)
+        self._tokens = array("i")
+        self._lengths = array("i")
+        self._first_chunk = 0
+        self._keys: list[npt.NDArray[np.int64]] = []
+        self._counts: list[npt.NDArray[np.float32]] = []
+
+    def add(self, term_ids: Iterable[int]) -> None:
+        """The next chunk's term ids, in order."""
+        before = len(self._tokens)
+        self._tokens.extend(term_ids)
+        self._lengths.append(len(self._tokens) - before)
+        if len(self._tokens) >= BATCH_TOKENS:
+            self._fold()
+
+    def _fold(self) -> None:
+        lengths = np.frombuffer(self._lengths, dtype=np.int32)[self._first_chunk :]
+        chunks = np.repeat(np.arange(self._first_chunk, self._first_chunk + len(lengths), dtype=np.int64), lengths)
+        keys = np.frombuffer(self._tokens, dtype=np.int32).astype(np.int64) * self._stride + chunks
+        unique, counts = np.unique(keys, return_counts=True)
+        self._keys.append(unique)
+        self._counts.append(counts.astype(np.float32))
+        self._tokens = array("i")
+        self._first_chunk = len(self._lengths)
+
+    def finish(self) -> FieldPostings:
+        self._fold()
+        keys = np.concatenate(self._keys)
+        counts = np.concatenate(self._counts)
+        self._keys, self._counts = [], []
+        # Each batch is sorted, and batches hold disjoint chunks: one stable sort orders by term, then chunk.
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+        return FieldPostings(
+            terms=(keys // self._stride).astype(np.int32),
+            chunks=(keys % self._stride).astype(np.int32),
+            counts=counts,
+            lengths=np.frombuffer(self._lengths, dtype=np.int32).astype(np.float32),
+        )
 
 
 class Bm25Scorer:

@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from .analysis import Analyzer
-from .bm25 import Bm25Parameters, Bm25Scorer, FieldPostings, field_postings
+from .bm25 import Bm25Parameters, Bm25Scorer, FieldPostings, PostingsBuilder
 from .documents import Corpus
 from .progress import progress
 
@@ -112,19 +112,14 @@ class Index:
         the quote scan reads."""
         if self._analysed is None:
             analyzer = Analyzer()
-            token_ids: tuple[list[int], list[int], list[int]] = ([], [], [])
-            lengths: tuple[list[int], list[int], list[int]] = ([], [], [])
+            builders = tuple(PostingsBuilder(self.corpus.chunks) for _ in INDEXED_FIELDS)
             rows = self.connection.execute("SELECT heading, breadcrumb, body FROM chunks ORDER BY id")
             with progress("indexed", total=self.corpus.chunks, unit="sections") as tick:
                 for row in rows:
-                    for field, text in enumerate(row):
-                        ids = analyzer.index_ids(text)
-                        token_ids[field].extend(ids)
-                        lengths[field].append(len(ids))
+                    for builder, text in zip(builders, row):
+                        builder.add(analyzer.index_ids(text))
                     tick()
-            size = len(analyzer.vocabulary)
-            fields = tuple(field_postings(token_ids[f], lengths[f], size) for f in range(len(INDEXED_FIELDS)))
-            self._analysed = Analysed(analyzer, fields)
+            self._analysed = Analysed(analyzer, tuple(builder.finish() for builder in builders))
         return self._analysed
 
     def scorer(self, weights: tuple[float, float, float], parameters: Bm25Parameters) -> Bm25Scorer:
