@@ -138,8 +138,8 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
     assert described["query_compiler_version"] == QUERY_COMPILER_VERSION == 5
     assert described["tokenization"] == "auto"
     assert described["analysis"] == "words, snowball english stemmer, english stopwords; cjk runs as bigrams"
-    assert described["weights"] == {"heading": 2.0, "breadcrumb": 1.0, "body": 1.0}
-    assert described["bm25"] == {"k1": 1.2, "b": 0.75}
+    assert described["weights"] == {"heading": 2.0, "breadcrumb": 2.0, "body": 1.0}
+    assert described["bm25"] == {"k1": 1.5, "b": 0.75}
     other = BuiltinRetriever(retriever.index, parameters=Bm25Parameters(k1=0.9, b=0.4)).describe()
     assert other["bm25"] == {"k1": 0.9, "b": 0.4}
 
@@ -148,13 +148,13 @@ def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
     # Three one-section documents; the query term is in the body of two of them.
     files = {"a.md": "# One\nkettle kettle stove\n", "b.md": "# Two\nkettle pan pan pan\n", "c.md": "# Three\npan\n"}
     index = index_of(files)
-    weights = (2.0, 1.0, 1.0)
+    weights = (2.0, 2.0, 1.0)
     hits = BuiltinRetriever(index).search("kettle", 10)
     rows = index.connection.execute("SELECT heading, breadcrumb, body FROM chunks ORDER BY id").fetchall()
     lengths = [sum(w * len(analysed_terms(text)) for w, text in zip(weights, row)) for row in rows]
     mean = sum(lengths) / len(lengths)
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
-    expected = [idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * lengths[i] / mean)) for i, tf in ((0, 2), (1, 1))]
+    expected = [idf * tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * lengths[i] / mean)) for i, tf in ((0, 2), (1, 1))]
     assert [h.path for h in hits] == ["a.md", "b.md"]
     assert [h.score for h in hits] == pytest.approx(expected, rel=1e-5)
 
