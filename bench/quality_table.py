@@ -43,8 +43,8 @@ sys.path.insert(0, str(BENCH))
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from quality import kb_eval_ndcg_at_k  # noqa: E402
-from systems import BenchQuery, load_queries  # noqa: E402
+from quality import kb_eval_ndcg_at_k
+from systems import BenchQuery, load_queries
 
 COLLECTIONS = ("cranfield", "cisi", "cacm", "jsquad", "cmrc2018", "grooveseek")
 K = 10

@@ -24,7 +24,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-import run  # noqa: E402
+import run
 
 DEFAULT_SCALES = "1000:100:3,10000:225:3,100000:1000:2"
 """Rounds at 100,000 documents: two, the fewest that give a paired median of more than one

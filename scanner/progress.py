@@ -5,6 +5,9 @@
             ...
             tick()           # or tick(n) for n items at once
 
+    for item in counted(items, "scanned", total=n, unit="documents"):   # a loop elsewhere
+        ...
+
 Never on stdout (results go there). Silent for phases that end quickly: nothing is written
 before QUIET_SECONDS have passed, so a small KB's run prints exactly what it printed before.
 """
@@ -14,9 +17,19 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Stream(Protocol):
+    """What progress writes to: sys.stderr, or a test's stand-in."""
+
+    def write(self, text: str, /) -> int: ...
+    def flush(self) -> None: ...
+    def isatty(self) -> bool: ...
 
 QUIET_SECONDS = 2.0
 """A phase shorter than this prints nothing: progress is for runs a person would wonder about."""
@@ -31,7 +44,7 @@ DISABLE_ENV = "KB_EVAL_NO_PROGRESS"
 class Progress:
     """Counts items of one phase and reports them on `stream` at a rate suited to it."""
 
-    def __init__(self, label: str, total: int | None, unit: str, stream: TextIO, clock: Callable[[], float]) -> None:
+    def __init__(self, label: str, total: int | None, unit: str, stream: Stream, clock: Callable[[], float]) -> None:
         self.label = label
         self.total = total
         self.unit = unit
@@ -71,11 +84,13 @@ class Progress:
 
 @contextmanager
 def progress(
-    label: str, total: int | None = None, unit: str = "", stream: TextIO | None = None,
+    label: str, total: int | None = None, unit: str = "", stream: Stream | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[Progress]:
     """A Progress for one phase; its last state is written when the phase ends (if it was shown)."""
-    tracker = Progress(label, total, unit, stream if stream is not None else _Silent() if os.environ.get(DISABLE_ENV) else sys.stderr, clock)
+    if stream is None:
+        stream = _Silent() if os.environ.get(DISABLE_ENV) else sys.stderr
+    tracker = Progress(label, total, unit, stream, clock)
     try:
         yield tracker
     finally:
@@ -91,3 +106,11 @@ class _Silent:
 
     def isatty(self) -> bool:
         return False
+
+
+def counted(items: Iterable[T], label: str, total: int | None = None, unit: str = "") -> Iterator[T]:
+    """`items` unchanged, counted as they are consumed (for a loop that lives in another module)."""
+    with progress(label, total, unit) as tick:
+        for item in items:
+            yield item
+            tick()

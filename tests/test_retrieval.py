@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scanner.bm25 import Bm25Parameters
 from scanner.corpus import Corpus, build_document
 from scanner.diagnostics import Diagnostics
 from scanner.index import Index
-from scanner.bm25 import Bm25Parameters
 from scanner.query_compiler import QUERY_COMPILER_VERSION, compile_query
 from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.builtin import BuiltinRetriever, FieldWeights, Tokenization

@@ -43,13 +43,16 @@ class FieldWeights:
         return (self.heading, self.breadcrumb, self.body)
 
 
+DEFAULT_PARAMETERS = Bm25Parameters()
+
+
 class BuiltinRetriever:
     def __init__(
         self,
         index: Index,
         weights: FieldWeights = FieldWeights(),
         tokenization: Tokenization = Tokenization.AUTO,
-        parameters: Bm25Parameters = Bm25Parameters(),
+        parameters: Bm25Parameters = DEFAULT_PARAMETERS,
     ) -> None:
         self.index = index
         self.weights = weights
