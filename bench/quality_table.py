@@ -107,7 +107,7 @@ def prf_search(retriever: object, text: str, prf: tuple[int, int, float]) -> Ran
     documents, n_terms, weight = prf
     index = retriever.index  # type: ignore[attr-defined]
     scorer = index.scorer(retriever.weights.as_tuple(), retriever.parameters)  # type: ignore[attr-defined]
-    vocabulary = index.analysed().analyzer.vocabulary
+    vocabulary = index.analyzer.vocabulary
     compiled = compile_query(text)
     if compiled is None:
         return []
@@ -142,10 +142,9 @@ def _forward_index(index: object) -> list[tuple[object, object]]:
 
     key = id(index)
     if key not in _FORWARD:
-        fields = index.analysed().fields  # type: ignore[attr-defined]
-        terms = np.concatenate([f.terms for f in fields])
-        chunks = np.concatenate([f.chunks for f in fields])
-        counts = np.concatenate([f.counts for f in fields])
+        postings = index._postings((1.0, 1.0, 1.0))  # type: ignore[attr-defined]  # unweighted counts
+        terms = np.repeat(np.arange(len(postings.start) - 1), np.diff(postings.start))
+        chunks, counts = postings.chunks, postings.tf
         order = np.lexsort((terms, chunks))
         terms, chunks, counts = terms[order], chunks[order], counts[order]
         bounds = np.searchsorted(chunks, np.arange(index.corpus.chunks + 1))  # type: ignore[attr-defined]

@@ -40,103 +40,125 @@ class Bm25Parameters:
 
 
 @dataclass(frozen=True, slots=True)
-class FieldPostings:
-    """What analysis produced for one field, independent of weights and BM25 parameters.
+class Postings:
+    """Weighted term frequencies in compressed-row form: the chunks holding term t are
+    chunks[start[t]:start[t + 1]] (ascending), with tf[...] the term's weighted count in each."""
 
-    (term, chunk) pairs sorted by term then chunk, with their counts; and every chunk's length."""
-
-    terms: npt.NDArray[np.int32]
+    start: npt.NDArray[np.int64]
     chunks: npt.NDArray[np.int32]
-    counts: npt.NDArray[np.float32]
+    tf: npt.NDArray[np.float32]
     lengths: npt.NDArray[np.float32]
+    """Every chunk's weighted length (in terms)."""
 
 
 BATCH_TOKENS = 1 << 20
-"""Tokens analysed before they are folded into (term, chunk, count) triples: bounds the memory of
-the raw token stream (8 bytes a token while folding) whatever the corpus size."""
+"""Tokens analysed before they are folded into (term, chunk, tf) triples: bounds the memory of the
+raw token stream (about 20 bytes a token while folding) whatever the corpus size."""
 
 
 class PostingsBuilder:
-    """Collects one field's term ids chunk by chunk (chunks in position order) into FieldPostings."""
+    """Collects the term ids of each chunk's fields, chunk by chunk in position order, into Postings.
 
-    def __init__(self, n_chunks: int) -> None:
-        self._stride = max(n_chunks, 1)
-        self._tokens = array("i")
-        self._lengths = array("i")
+    Memory is what made this shape: tokens are folded batch by batch into unique (term, chunk)
+    triples of 12 bytes, and the final term order is made by a counting sort into preallocated
+    arrays (8 bytes a posting) instead of a sort over 64-bit keys."""
+
+    def __init__(self, n_chunks: int, weights: Sequence[float]) -> None:
+        self._n_chunks = n_chunks
+        self._weights = [np.float32(w) for w in weights]
+        self._tokens = [array("i") for _ in weights]
+        self._lengths = [array("i") for _ in weights]
         self._first_chunk = 0
-        self._keys: list[npt.NDArray[np.int64]] = []
-        self._counts: list[npt.NDArray[np.float32]] = []
+        self._buffered = 0
+        self._batches: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.float32]]] = []
+        self._chunk_lengths = np.zeros(n_chunks, dtype=np.float32)
 
-    def add(self, term_ids: Iterable[int]) -> None:
-        """The next chunk's term ids, in order."""
-        before = len(self._tokens)
-        self._tokens.extend(term_ids)
-        self._lengths.append(len(self._tokens) - before)
-        if len(self._tokens) >= BATCH_TOKENS:
+    def add(self, fields: Sequence[Iterable[int]]) -> None:
+        """The next chunk's term ids, one iterable per field (in the order of the weights)."""
+        for tokens, lengths, term_ids in zip(self._tokens, self._lengths, fields):
+            before = len(tokens)
+            tokens.extend(term_ids)
+            lengths.append(len(tokens) - before)
+            self._buffered += len(tokens) - before
+        if self._buffered >= BATCH_TOKENS:
             self._fold()
 
     def _fold(self) -> None:
-        lengths = np.frombuffer(self._lengths, dtype=np.int32)[self._first_chunk :]
-        chunks = np.repeat(np.arange(self._first_chunk, self._first_chunk + len(lengths), dtype=np.int64), lengths)
-        keys = np.frombuffer(self._tokens, dtype=np.int32).astype(np.int64) * self._stride + chunks
-        unique, counts = np.unique(keys, return_counts=True)
-        self._keys.append(unique)
-        self._counts.append(counts.astype(np.float32))
-        self._tokens = array("i")
-        self._first_chunk = len(self._lengths)
+        count = len(self._lengths[0]) - self._first_chunk if self._lengths else 0
+        if count == 0:
+            return
+        stride = np.int64(count)
+        keys, weights = [], []
+        for tokens, lengths, weight in zip(self._tokens, self._lengths, self._weights):
+            per_chunk = np.frombuffer(lengths, dtype=np.int32)[self._first_chunk :]
+            self._chunk_lengths[self._first_chunk : self._first_chunk + count] += per_chunk * weight
+            local = np.repeat(np.arange(count, dtype=np.int64), per_chunk)
+            keys.append(np.frombuffer(tokens, dtype=np.int32).astype(np.int64) * stride + local)
+            weights.append(np.full(len(local), weight, dtype=np.float32))
+        unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+        tf = np.bincount(inverse, weights=np.concatenate(weights)).astype(np.float32)
+        terms = (unique // stride).astype(np.int32)
+        chunks = (unique % stride + self._first_chunk).astype(np.int32)
+        self._batches.append((terms, chunks, tf))
+        self._tokens = [array("i") for _ in self._weights]
+        self._first_chunk = len(self._lengths[0])
+        self._buffered = 0
 
-    def finish(self) -> FieldPostings:
+    def finish(self, vocabulary_size: int) -> Postings:
         self._fold()
-        keys = np.concatenate(self._keys)
-        counts = np.concatenate(self._counts)
-        self._keys, self._counts = [], []
-        # Each batch is sorted, and batches hold disjoint chunks: one stable sort orders by term, then chunk.
-        order = np.argsort(keys, kind="stable")
-        keys, counts = keys[order], counts[order]
-        return FieldPostings(
-            terms=(keys // self._stride).astype(np.int32),
-            chunks=(keys % self._stride).astype(np.int32),
-            counts=counts,
-            lengths=np.frombuffer(self._lengths, dtype=np.int32).astype(np.float32),
-        )
+        df = np.zeros(vocabulary_size, dtype=np.int64)
+        for terms, _, _ in self._batches:
+            df += np.bincount(terms, minlength=vocabulary_size)
+        start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+        total = int(start[-1])
+        chunks = np.empty(total, dtype=np.int32)
+        tf = np.empty(total, dtype=np.float32)
+        filled = start[:-1].copy()
+        # Counting sort by term. Within a batch the triples are ordered by term then chunk, and
+        # batches come in chunk order, so each term's postings stay in ascending chunk order.
+        while self._batches:
+            terms, batch_chunks, batch_tf = self._batches.pop(0)
+            first_of_run = np.searchsorted(terms, terms, side="left")
+            positions = filled[terms] + (np.arange(len(terms)) - first_of_run)
+            chunks[positions] = batch_chunks
+            tf[positions] = batch_tf
+            filled += np.bincount(terms, minlength=vocabulary_size)
+        return Postings(start, chunks, tf, self._chunk_lengths)
 
 
 class Bm25Scorer:
-    """Posting lists in compressed-row form: the chunks of term t are chunks[start[t]:start[t+1]],
-    with their precomputed BM25 contributions in impacts[...]."""
+    """Postings with their precomputed BM25 contributions (impacts), in the same layout."""
 
-    def __init__(
-        self, fields: Sequence[FieldPostings], weights: Sequence[float], parameters: Bm25Parameters, vocabulary_size: int
-    ) -> None:
-        n_chunks = len(fields[0].lengths) if fields else 0
-        self.size = n_chunks
-        stride = max(n_chunks, 1)
-        if parameters.per_field:
-            parts = [(f, _impacts(f.terms, f.chunks, f.counts, f.lengths, n_chunks, vocabulary_size, parameters) * np.float32(w))
-                     for f, w in zip(fields, weights) if w > 0]
-            keys = np.concatenate([f.terms.astype(np.int64) * stride + f.chunks for f, _ in parts])
-            values = np.concatenate([v for _, v in parts])
-            unique, inverse = np.unique(keys, return_inverse=True)
-            del keys
-            self.impacts = np.bincount(inverse, weights=values).astype(np.float32)
-        else:
-            keys = np.concatenate([f.terms.astype(np.int64) * stride + f.chunks for f in fields])
-            weighted = np.concatenate([f.counts * np.float32(w) for f, w in zip(fields, weights)])
-            unique, inverse = np.unique(keys, return_inverse=True)
-            tf = np.bincount(inverse, weights=weighted).astype(np.float32)
-            del keys, weighted, inverse
-            lengths = sum((f.lengths * np.float32(w) for f, w in zip(fields, weights)), np.zeros(n_chunks, np.float32))
-            terms = (unique // stride).astype(np.int32)
-            chunks = (unique % stride).astype(np.int32)
-            self.impacts = _impacts(terms, chunks, tf, lengths, n_chunks, vocabulary_size, parameters)
-        terms = unique // stride
+    def __init__(self, fields: Sequence[Postings], parameters: Bm25Parameters, boosts: Sequence[float] = (1.0,)) -> None:
+        """One Postings with weighted fields (BM25F), or one per field (per-field BM25: each is
+        scored on its own, multiplied by its boost, and the scores summed)."""
+        self.size = len(fields[0].lengths) if fields else 0
+        if len(fields) == 1:
+            only = fields[0]
+            self.start, self.chunks = only.start, only.chunks
+            self.impacts = _impacts(only, self.size, parameters)
+            return
+        stride = max(self.size, 1)
+        # A later analysis pass may have grown the vocabulary: a shorter start has no postings there.
+        vocabulary_size = max(len(f.start) - 1 for f in fields)
+        keys = np.concatenate(
+            [np.repeat(np.arange(len(f.start) - 1, dtype=np.int64), np.diff(f.start)) * stride + f.chunks for f in fields]
+        )
+        unique, inverse = np.unique(keys, return_inverse=True)
+        del keys
+        self.impacts = np.bincount(
+            inverse, weights=np.concatenate([_impacts(f, self.size, parameters) * np.float32(w) for f, w in zip(fields, boosts)])
+        ).astype(np.float32)
         self.chunks = (unique % stride).astype(np.int32)
-        del unique
-        self.start = np.concatenate(([0], np.cumsum(np.bincount(terms, minlength=vocabulary_size)))).astype(np.int64)
+        self.start = np.concatenate(([0], np.cumsum(np.bincount(unique // stride, minlength=vocabulary_size)))).astype(np.int64)
 
     def top(self, query: Sequence[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
         """(chunk position, score) of the best `depth` chunks with a positive score, best first."""
         if depth <= 0 or not query or self.size == 0:
+            return []
+        known = len(self.start) - 1  # terms added to the vocabulary after this scorer have no postings here
+        query = [(t, w) for t, w in query if t < known]
+        if not query:
             return []
         terms = np.fromiter((t for t, _ in query), dtype=np.int64, count=len(query))
         weights = np.fromiter((w for _, w in query), dtype=np.float64, count=len(query))
@@ -161,14 +183,14 @@ class Bm25Scorer:
         return [(int(c), float(scores[c])) for c in candidates[order]]
 
 
-def _impacts(
-    terms: npt.NDArray[np.int32], chunks: npt.NDArray[np.int32], tf: npt.NDArray[np.float32],
-    lengths: npt.NDArray[np.float32], n_chunks: int, vocabulary_size: int, parameters: Bm25Parameters,
-) -> npt.NDArray[np.float32]:
-    """BM25 of every (term, chunk) pair, each pair listed once."""
+def _impacts(postings: Postings, n_chunks: int, parameters: Bm25Parameters) -> npt.NDArray[np.float32]:
+    """BM25 of every posting: idf(term) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / mean))."""
+    lengths = postings.lengths
     mean = float(lengths.mean()) if n_chunks else 0.0
-    df = np.bincount(terms, minlength=vocabulary_size)
+    df = np.diff(postings.start)
     idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
     k1, b = np.float32(parameters.k1), np.float32(parameters.b)
     norm = k1 * (np.float32(1) - b + b * lengths / np.float32(mean if mean > 0 else 1.0))
-    return (idf[terms] * tf * (k1 + 1) / (tf + norm[chunks])).astype(np.float32)
+    impacts = np.repeat(idf, df)
+    impacts *= postings.tf * (k1 + 1) / (postings.tf + norm[postings.chunks])
+    return impacts

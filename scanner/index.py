@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from .analysis import Analyzer
-from .bm25 import Bm25Parameters, Bm25Scorer, FieldPostings, PostingsBuilder
+from .bm25 import Bm25Parameters, Bm25Scorer, Postings, PostingsBuilder
 from .documents import Corpus
 from .progress import progress
 
@@ -40,14 +40,6 @@ class IndexedChunk(NamedTuple):
     heading: str
     breadcrumb: str
     body: str
-
-
-@dataclass(frozen=True, slots=True)
-class Analysed:
-    analyzer: Analyzer
-    """Holds the vocabulary the postings' term ids refer to; queries are analysed with it."""
-    fields: tuple[FieldPostings, ...]
-    """One per INDEXED_FIELDS entry, in that order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +63,8 @@ class Index:
         self.folder = folder
         self.connection = connection
         self.corpus = snapshot
-        self._analysed: Analysed | None = None
+        self.analyzer = Analyzer()
+        """Its vocabulary holds every term of the built scorers; queries are analysed with it."""
         self._scorers: dict[tuple[tuple[float, float, float], Bm25Parameters], Bm25Scorer] = {}
         weakref.finalize(self, _remove_folder, folder, [connection])
 
@@ -106,29 +99,32 @@ class Index:
         snapshot = CorpusSnapshot(len(corpus.documents), count, "sha256:" + digest.hexdigest())
         return cls(folder, connection, snapshot)
 
-    def analysed(self) -> Analysed:
-        """The searchable fields of every chunk as term postings, computed on first use (an external
-        retriever never pays for it) from the chunk table itself: search ranks exactly the text
-        the quote scan reads."""
-        if self._analysed is None:
-            analyzer = Analyzer()
-            builders = tuple(PostingsBuilder(self.corpus.chunks) for _ in INDEXED_FIELDS)
-            rows = self.connection.execute("SELECT heading, breadcrumb, body FROM chunks ORDER BY id")
-            with progress("indexed", total=self.corpus.chunks, unit="sections") as tick:
-                for row in rows:
-                    for builder, text in zip(builders, row):
-                        builder.add(analyzer.index_ids(text))
-                    tick()
-            self._analysed = Analysed(analyzer, tuple(builder.finish() for builder in builders))
-        return self._analysed
-
     def scorer(self, weights: tuple[float, float, float], parameters: Bm25Parameters) -> Bm25Scorer:
-        """The BM25 scorer for these field weights and parameters (built once per combination)."""
+        """The BM25 scorer for these field weights and parameters, analysed on first use (an external
+        retriever never pays for it) from the chunk table itself: search ranks exactly the text the
+        quote scan reads. Built once per combination."""
         key = (weights, parameters)
         if key not in self._scorers:
-            analysed = self.analysed()
-            self._scorers[key] = Bm25Scorer(analysed.fields, weights, parameters, len(analysed.analyzer.vocabulary))
+            if parameters.per_field:
+                one_each = [tuple(1.0 if f == g else 0.0 for g in range(len(weights))) for f in range(len(weights))]
+                fields = [self._postings(w) for w, boost in zip(one_each, weights) if boost > 0]
+                self._scorers[key] = Bm25Scorer(fields, parameters, [w for w in weights if w > 0])
+            else:
+                self._scorers[key] = Bm25Scorer([self._postings(weights)], parameters)
         return self._scorers[key]
+
+    def _postings(self, weights: tuple[float, ...]) -> Postings:
+        """One pass over the chunk table: each field's terms counted `weight` times (fields of
+        weight 0 left out)."""
+        used = [f for f, w in enumerate(weights) if w > 0]
+        builder = PostingsBuilder(self.corpus.chunks, [weights[f] for f in used])
+        analyze = self.analyzer.index_ids
+        rows = self.connection.execute("SELECT heading, breadcrumb, body FROM chunks ORDER BY id")
+        with progress("indexed", total=self.corpus.chunks, unit="sections") as tick:
+            for row in rows:
+                builder.add([analyze(row[f]) for f in used])
+                tick()
+        return builder.finish(len(self.analyzer.vocabulary))
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:

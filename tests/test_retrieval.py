@@ -144,6 +144,18 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
     assert other["bm25"] == {"k1": 0.9, "b": 0.4}
 
 
+def test_per_field_scoring_sums_each_fields_own_bm25_times_its_weight() -> None:
+    # "kettle" is in one heading (rare there: high idf per field) and in every other body (common
+    # there), twice in b's: per field, a's heading match wins; over the combined fields, b's tf does.
+    files = {"a.md": "# Kettle\nstove\n", "b.md": "# Other\nkettle kettle\n"}
+    files.update({f"{name}.md": f"# {name}\nkettle pan\n" for name in "cde"})
+    index = index_of(files)
+    per_field = BuiltinRetriever(index, FieldWeights(1.0, 1.0, 1.0), parameters=Bm25Parameters(1.2, 0.75, True))
+    combined = BuiltinRetriever(index, FieldWeights(1.0, 1.0, 1.0), parameters=Bm25Parameters(1.2, 0.75, False))
+    assert per_field.search("kettle", 1)[0].path == "a.md"
+    assert combined.search("kettle", 1)[0].path == "b.md"
+
+
 def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
     # Three one-section documents; the query term is in the body of two of them.
     files = {"a.md": "# One\nkettle kettle stove\n", "b.md": "# Two\nkettle pan pan pan\n", "c.md": "# Three\npan\n"}
@@ -172,11 +184,11 @@ def test_equal_scores_are_ranked_in_path_order() -> None:
 
 def test_the_postings_are_built_only_when_a_search_needs_them() -> None:
     index = index_of(CORPUS)
-    assert index._analysed is None
+    assert not index.analyzer.vocabulary
     BuiltinRetriever(index).prepare([])
-    assert index._analysed is None
+    assert not index.analyzer.vocabulary
     BuiltinRetriever(index).prepare([SearchRequest("q", "rollback", 10)])
-    assert index._analysed is not None
+    assert "rollback" in index.analyzer.vocabulary
 
 
 def test_the_index_folder_is_removed_when_the_index_is_dropped() -> None:

@@ -87,9 +87,10 @@ class BuiltinRetriever:
         compiled = compile_query(text)
         if compiled is None:
             return []
-        vocabulary = self.index.analysed().analyzer.vocabulary
+        scorer = self.index.scorer(self.weights.as_tuple(), self.parameters)
+        vocabulary = self.index.analyzer.vocabulary
         terms = [(vocabulary[term], float(count)) for term, count in compiled.terms if term in vocabulary]
-        ranked = self.index.scorer(self.weights.as_tuple(), self.parameters).top(terms, limit)
+        ranked = scorer.top(terms, limit)
         # Scorer positions are 0-based in chunk-id order; chunk ids start at 1.
         located = self.index.locate_chunks([position + 1 for position, _ in ranked])
         return [Hit(rank, *located[position + 1], score) for rank, (position, score) in enumerate(ranked, 1)]
