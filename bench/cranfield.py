@@ -27,14 +27,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import bm25s  # noqa: E402
-import pytrec_eval  # noqa: E402
-import Stemmer  # noqa: E402
+import bm25s
+import pytrec_eval
+import Stemmer
 
-from scanner.corpus import read_corpus  # noqa: E402
-from scanner.index import Index  # noqa: E402
-from scanner.retrievers.base import SearchRequest  # noqa: E402
-from scanner.retrievers.builtin import BuiltinRetriever, Tokenization  # noqa: E402
+from scanner.corpus import read_corpus
+from scanner.index import Index
+from scanner.retrievers.base import SearchRequest
+from scanner.retrievers.builtin import BuiltinRetriever, Tokenization
 
 DEPTH = 100
 
@@ -102,7 +102,7 @@ def bm25s_run(documents: dict[str, dict[str, str]], queries: list[str]) -> tuple
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
     tokens = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
-    results, scores = retriever.retrieve(tokens, k=DEPTH, show_progress=False)
+    results, _scores = retriever.retrieve(tokens, k=DEPTH, show_progress=False)
     run = {
         str(n): {f"{ids[d]}.md": float(DEPTH - r) for r, d in enumerate(results[n - 1])}
         for n in range(1, len(queries) + 1)

@@ -1,33 +1,98 @@
-"""How text is cut into searchable units; shared by the index and the query compiler so both agree.
+"""How text is cut into search terms; the index and the query compiler share one Analyzer so both agree.
 
-Japanese and Chinese have no spaces between words, so SQLite's unicode61
-tokenizer would see a whole sentence as one token. Each run of CJK characters
-is rewritten as its overlapping two-character windows (`中文检索` -> `中文 文检 检索`),
-the scheme of Lucene's CJKAnalyzer: most CJK words are one or two characters,
-so a paraphrased question shares bigrams with its answer even when it shares
-no longer substring. Latin text passes through unchanged (and is stemmed by
-the Porter tokenizer).
+- Words are runs of letters and digits (underscore and punctuation separate them), lower-cased.
+- Latin-script words are stemmed with the Snowball English stemmer (`indexing` finds `indexed`),
+  and common English function words are left out (see ENGLISH_STOPWORDS).
+- Japanese and Chinese have no spaces between words, so a whole clause is one 'word'. Each run of
+  CJK characters becomes its overlapping two-character windows (`中文检索` -> `中文 文检 检索`),
+  the scheme of Lucene's CJKAnalyzer: most CJK words are one or two characters, so a paraphrased
+  question shares bigrams with its answer even when it shares no longer substring. A run of one
+  character is kept as it is. Measured on real Japanese and Chinese questions (docs/search-quality.md),
+  bigrams rank better than trigrams, which the previous default routed CJK queries to.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from itertools import chain
+from operator import add
+
+import Stemmer
 
 CJK_CHARACTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
 _CJK_RUN = re.compile(f"[{CJK_CHARACTERS}]+")
+WORD = re.compile(r"[^\W_]+")
+"""A word: letters and digits; underscore and punctuation separate words."""
+_CJK_OR_WORD = re.compile(f"([{CJK_CHARACTERS}]+)|([^\\W_{CJK_CHARACTERS}]+)")
+"""In text with CJK characters: a CJK run, or a word without CJK characters (`BM25の` -> `BM25`, `の`)."""
 
+STEMMER = "english"
+"""Snowball (Porter2) English, the stemmer bm25s is measured with; PyStemmer's C implementation."""
 
-def _bigrams(match: re.Match[str]) -> str:
-    run = match.group(0)
-    if len(run) == 1:
-        return f" {run} "
-    return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
-
-
-def with_cjk_bigrams(text: str) -> str:
-    """The text the word index holds: CJK runs expanded to bigrams, everything else as is."""
-    return _CJK_RUN.sub(_bigrams, text)
+ENGLISH_STOPWORDS = frozenset(
+    ["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves"]
+)
+"""Common English function words (a question's scaffolding: 'how do I ...'). Left out of the index
+and of queries: their idf is near zero, so they barely move BM25, but their postings are the
+longest, and they are most of a query's scoring time and of the index's memory."""
 
 
 def has_cjk(text: str) -> bool:
     return _CJK_RUN.search(text) is not None
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased words, with every CJK run replaced by its bigrams (a one-character run kept)."""
+    lowered = text.lower()
+    if _CJK_RUN.search(lowered) is None:
+        return WORD.findall(lowered)
+    found: list[str] = []
+    for run, word in _CJK_OR_WORD.findall(lowered):
+        if word:
+            found.append(word)
+        elif len(run) == 1:
+            found.append(run)
+        else:
+            # map(add, run, run[1:]) pairs each character with the next, in C.
+            found.extend(map(add, run, run[1:]))
+    return found
+
+
+class Analyzer:
+    """Text -> term ids in a growing vocabulary (term -> id), one entry per distinct token cached.
+
+    The cache is what makes analysis affordable: a corpus repeats its words, so stemming runs
+    once per distinct word, and the per-token work is one dict look-up inside
+    `chain.from_iterable(map(...))`, which runs in C."""
+
+    def __init__(self) -> None:
+        self.vocabulary: dict[str, int] = {}
+        self._tokens: dict[str, tuple[int, ...]] = {}
+        self._stemmer = Stemmer.Stemmer(STEMMER)
+
+    def terms(self, token: str) -> list[str]:
+        """The terms one token contributes: none for a stopword, a CJK bigram as it is."""
+        if token in ENGLISH_STOPWORDS:
+            return []
+        if has_cjk(token):
+            return [token]
+        return [self._stemmer.stemWord(token)]
+
+    def index_ids(self, text: str) -> Iterator[int]:
+        """Term ids of `text` in order, adding new terms to the vocabulary (index side)."""
+        found = tokens(text)
+        cache = self._tokens
+        for token in set(found).difference(cache):
+            ids = []
+            for term in self.terms(token):
+                term_id = self.vocabulary.get(term)
+                if term_id is None:
+                    term_id = self.vocabulary[term] = len(self.vocabulary)
+                ids.append(term_id)
+            cache[token] = tuple(ids)
+        return chain.from_iterable(map(cache.__getitem__, found))
+
+    def query_terms(self, text: str) -> list[str]:
+        """Terms of `text` in order, repeats kept (query side; the vocabulary is not touched)."""
+        return [term for token in tokens(text) for term in self.terms(token)]

@@ -23,6 +23,7 @@ from .index import Index
 from .metrics import METRIC_VERSION, AggregateMetrics, aggregate, score_query
 from .parse_cache import ParseCache
 from .parse_memo import ParseMemo
+from .progress import counted
 from .query_compiler import compile_query
 from .quotes import Finding, locate, normalise, scan
 from .retrievers.base import SearchRequest
@@ -100,7 +101,11 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         lists = retriever.search_all(requests)
         clock.lap("search")
         returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}
-        findings = scan(index.chunks_by_document(), golden.queries, returned) if options.scan_quotes else []
+        if options.scan_quotes:
+            chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
+            findings = scan(chunks, golden.queries, returned)
+        else:
+            findings = []
     located = locate_findings(findings, corpus, golden)
     clock.lap("scan")
 

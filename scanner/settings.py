@@ -277,7 +277,7 @@ def _weights(text: str) -> FieldWeights:
     except ValueError:
         values = []
     if len(values) != 3 or not all(0 < value < 1000 for value in values):
-        raise Refused("not three positive numbers heading,breadcrumb,body", "2,1,1")
+        raise Refused("not three positive numbers heading,breadcrumb,body", "2,2,1")
     return FieldWeights(*values)
 
 
@@ -434,15 +434,15 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "tokenization", "tokenization", Group.RETRIEVER,
-        "built-in retriever: auto (the word index, or for queries with CJK characters the trigram index "
-        "filled from the word index) or word (the word index for every query)",
+        "built-in retriever: auto or word, one analysis for every script since query compiler 5 "
+        "(stemmed words, CJK runs as bigrams); both stay valid",
         lambda text: Tokenization(_choice([t.value for t in Tokenization])(text)),
         Tokenization.AUTO, Tokenization.AUTO.value, retrievers=_BUILTIN, fingerprint="retriever",
         metavar="{" + ",".join(t.value for t in Tokenization) + "}",
     ),
     Setting(
         "weights", "weights", Group.RETRIEVER, "built-in retriever: bm25 weights of heading,breadcrumb,body",
-        _weights, FieldWeights(), "2,1,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
+        _weights, FieldWeights(), "2,2,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
     ),
     Setting(
         "http-url", "http_url", Group.RETRIEVER, "HTTP retriever: the search endpoint; may hold ${ENV_NAME}",

@@ -1,18 +1,19 @@
-"""The built-in retriever on a real SQLite FTS5 index: safe query compilation, English and CJK."""
+"""The built-in retriever on a real index: safe query compilation, BM25 scoring, English and CJK."""
 
 from __future__ import annotations
 
+import math
 import os
-import sqlite3
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scanner.bm25 import Bm25Parameters
 from scanner.corpus import Corpus, build_document
 from scanner.diagnostics import Diagnostics
 from scanner.index import Index
-from scanner.query_compiler import compile_query
+from scanner.query_compiler import QUERY_COMPILER_VERSION, compile_query
 from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.builtin import BuiltinRetriever, FieldWeights, Tokenization
 
@@ -43,12 +44,12 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("query", HOSTILE)
-def test_untrusted_query_syntax_never_reaches_fts5_as_syntax(retriever: BuiltinRetriever, query: str) -> None:
+def test_untrusted_query_syntax_is_searched_as_plain_text(retriever: BuiltinRetriever, query: str) -> None:
     compiled = compile_query(query)
     if compiled is None:
         assert not any(ch.isalnum() for ch in query)
         return
-    hits = retriever.search(query, 10)  # raises sqlite3.OperationalError on a syntax error
+    hits = retriever.search(query, 10)
     assert all(hit.rank == n for n, hit in enumerate(hits, 1))
 
 
@@ -59,30 +60,43 @@ def test_a_query_of_only_punctuation_or_operators_compiles_to_nothing() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=60))
-def test_any_string_compiles_to_an_expression_fts5_accepts_or_to_a_clean_refusal(text: str) -> None:
+def test_any_string_compiles_to_terms_the_search_accepts_or_to_a_clean_refusal(text: str) -> None:
     compiled = compile_query(text)
     if compiled is None:
+        assert not any(ch.isalnum() for ch in text)
         return
-    connection = sqlite3.connect(":memory:")
-    connection.execute("CREATE VIRTUAL TABLE w USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")
-    connection.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram')")
-    for table, expression in (("w", compiled.word), ("t", compiled.trigram)):
-        if expression is not None:
-            connection.execute(f"SELECT * FROM {table} WHERE {table} MATCH ?", (expression,)).fetchall()
+    assert len(compiled.terms) <= 64
+    assert all(count >= 1 for _, count in compiled.terms)
 
 
-def test_a_quoted_phrase_stays_one_phrase() -> None:
-    compiled = compile_query('how "image tag" works')
-    assert compiled is not None and compiled.word == '"image tag" OR "works"'
+def test_quotes_and_operators_are_plain_text() -> None:
+    assert compile_query('how "image tag" works') == compile_query("how image tag works")
+    assert compile_query("roll* -back NEAR(x)") == compile_query("roll back near x")
 
 
-def test_function_words_are_left_out_unless_quoted_or_alone() -> None:
-    assert (compile_query("how do I roll back the database") or _nothing).word == '"roll" OR "back" OR "database"'
-    assert (compile_query('what is "the one"') or _nothing).word == '"the one"'
-    assert (compile_query("how do I") or _nothing).word == '"how" OR "do" OR "i"'
+def test_function_words_are_left_out_and_words_are_stemmed() -> None:
+    compiled = compile_query("how do I roll back the databases")
+    assert compiled is not None and compiled.terms == (("roll", 1), ("back", 1), ("databas", 1))
+    only_function_words = compile_query("how do I")
+    assert only_function_words is not None and only_function_words.terms == ()
 
 
-_nothing = compile_query("nothing")
+def test_a_repeated_query_word_keeps_its_count() -> None:
+    compiled = compile_query("pressure distribution and pressure gradients of pressure")
+    assert compiled is not None and dict(compiled.terms) == {"pressur": 3, "distribut": 1, "gradient": 1}
+
+
+def test_the_word_a_question_repeats_decides_between_two_chunks() -> None:
+    files = {"a.md": "# A\nalpha alpha note\n", "b.md": "# B\nbeta beta note\n"}
+    retriever = BuiltinRetriever(index_of(files))
+    assert retriever.search("alpha alpha beta", 1)[0].path == "a.md"
+    assert retriever.search("alpha beta beta", 1)[0].path == "b.md"
+
+
+def test_cjk_runs_are_searched_as_bigrams() -> None:
+    compiled = compile_query("中文检索 の BM25")
+    assert compiled is not None
+    assert [t for t, _ in compiled.terms] == ["中文", "文检", "检索", "の", "bm25"]
 
 
 def test_english_matches_other_word_forms_through_stemming(retriever: BuiltinRetriever) -> None:
@@ -117,48 +131,64 @@ def test_the_heading_weight_changes_the_ranking() -> None:
     assert light.search("kubernetes", 1)[0].path == "b.md"
 
 
-def test_the_description_records_tokenizers_weights_and_routing_for_the_fingerprint(retriever: BuiltinRetriever) -> None:
+def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_parameters(
+    retriever: BuiltinRetriever,
+) -> None:
     described = retriever.describe()
+    assert described["query_compiler_version"] == QUERY_COMPILER_VERSION == 5
     assert described["tokenization"] == "auto"
-    assert described["tokenizers"] == {"word": "porter unicode61 remove_diacritics 2 + cjk bigrams", "trigram": "trigram"}
-    assert described["weights"] == {"heading": 2.0, "breadcrumb": 1.0, "body": 1.0}
-    assert described["routing"] == "cjk queries: trigram, filled from word"
-    assert BuiltinRetriever(retriever.index, tokenization=Tokenization.WORD).describe()["routing"] is None
+    assert described["analysis"] == "words, snowball english stemmer, english stopwords; cjk runs as bigrams"
+    assert described["weights"] == {"heading": 2.0, "breadcrumb": 2.0, "body": 1.0}
+    assert described["bm25"] == {"k1": 1.5, "b": 0.75}
+    other = BuiltinRetriever(retriever.index, parameters=Bm25Parameters(k1=0.9, b=0.4)).describe()
+    assert other["bm25"] == {"k1": 0.9, "b": 0.4}
 
 
-def test_auto_answers_english_from_the_word_index_alone_and_never_builds_the_trigram_index() -> None:
+def test_per_field_scoring_sums_each_fields_own_bm25_times_its_weight() -> None:
+    # "kettle" is in one heading (rare there: high idf per field) and in every other body (common
+    # there), twice in b's: per field, a's heading match wins; over the combined fields, b's tf does.
+    files = {"a.md": "# Kettle\nstove\n", "b.md": "# Other\nkettle kettle\n"}
+    files.update({f"{name}.md": f"# {name}\nkettle pan\n" for name in "cde"})
+    index = index_of(files)
+    per_field = BuiltinRetriever(index, FieldWeights(1.0, 1.0, 1.0), parameters=Bm25Parameters(1.2, 0.75, True))
+    combined = BuiltinRetriever(index, FieldWeights(1.0, 1.0, 1.0), parameters=Bm25Parameters(1.2, 0.75, False))
+    assert per_field.search("kettle", 1)[0].path == "a.md"
+    assert combined.search("kettle", 1)[0].path == "b.md"
+
+
+def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
+    # Three one-section documents; the query term is in the body of two of them.
+    files = {"a.md": "# One\nkettle kettle stove\n", "b.md": "# Two\nkettle pan pan pan\n", "c.md": "# Three\npan\n"}
+    index = index_of(files)
+    weights = (2.0, 2.0, 1.0)
+    hits = BuiltinRetriever(index).search("kettle", 10)
+    rows = index.connection.execute("SELECT heading, breadcrumb, body FROM chunks ORDER BY id").fetchall()
+    lengths = [sum(w * len(analysed_terms(text)) for w, text in zip(weights, row)) for row in rows]
+    mean = sum(lengths) / len(lengths)
+    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    expected = [idf * tf * 2.5 / (tf + 1.5 * (0.25 + 0.75 * lengths[i] / mean)) for i, tf in ((0, 2), (1, 1))]
+    assert [h.path for h in hits] == ["a.md", "b.md"]
+    assert [h.score for h in hits] == pytest.approx(expected, rel=1e-5)
+
+
+def analysed_terms(text: str) -> list[str]:
+    from scanner.analysis import Analyzer
+
+    return Analyzer().query_terms(text)
+
+
+def test_equal_scores_are_ranked_in_path_order() -> None:
+    files = {f"{name}.md": "# Same\nidentical words here\n" for name in ("c", "a", "b")}
+    assert [h.path for h in BuiltinRetriever(index_of(files)).search("identical words", 10)] == ["a.md", "b.md", "c.md"]
+
+
+def test_the_postings_are_built_only_when_a_search_needs_them() -> None:
     index = index_of(CORPUS)
-    retriever = BuiltinRetriever(index)
-    retriever.prepare([SearchRequest("q", "how do I roll back", 10)])
-    assert retriever.search("how do I roll back", 1)[0].path == "deploy.md"
-    tables = {name for (name,) in index.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert "fts_word" in tables
-    assert not os.path.exists(os.path.join(index.folder, "trigram.sqlite"))
-    with pytest.raises(ValueError):
-        index.connection_for("fts_trigram")
-
-
-def test_auto_ranks_a_cjk_query_by_trigrams_and_fills_from_bigrams_when_trigrams_find_too_little() -> None:
-    index = index_of(CORPUS)
-    retriever = BuiltinRetriever(index)
-    assert [h.path for h in retriever.search("トライグラムで日本語を検索する方法", 1)] == ["ja.md"]
-    # The trigram index holds only the CJK chunks, and no three-character run of this query is in
-    # zh.md: trigrams alone find nothing, the bigrams fill the list.
-    compiled = compile_query("中文检索使用什么索引")
-    assert compiled is not None and compiled.trigram is not None
-    assert index.search("fts_trigram", compiled.trigram, (2.0, 1.0, 1.0), 10) == []
-    assert retriever.search("中文检索使用什么索引", 1)[0].path == "zh.md"
-    [(trigram_rows,)] = index.connection_for("fts_trigram").execute("SELECT count(*) FROM fts_trigram_docsize").fetchall()
-    assert trigram_rows == 2  # ja.md and zh.md; the three English chunks are not in it
-
-
-def test_a_mixed_script_query_is_ranked_by_trigrams() -> None:
-    index = index_of(CORPUS)
-    hits = BuiltinRetriever(index).search("BM25 の全文検索", 1)
-    compiled = compile_query("BM25 の全文検索")
-    assert compiled is not None and compiled.trigram is not None
-    [(first, _)] = index.search("fts_trigram", compiled.trigram, (2.0, 1.0, 1.0), 1)
-    assert hits[0].path == index.locate_chunks([first])[first][0] == "ja.md"
+    assert not index.analyzer.vocabulary
+    BuiltinRetriever(index).prepare([])
+    assert not index.analyzer.vocabulary
+    BuiltinRetriever(index).prepare([SearchRequest("q", "rollback", 10)])
+    assert "rollback" in index.analyzer.vocabulary
 
 
 def test_the_index_folder_is_removed_when_the_index_is_dropped() -> None:
@@ -167,13 +197,7 @@ def test_the_index_folder_is_removed_when_the_index_is_dropped() -> None:
     index = index_of(CORPUS)
     BuiltinRetriever(index).prepare([SearchRequest("q", "全文検索の仕組み and rollback", 10)])
     folder = index.folder
-    assert os.path.exists(os.path.join(folder, "trigram.sqlite"))
+    assert os.path.exists(os.path.join(folder, "chunks.sqlite"))
     del index
     gc.collect()
     assert not os.path.exists(folder)
-
-
-def test_the_trigram_query_cuts_every_word_into_three_character_windows() -> None:
-    compiled = compile_query("BM25 の全文検索 ab")
-    assert compiled is not None
-    assert compiled.trigram == '"bm2" OR "m25" OR "の全文" OR "全文検" OR "文検索"'

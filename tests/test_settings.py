@@ -103,7 +103,7 @@ def test_tokenization_offers_only_the_values_that_exist() -> None:
     assert [t.value for t in Tokenization] == ["auto", "word"]
     help_text = build_parser().format_help()
     assert "{auto,word}" in help_text
-    assert "fused" not in help_text and "trigram index filled" in help_text
+    assert "fused" not in help_text and "CJK runs as bigrams" in help_text
     with pytest.raises(InputError, match="not one of auto, word"):
         parse_cli(["--tokenization", "fused"])
 

@@ -1,0 +1,196 @@
+"""A BM25 scorer over the chunk fields, as sparse arrays: one posting list per term, scores precomputed.
+
+Why not SQLite FTS5 any more: FTS5 computes bm25() for every row matching any OR term before
+ORDER BY ... LIMIT, about 140 ms a query at 100,000 chunks (issue 16); here a query adds a few
+precomputed posting slices into one score array, well under a millisecond at that size
+(docs/performance.md).
+
+Scoring (BM25F in its simple form, as Lucene's BM25 with a per-field boost):
+- a term's weighted frequency in a chunk is sum over fields of weight(field) * count(term, field);
+- the chunk's length is the same weighted sum of its fields' lengths (in terms);
+- score(term, chunk) = idf(term) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / mean length)),
+  idf(term) = ln(1 + (N - df + 0.5) / (df + 0.5)) with df the chunks holding the term in any field;
+- a query's score for a chunk is the sum over its terms of query count * score(term, chunk): a
+  word the question repeats counts as often as it is written.
+Ties are broken by chunk position (path order), so a run is reproducible.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25Parameters:
+    k1: float = 1.5
+    """Term-frequency saturation (bm25s's default; Lucene's is 1.2). Chosen on the real collections
+    (docs/search-quality.md, `bench/quality_table.py --sweep`): with the default weights, 1.5 was
+    best or within 0.004 of the best on four of the six collections."""
+    b: float = 0.75
+    """Length normalisation; Lucene's and bm25s's default. 0.4 lost 0.01-0.02 on CISI and JSQuAD."""
+    per_field: bool = False
+    """False: one BM25 over the weighted sum of the fields (BM25F). True: BM25 per field, each with
+    its own idf and length normalisation, the weighted scores summed (what Lucene and tantivy
+    do for a query over several fields)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Postings:
+    """Weighted term frequencies in compressed-row form: the chunks holding term t are
+    chunks[start[t]:start[t + 1]] (ascending), with tf[...] the term's weighted count in each."""
+
+    start: npt.NDArray[np.int64]
+    chunks: npt.NDArray[np.int32]
+    tf: npt.NDArray[np.float32]
+    lengths: npt.NDArray[np.float32]
+    """Every chunk's weighted length (in terms)."""
+
+
+BATCH_TOKENS = 1 << 20
+"""Tokens analysed before they are folded into (term, chunk, tf) triples: bounds the memory of the
+raw token stream (about 20 bytes a token while folding) whatever the corpus size."""
+
+
+class PostingsBuilder:
+    """Collects the term ids of each chunk's fields, chunk by chunk in position order, into Postings.
+
+    Memory is what made this shape: tokens are folded batch by batch into unique (term, chunk)
+    triples of 12 bytes, and the final term order is made by a counting sort into preallocated
+    arrays (8 bytes a posting) instead of a sort over 64-bit keys."""
+
+    def __init__(self, n_chunks: int, weights: Sequence[float]) -> None:
+        self._n_chunks = n_chunks
+        self._weights = [np.float32(w) for w in weights]
+        self._tokens = [array("i") for _ in weights]
+        self._lengths = [array("i") for _ in weights]
+        self._first_chunk = 0
+        self._buffered = 0
+        self._batches: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.float32]]] = []
+        self._chunk_lengths = np.zeros(n_chunks, dtype=np.float32)
+
+    def add(self, fields: Sequence[Iterable[int]]) -> None:
+        """The next chunk's term ids, one iterable per field (in the order of the weights)."""
+        for tokens, lengths, term_ids in zip(self._tokens, self._lengths, fields):
+            before = len(tokens)
+            tokens.extend(term_ids)
+            lengths.append(len(tokens) - before)
+            self._buffered += len(tokens) - before
+        if self._buffered >= BATCH_TOKENS:
+            self._fold()
+
+    def _fold(self) -> None:
+        count = len(self._lengths[0]) - self._first_chunk if self._lengths else 0
+        if count == 0:
+            return
+        stride = np.int64(count)
+        keys, weights = [], []
+        for tokens, lengths, weight in zip(self._tokens, self._lengths, self._weights):
+            per_chunk = np.frombuffer(lengths, dtype=np.int32)[self._first_chunk :]
+            self._chunk_lengths[self._first_chunk : self._first_chunk + count] += per_chunk * weight
+            local = np.repeat(np.arange(count, dtype=np.int64), per_chunk)
+            keys.append(np.frombuffer(tokens, dtype=np.int32).astype(np.int64) * stride + local)
+            weights.append(np.full(len(local), weight, dtype=np.float32))
+        unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+        tf = np.bincount(inverse, weights=np.concatenate(weights)).astype(np.float32)
+        terms = (unique // stride).astype(np.int32)
+        chunks = (unique % stride + self._first_chunk).astype(np.int32)
+        self._batches.append((terms, chunks, tf))
+        self._tokens = [array("i") for _ in self._weights]
+        self._first_chunk = len(self._lengths[0])
+        self._buffered = 0
+
+    def finish(self, vocabulary_size: int) -> Postings:
+        self._fold()
+        df = np.zeros(vocabulary_size, dtype=np.int64)
+        for terms, _, _ in self._batches:
+            df += np.bincount(terms, minlength=vocabulary_size)
+        start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+        total = int(start[-1])
+        chunks = np.empty(total, dtype=np.int32)
+        tf = np.empty(total, dtype=np.float32)
+        filled = start[:-1].copy()
+        # Counting sort by term. Within a batch the triples are ordered by term then chunk, and
+        # batches come in chunk order, so each term's postings stay in ascending chunk order.
+        while self._batches:
+            terms, batch_chunks, batch_tf = self._batches.pop(0)
+            first_of_run = np.searchsorted(terms, terms, side="left")
+            positions = filled[terms] + (np.arange(len(terms)) - first_of_run)
+            chunks[positions] = batch_chunks
+            tf[positions] = batch_tf
+            filled += np.bincount(terms, minlength=vocabulary_size)
+        return Postings(start, chunks, tf, self._chunk_lengths)
+
+
+class Bm25Scorer:
+    """Postings with their precomputed BM25 contributions (impacts), in the same layout."""
+
+    def __init__(self, fields: Sequence[Postings], parameters: Bm25Parameters, boosts: Sequence[float] = (1.0,)) -> None:
+        """One Postings with weighted fields (BM25F), or one per field (per-field BM25: each is
+        scored on its own, multiplied by its boost, and the scores summed)."""
+        self.size = len(fields[0].lengths) if fields else 0
+        if len(fields) == 1:
+            only = fields[0]
+            self.start, self.chunks = only.start, only.chunks
+            self.impacts = _impacts(only, self.size, parameters)
+            return
+        stride = max(self.size, 1)
+        # A later analysis pass may have grown the vocabulary: a shorter start has no postings there.
+        vocabulary_size = max(len(f.start) - 1 for f in fields)
+        keys = np.concatenate(
+            [np.repeat(np.arange(len(f.start) - 1, dtype=np.int64), np.diff(f.start)) * stride + f.chunks for f in fields]
+        )
+        unique, inverse = np.unique(keys, return_inverse=True)
+        del keys
+        self.impacts = np.bincount(
+            inverse, weights=np.concatenate([_impacts(f, self.size, parameters) * np.float32(w) for f, w in zip(fields, boosts)])
+        ).astype(np.float32)
+        self.chunks = (unique % stride).astype(np.int32)
+        self.start = np.concatenate(([0], np.cumsum(np.bincount(unique // stride, minlength=vocabulary_size)))).astype(np.int64)
+
+    def top(self, query: Sequence[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
+        """(chunk position, score) of the best `depth` chunks with a positive score, best first."""
+        if depth <= 0 or not query or self.size == 0:
+            return []
+        known = len(self.start) - 1  # terms added to the vocabulary after this scorer have no postings here
+        query = [(t, w) for t, w in query if t < known]
+        if not query:
+            return []
+        terms = np.fromiter((t for t, _ in query), dtype=np.int64, count=len(query))
+        weights = np.fromiter((w for _, w in query), dtype=np.float64, count=len(query))
+        lo, hi = self.start[terms], self.start[terms + 1]
+        lengths = hi - lo
+        total = int(lengths.sum())
+        if total == 0:
+            return []
+        # Every posting of every query term in one gather (a few array operations whatever the
+        # number of terms): position i of the concatenation belongs to term j, at lo[j] + offset.
+        ends = np.cumsum(lengths)
+        postings = np.arange(total) + np.repeat(lo - (ends - lengths), lengths)
+        scores = np.bincount(
+            self.chunks[postings], weights=self.impacts[postings] * np.repeat(weights, lengths), minlength=self.size
+        )
+        candidates = np.flatnonzero(scores > 0)
+        if len(candidates) > depth:
+            # The depth-th best score; every chunk at or above it is a candidate, ties included.
+            threshold = np.partition(scores[candidates], len(candidates) - depth)[len(candidates) - depth]
+            candidates = candidates[scores[candidates] >= threshold]
+        order = np.lexsort((candidates, -scores[candidates]))[:depth]
+        return [(int(c), float(scores[c])) for c in candidates[order]]
+
+
+def _impacts(postings: Postings, n_chunks: int, parameters: Bm25Parameters) -> npt.NDArray[np.float32]:
+    """BM25 of every posting: idf(term) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / mean))."""
+    lengths = postings.lengths
+    mean = float(lengths.mean()) if n_chunks else 0.0
+    df = np.diff(postings.start)
+    idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
+    k1, b = np.float32(parameters.k1), np.float32(parameters.b)
+    norm = k1 * (np.float32(1) - b + b * lengths / np.float32(mean if mean > 0 else 1.0))
+    impacts = np.repeat(idf, df)
+    impacts *= postings.tf * (k1 + 1) / (postings.tf + norm[postings.chunks])
+    return impacts
