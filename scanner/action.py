@@ -54,7 +54,7 @@ from .github import (
 )
 from .history import lock_path
 from .parse_cache import CACHE_FILE
-from .pr_comment import CommentRefused, GitHubApi, PullRequest, marker_for, upsert_comment
+from .pr_comment import CommentMode, CommentRefused, GitHubApi, PullRequest, marker_for, upsert_comment
 from .render import console
 from .render.annotations import (
     base_not_compared_annotation,
@@ -62,7 +62,7 @@ from .render.annotations import (
     input_error_annotation,
     report_annotations,
 )
-from .render.markdown import SourceLinks, SummaryContext, render_input_error, render_summary
+from .render.markdown import SourceLinks, SummaryContext, comment_state, render_input_error, render_summary
 from .retrievers.factory import choose_kind
 from .run import Report, RunRecord
 from .settings import SETTINGS, Form, Interface, RunSettings, Setting, convert, run_settings
@@ -101,7 +101,7 @@ class ActionInputs:
     annotations: bool
     max_annotations: int
     summary: bool
-    comment: bool
+    comment: CommentMode
     github_token: str
 
     @property
@@ -373,7 +373,7 @@ def comment_key(inputs: ActionInputs) -> str:
 
 
 def post_comment(
-    environ: Mapping[str, str], inputs: ActionInputs, event: EventInfo, markdown: str, stderr: IO[str]
+    environ: Mapping[str, str], inputs: ActionInputs, event: EventInfo, markdown: str, state: str, stderr: IO[str]
 ) -> Annotation | None:
     """Create or update the pull-request comment; a warning annotation when that was not possible."""
     if event.problem is not None:
@@ -389,14 +389,17 @@ def post_comment(
     if not inputs.github_token or repository.count("/") != 1:
         return _warning(
             "kb-eval: pull-request comment not posted",
-            "comment is true but "
+            f"comment is {inputs.comment.value} but "
             + ("the github-token input is empty" if not inputs.github_token else "GITHUB_REPOSITORY is not set")
             + "; the step summary has the same text.",
         )
     api = GitHubApi(environ.get("GITHUB_API_URL") or "https://api.github.com", inputs.github_token)
     pull = PullRequest(api.api_url, repository, event.pull_number)
     try:
-        posted = upsert_comment(api, pull, marker_for(comment_key(inputs)), markdown)
+        posted = upsert_comment(
+            api, pull, marker_for(comment_key(inputs)), markdown,
+            state=state, only_on_change=inputs.comment is CommentMode.ON_CHANGE,
+        )
     except CommentRefused as error:
         hint = ""
         if error.status in (401, 403, 404):
@@ -408,7 +411,8 @@ def post_comment(
             "kb-eval: pull-request comment not posted",
             f"{error}.{hint} The step summary has the same text; the step's result is unaffected.",
         )
-    stderr.write(f"kb-eval: pull-request comment {'created' if posted.created else 'updated'} on #{pull.number}\n")
+    done = "left as it was (nothing changed)" if posted.unchanged else "created" if posted.created else "updated"
+    stderr.write(f"kb-eval: pull-request comment {done} on #{pull.number}\n")
     return None
 
 
@@ -465,14 +469,15 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
     echo_log(stdout, result)
     hand_to_workspace_owner(workspace, [*created, *(workspace / path for path in written_paths)])
 
-    if event.problem is not None and (inputs.comment or "GITHUB_EVENT_PATH" in environ):
-        consequence = "no pull-request comment" if inputs.comment else "summary links point at GITHUB_SHA"
+    commenting = inputs.comment is not CommentMode.OFF
+    if event.problem is not None and (commenting or "GITHUB_EVENT_PATH" in environ):
+        consequence = "no pull-request comment" if commenting else "summary links point at GITHUB_SHA"
         notes.append(_warning("kb-eval: event payload not usable", f"{event.problem}; {consequence}."))
     markdown = _summary_markdown(result, inputs, source_links(environ, event))
     if inputs.summary and markdown is not None and environ.get("GITHUB_STEP_SUMMARY"):
         append_summary(environ["GITHUB_STEP_SUMMARY"], markdown)
-    if inputs.comment and result.report is not None and markdown is not None:
-        refused = post_comment(environ, inputs, event, markdown, stderr)
+    if commenting and result.report is not None and markdown is not None:
+        refused = post_comment(environ, inputs, event, markdown, comment_state(result.report), stderr)
         if refused is not None:
             notes.append(refused)
 

@@ -17,6 +17,7 @@ convenience and never decides the step's result.
 
 from __future__ import annotations
 
+import enum
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -69,12 +70,25 @@ class PullRequest:
     number: int
 
 
+class CommentMode(enum.Enum):
+    """When the Action comments on the pull request (input `comment`)."""
+
+    OFF = "off"
+    ALWAYS = "always"
+    """Create the comment, then update it in place on every run."""
+    ON_CHANGE = "on-change"
+    """Create or update only when what the comment reports changed: a re-run that finds the same
+    metrics, changed queries and findings notifies nobody."""
+
+
 @dataclass(frozen=True, slots=True)
 class CommentPosted:
     created: bool
-    """True for a new comment, False when an existing one was updated."""
+    """True for a new comment, False when an existing one was updated (or left as it was)."""
     url: str
     """The comment's html_url (or its API url when GitHub gave none)."""
+    unchanged: bool = False
+    """on-change mode found kb-eval's comment already saying the same: nothing was sent."""
 
 
 class CommentRefused(Exception):
@@ -94,8 +108,14 @@ def marker_for(key: str) -> str:
     return f"<!-- kb-eval:pr-comment:{key} -->"
 
 
-def comment_body(marker: str, markdown: str) -> str:
-    return marker + "\n" + bound_summary(markdown, COMMENT_BODY_LIMIT_BYTES)
+def state_marker(state: str) -> str:
+    """A second hidden line: a digest of what the comment reports, for on-change mode."""
+    return f"<!-- kb-eval:state:{state} -->"
+
+
+def comment_body(marker: str, markdown: str, state: str | None = None) -> str:
+    head = marker + "\n" + (state_marker(state) + "\n" if state else "")
+    return head + bound_summary(markdown, COMMENT_BODY_LIMIT_BYTES)
 
 
 class GitHubApi:
@@ -225,10 +245,23 @@ def find_own_comment(api: GitHubApi, pull: PullRequest, marker: str) -> Mapping[
     return None
 
 
-def upsert_comment(api: GitHubApi, pull: PullRequest, marker: str, markdown: str) -> CommentPosted:
-    """Update kb-eval's own comment, or create it. Raises CommentRefused."""
-    body = {"body": comment_body(marker, markdown)}
+def upsert_comment(
+    api: GitHubApi,
+    pull: PullRequest,
+    marker: str,
+    markdown: str,
+    *,
+    state: str | None = None,
+    only_on_change: bool = False,
+) -> CommentPosted:
+    """Update kb-eval's own comment, or create it. Raises CommentRefused.
+
+    With `only_on_change`, an own comment whose body already carries `state` is left as it is."""
+    body = {"body": comment_body(marker, markdown, state)}
     existing = find_own_comment(api, pull, marker)
+    if existing is not None and only_on_change and state and _carries_state(existing, marker, state):
+        url = existing.get("html_url") or existing.get("url") or ""
+        return CommentPosted(False, str(url), unchanged=True)
     if existing is not None:
         response = api.request("PATCH", f"{api.api_url}/repos/{pull.repository}/issues/comments/{existing['id']}", body)
         created = False
@@ -241,6 +274,11 @@ def upsert_comment(api: GitHubApi, pull: PullRequest, marker: str, markdown: str
         answer = {}
     url = (answer.get("html_url") or answer.get("url") or "") if isinstance(answer, Mapping) else ""
     return CommentPosted(created, str(url))
+
+
+def _carries_state(comment: Mapping[str, Any], marker: str, state: str) -> bool:
+    # Only the line right after the marker counts: the rest of the body is pull-request text.
+    return str(comment.get("body") or "").startswith(marker + "\n" + state_marker(state) + "\n")
 
 
 def _wait_seconds(response: requests.Response, attempt: int) -> float:

@@ -37,6 +37,7 @@ from .errors import InputError
 from .gate import DEFAULT_REGRESSION_THRESHOLD
 from .github import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
 from .history import DEFAULT_HISTORY_SIZE
+from .pr_comment import CommentMode
 from .retrievers import command as command_module
 from .retrievers import http as http_module
 from .retrievers.base import RetrieverKind
@@ -253,6 +254,17 @@ def _revision(text: str) -> BaseRequest:
     ):
         raise Refused("not a git revision (a branch, tag or commit SHA)", "origin/main")
     return BaseRequest(text)
+
+
+def _comment_mode(text: str) -> CommentMode:
+    # `true`/`false` were the input's values before the modes; workflows that use them keep working.
+    spelled = {"true": CommentMode.ALWAYS, "false": CommentMode.OFF}
+    if text in spelled:
+        return spelled[text]
+    try:
+        return CommentMode(text)
+    except ValueError:
+        raise Refused("not one of off, always, on-change", "on-change") from None
 
 
 def _retriever_kind(text: str) -> RetrieverKind:
@@ -561,9 +573,11 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "comment", "comment", Group.WORKFLOW,
-        "post the summary as a pull-request comment, updated in place on later runs; needs pull-requests and "
-        "issues write permission",
-        _text, False, "false", form=Form.SWITCH, cli=False,
+        "post the summary as a pull-request comment: off; always (created, then updated in place on every "
+        "run); or on-change (created or updated only when the metrics, the changed queries or the findings "
+        "differ from the last comment, so a re-run notifies nobody); true means always, false off; needs "
+        "pull-requests and issues write permission",
+        _comment_mode, CommentMode.OFF, "false", cli=False, metavar="{off,always,on-change}",
     ),
     Setting(
         "github-token", "github_token", Group.WORKFLOW, "token for the pull-request comment, used only when comment is true",

@@ -260,3 +260,51 @@ def test_an_answer_that_is_not_json_is_a_warning_not_a_crash(
     assert observed.returncode == ExitCode.OK
     [refused] = [a for a in observed.annotations if a[4] == "kb-eval: pull-request comment not posted"]
     assert "did not return a JSON list" in refused[5]
+
+
+def run_with_mode(layout: RunnerLayout, server: LoopbackServer, mode: str) -> Any:
+    next_step(layout)
+    inputs = action_inputs({"kb-path": KB, "comment": mode})
+    return run_entrypoint(layout, inputs, extra_env={"GITHUB_API_URL": server.url})
+
+
+def test_on_change_leaves_the_comment_alone_when_nothing_changed_and_updates_it_when_something_did(
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+) -> None:
+    fake, server = api
+    assert observe(run_with_mode(layout, server, "on-change")).returncode == ExitCode.OK
+    [comment] = fake.comments
+    assert comment["body"].startswith(MARKER_PREFIX) and "<!-- kb-eval:state:" in comment["body"]
+
+    server.received.clear()
+    rerun = run_with_mode(layout, server, "on-change")  # the same KB: the same report
+    assert [method for method, _ in calls(server)] == ["GET", "GET"]  # the list and /user, no PATCH
+    assert "left as it was (nothing changed)" in rerun.stderr
+
+    server.received.clear()
+    (layout.workspace / KB / "notes" / "leak-0.md").unlink()  # the finding goes away
+    run_with_mode(layout, server, "on-change")
+    assert calls(server)[-1] == ("PATCH", f"{REPO_PATH}/issues/comments/{comment['id']}")
+    assert "No document quotes" in fake.comments[0]["body"]
+
+
+def test_always_updates_even_when_nothing_changed_and_true_still_means_always(
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+) -> None:
+    fake, server = api
+    run_with_mode(layout, server, "always")
+    server.received.clear()
+    run_with_mode(layout, server, "true")
+    assert calls(server)[-1][0] == "PATCH" and len(fake.comments) == 1
+
+
+def test_off_and_false_post_nothing_and_a_misspelled_mode_is_refused_naming_the_input(
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+) -> None:
+    fake, server = api
+    for mode in ("off", "false"):
+        assert observe(run_with_mode(layout, server, mode)).returncode == ExitCode.OK
+    assert server.received == [] and fake.comments == []
+    refused = observe(run_with_mode(layout, server, "sometimes"))
+    assert refused.returncode == ExitCode.BAD_INPUT
+    assert any("comment" in a[5] and "on-change" in a[5] for a in refused.annotations)

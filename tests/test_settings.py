@@ -14,6 +14,7 @@ import pytest
 from scanner.action import INPUT_DEFAULTS, read_inputs
 from scanner.cli import build_parser, execute, parse_cli
 from scanner.errors import ExitCode, InputError
+from scanner.pr_comment import CommentMode
 from scanner.retrievers.base import RetrieverKind
 from scanner.retrievers.builtin import FieldWeights, Tokenization
 from scanner.settings import (
@@ -32,6 +33,7 @@ from tests.container_support import action_inputs, input_environment
 
 BAD_VALUES = {
     "baseline-ref": "-n",  # issue 17: a revision git would read as an option
+    "comment": "sometimes",
     "limit": "0",
     "k": "1,x",
     "format": "xml",
@@ -192,7 +194,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
     assert (run.hits_path, run.path_field, run.heading_field, run.score_field, run.path_prefix_strip) == (
         "h", "p", "t", "s", ("/kb",))
     assert (inputs.annotations, inputs.max_annotations, inputs.summary, inputs.comment, inputs.github_token) == (
-        False, 3, False, True, "t-123")
+        False, 3, False, CommentMode.ALWAYS, "t-123")
     assert run.interface is Interface.ACTION
 
 

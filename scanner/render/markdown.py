@@ -16,6 +16,8 @@ readable; the writer caps the bytes.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import urllib.parse
 from collections.abc import Sequence
@@ -294,3 +296,19 @@ def _linked(label: str, path: str, line: int | None, links: SourceLinks | None) 
 
 def _join_repo(kb_path: str, path: str) -> str:
     return path if kb_path in ("", ".") else f"{kb_path.rstrip('/')}/{path}"
+
+
+def comment_state(report: Report) -> str:
+    """A digest of what the comment reports (metrics, changed queries, findings), so on-change mode
+    can tell a re-run that found the same from one that did not. Times and links are left out."""
+    run = report.run
+    what = {
+        "metrics": [round(run.aggregate.mrr, 4), *(round(v, 4) for v in run.aggregate.recall_at_k.values()),
+                    *(round(v, 4) for v in run.aggregate.ndcg_at_k.values())],
+        "changed": [[q.query_id, q.status, q.rank_before, q.rank_after, q.now_above]
+                    for q in report.comparison.changed_queries()],
+        "findings": [[f.finding.path, [[q.query_id, q.displaces_expected] for q in f.finding.quoted]]
+                     for f in run.findings],
+        "verdict": phrases.verdict(report).value,
+    }
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
