@@ -32,13 +32,14 @@ RUN printf '%s\n' \
 #   python3.11-minimal's recommendation would keep them.
 # - nothing else byte-compiles the standard library without the `python3`
 #   package, so it is done here (else every step compiles what it imports).
-# - git stays: baseline-ref and a pull request's base commit are read from the
-#   checkout's history (scanner/git_base.py).
+# - no git: baseline-ref and a pull request's base commit are read from the
+#   checkout's history by dulwich, in Python (scanner/git_base.py); git would
+#   bring perl and run nothing the action needs.
 # One RUN rather than a build stage and a runtime stage: the same image, but
 # one apt-get update instead of two (measured in docs/release.md).
 COPY requirements.lock /tmp/requirements.lock
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3.11-minimal libpython3.11-stdlib python3.11-venv git \
+ && apt-get install -y --no-install-recommends python3.11-minimal libpython3.11-stdlib python3.11-venv \
  && /usr/bin/python3.11 -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --no-input \
       --require-hashes --no-deps --only-binary=:all: -r /tmp/requirements.lock \

@@ -8,20 +8,22 @@ fingerprints are equal and the comparison is possible also when the pull request
 edits the golden file; what differs is the corpus, which is what a reviewer
 wants measured.
 
-The tree is read without a checkout: `git ls-tree` lists it and one
-`git cat-file --batch` streams the blobs, so the working tree and the index are
-never touched. The listing gets the folder walk's rules (scanner/corpus.py):
+The tree is read without a checkout and without the git program: dulwich (a
+pure-Python git library) reads the repository's objects in this process, so the
+working tree and the index are never touched and the image needs no git (and no
+perl). The listing gets the folder walk's rules (scanner/corpus.py):
 dot-folders, excludes, suffixes, undecodable names, the per-file size cap,
 symbolic links followed only inside the KB and never to a folder, submodules
 skipped. tests/test_git_base.py reads one tree both ways and requires the same
 corpus and the same warnings.
 
-Git is run with no shell, a cleaned environment (no inherited `GIT_*`
-variable, no system config), settings that keep repository config from running
-anything (`core.fsmonitor`, hooks) or reaching the network (a partial clone's
-lazy fetch), `safe.directory` for exactly this repository when another user owns
-it (the Action's container runs as root over the runner user's checkout), and
-one deadline for all its calls.
+Reading objects runs nothing the repository could name: dulwich has no hooks,
+no fsmonitor, no filters or textconv on this path, no lazy fetch of a partial
+clone's missing objects (a missing object is a KeyError, reported as a cause),
+reads no GIT_* variable when given the repository's path, and has no ownership
+check (git's safe.directory), so the runner user's checkout is read by the
+container's root as is. One deadline bounds the whole read, checked between
+objects.
 
 What cannot be compared is a `Comparison` with a `NotComparedCause` and a hint,
 never a stopped run, except when the user named the revision and it is the
@@ -35,16 +37,21 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import shutil
-import subprocess
-import threading
 import time
 import traceback
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from dulwich.diff_tree import CHANGE_RENAME, RenameDetector, tree_changes
+from dulwich.errors import NotGitRepository, WrongObjectException
+from dulwich.object_store import DiskObjectStore
+from dulwich.objects import Commit, ObjectID, Tag, Tree
+from dulwich.objectspec import parse_commit, parse_object
+from dulwich.repo import Repo
 
 from .compare import BaseRequest, BaseRevision, Comparison, NotComparedCause, Origin, compare_runs, no_previous
 from .corpus import INDEXED_SUFFIXES, MAX_DOCUMENT_BYTES, compile_excludes
@@ -60,9 +67,9 @@ from .runrecord import run_from_document
 FLAG = "--baseline-ref"
 
 GIT_DEADLINE_SECONDS = 300.0
-"""For all git calls of one base evaluation together. Listing and reading a 10,000-file KB
-takes about a second (bench/base_and_head.py); the deadline only stops a git that hangs (a
-lock, a network file system), and then the run goes on without a comparison."""
+"""For all reads of one base evaluation together, checked between objects. Listing and reading a
+10,000-file KB takes about a second (bench/base_and_head.py); the deadline only stops a read
+that crawls (a network file system), and then the run goes on without a comparison."""
 
 MAX_REVISION_CHARS = 256
 MAX_SYMLINK_HOPS = 40
@@ -70,24 +77,12 @@ MAX_SYMLINK_HOPS = 40
 
 SHALLOW_HINT = "set `fetch-depth: 0` on actions/checkout, so the checkout holds the base commit"
 
-_SAFE_CONFIG = (
-    # Repository config is read by every git command; these keep it from running a program
-    # (fsmonitor, hooks) or from fetching a partial clone's missing blobs over the network.
-    "core.fsmonitor=false",
-    "core.hooksPath=/dev/null",
-    "protocol.allow=never",
-    "core.quotePath=false",
-)
-
-
 @dataclass(frozen=True, slots=True)
 class Repository:
     top: Path
     """The folder holding `.git`."""
     prefix: str
     """The KB folder relative to `top`, `/`-separated; "" when the KB is the repository root."""
-    safe_directory: str | None
-    """Passed as `-c safe.directory=...` when another user owns the repository."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +98,7 @@ class ResolvedBase:
 
 
 class GitFailed(Exception):
-    """Git did not give what was asked (error, timeout, unexpected output)."""
+    """The repository did not give what was asked (a missing or unreadable object, the deadline)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +134,6 @@ def resolve_base(
         if explicit:
             raise InputError(reason, field=FLAG, hint="drop --baseline-ref, or compare with a saved --baseline report")
         return None
-    if shutil.which("git") is None:
-        if explicit:
-            raise InputError("git is not installed", field=FLAG, hint="install git, or drop --baseline-ref")
-        return None
     repository = find_repository(kb_path)
     if repository is None:
         reason = f"{kb_path} is not inside a git repository"
@@ -151,9 +142,12 @@ def resolve_base(
         return None
     deadline = time.monotonic() + GIT_DEADLINE_SECONDS
     try:
-        commit = _resolve_commit(repository, request.revision, deadline)
-        if commit is None:
-            if _is_shallow(repository, deadline):
+        with open_repository(repository) as repo:
+            commit = _resolve_commit(repo, request.revision)
+            shallow = commit is None and bool(repo.get_shallow())
+            committed_at = _commit_time(repo, commit) if commit is not None else None
+        if commit is None or committed_at is None:
+            if shallow:
                 return no_previous(
                     f"{_shown_ref(request)} is not in this checkout, which is shallow (a fetch of the last "
                     "commit only): nothing was compared",
@@ -166,14 +160,14 @@ def resolve_base(
                     hint="give a branch, tag or commit SHA that `git rev-parse` knows (e.g. origin/main after a fetch)",
                 )
             return unavailable(reason, SHALLOW_HINT)
-        committed_at = _commit_time(repository, commit, deadline)
+        _check_deadline(deadline)
     except GitFailed as error:
         return unavailable(f"git could not read {_shown_ref(request)}: {error}")
     return ResolvedBase(request, repository, commit, committed_at)
 
 
 def check_revision_text(revision: str) -> None:
-    """A revision is one git name: refused before git sees it when it could be read as an option
+    """A revision is one git name: refused before it is looked up when it could be read as an option
     or holds what no ref name can (control characters, spaces)."""
     bad = (
         not revision
@@ -190,27 +184,15 @@ def check_revision_text(revision: str) -> None:
 
 
 def find_repository(kb_path: Path) -> Repository | None:
-    """The repository holding the KB folder, found as git finds it (the nearest `.git` above),
-    without asking git: git refuses to answer in a repository another user owns until
-    `safe.directory` names it, and naming it needs to know where it is."""
+    """The repository holding the KB folder, found as git finds it: the nearest `.git` above, a
+    folder or (a worktree, a submodule) a `gitdir:` file, which dulwich's Repo follows."""
     kb = Path(os.path.realpath(kb_path))
     for folder in (kb, *kb.parents):
         marker = folder / ".git"
         if os.path.lexists(marker):
             prefix = kb.relative_to(folder).as_posix()
-            return Repository(folder, "" if prefix == "." else prefix, _safe_directory(folder, marker))
+            return Repository(folder, "" if prefix == "." else prefix)
     return None
-
-
-def _safe_directory(top: Path, marker: Path) -> str | None:
-    # Named only when needed, and then exactly this repository (never `*`): git's ownership check
-    # protects a user from a repository someone else planted, and the KB's own checkout is the one
-    # repository this run was asked to read.
-    try:
-        owners = {os.stat(top).st_uid, os.stat(marker).st_uid}
-    except OSError:
-        return None
-    return None if owners == {os.geteuid()} else str(top)
 
 
 def _shown_ref(request: BaseRequest) -> str:
@@ -219,86 +201,45 @@ def _shown_ref(request: BaseRequest) -> str:
     return f"revision {request.revision!r}"
 
 
-def _resolve_commit(repository: Repository, revision: str, deadline: float) -> str | None:
-    result = _git(repository, ["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], deadline, check=False)
-    sha = result.stdout.decode("ascii", "replace").strip()
-    if result.returncode != 0 or not sha:
-        return None
-    if len(sha) not in (40, 64) or any(c not in "0123456789abcdef" for c in sha):
-        raise GitFailed(f"rev-parse answered {sha[:80]!r}")
-    return sha
-
-
-def _is_shallow(repository: Repository, deadline: float) -> bool:
-    return _git(repository, ["rev-parse", "--is-shallow-repository"], deadline).stdout.strip() == b"true"
-
-
-def _commit_time(repository: Repository, commit: str, deadline: float) -> datetime:
-    # The raw commit object, not `git log`: log obeys settings (log.showSignature) that run gpg.
-    body = _git(repository, ["cat-file", "commit", commit], deadline).stdout
-    for line in body.split(b"\n"):
-        if not line:
-            break
-        if line.startswith(b"committer "):
-            try:
-                epoch = int(line.rsplit(b" ", 2)[1])
-                return datetime.fromtimestamp(epoch, UTC)
-            except (ValueError, IndexError, OverflowError, OSError):
-                break
-    raise GitFailed(f"commit {commit[:12]} has no readable committer date")
-
-
-# --- running git -------------------------------------------------------------------------
-
-
-def git_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment git runs in: no inherited GIT_* variable (GIT_DIR, GIT_CONFIG_PARAMETERS,
-    GIT_EXTERNAL_DIFF, ... would change what is read or run), no system config, no prompt,
-    no replace refs, messages in English."""
-    source = os.environ if environ is None else environ
-    environment = {name: value for name, value in source.items() if not name.startswith("GIT_")}
-    environment.update(
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_TERMINAL_PROMPT="0",
-        GIT_OPTIONAL_LOCKS="0",
-        GIT_NO_REPLACE_OBJECTS="1",
-        LC_ALL="C",
-    )
-    return environment
-
-
-def git_command(repository: Repository, arguments: Sequence[str]) -> list[str]:
-    command = ["git"]
-    for setting in _SAFE_CONFIG:
-        command += ["-c", setting]
-    if repository.safe_directory is not None:
-        command += ["-c", f"safe.directory={repository.safe_directory}"]
-    return [*command, "-C", str(repository.top), *arguments]
-
-
-def _git(
-    repository: Repository, arguments: Sequence[str], deadline: float, *, check: bool = True
-) -> subprocess.CompletedProcess[bytes]:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise GitFailed(f"git took longer than {GIT_DEADLINE_SECONDS:g} s")
+def open_repository(repository: Repository) -> Repo:
+    """The repository, opened by its path: dulwich then reads no GIT_DIR or other GIT_* variable,
+    and, unlike git, checks no owner, so the container's root reads the runner user's checkout."""
     try:
-        result = subprocess.run(
-            git_command(repository, arguments), capture_output=True, timeout=remaining,
-            env=git_environment(), stdin=subprocess.DEVNULL, check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise GitFailed(f"git took longer than {GIT_DEADLINE_SECONDS:g} s") from None
-    except OSError as error:
-        raise GitFailed(f"git cannot be started ({error.strerror})") from None
-    if check and result.returncode != 0:
-        raise GitFailed(_first_line(result.stderr) or f"git {arguments[0]} exited {result.returncode}")
-    return result
+        return Repo(str(repository.top))
+    except (NotGitRepository, OSError, ValueError) as error:
+        raise GitFailed(f"{repository.top} cannot be opened as a repository ({error})") from None
 
 
-def _first_line(stderr: bytes) -> str:
-    lines = stderr.decode("utf-8", "replace").strip().splitlines()
-    return lines[0][:200] if lines else ""
+def _resolve_commit(repo: Repo, revision: str) -> str | None:
+    """The commit REV names, as `git rev-parse REV^{commit}` finds it, or None. parse_commit knows
+    refs (branches, tags, remotes) and full or short SHAs; parse_object also knows `~`, `^` and
+    `@{n}`; a tag is followed to its commit."""
+    found: object
+    try:
+        found = parse_commit(repo, revision)
+    except (KeyError, ValueError, WrongObjectException):
+        try:
+            found = parse_object(repo, revision.encode("utf-8"))
+            while isinstance(found, Tag):
+                found = repo[found.object[1]]
+        except (KeyError, ValueError, WrongObjectException):
+            return None
+    return found.id.decode("ascii") if isinstance(found, Commit) else None
+
+
+def _commit_time(repo: Repo, commit: str) -> datetime:
+    try:
+        found = repo[commit.encode("ascii")]
+        if not isinstance(found, Commit):
+            raise GitFailed(f"{commit[:12]} is not a commit")
+        return datetime.fromtimestamp(found.commit_time, UTC)
+    except (KeyError, ValueError, OverflowError, OSError) as error:
+        raise GitFailed(f"commit {commit[:12]} has no readable committer date ({error})") from None
+
+
+def _check_deadline(deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise GitFailed(f"reading the repository took longer than {GIT_DEADLINE_SECONDS:g} s")
 
 
 # --- listing the tree with the folder walk's rules ---------------------------------------
@@ -309,31 +250,153 @@ def list_tree(
 ) -> list[TreeFile] | None:
     """The KB's indexable files at the base commit; None when the KB folder is not there."""
     repository = base.repository
-    kb_tree = f"{base.commit}:{repository.prefix}"
-    kind = _git(repository, ["cat-file", "-t", kb_tree], deadline, check=False)
-    if kind.returncode != 0 or kind.stdout.strip() != b"tree":
-        return None
-    listing = _git(repository, ["ls-tree", "-r", "-z", "-l", kb_tree], deadline).stdout
-    entries: dict[str, tuple[str, str, int]] = {}
-    folders: set[str] = set()
-    order: list[str] = []
-    for record in listing.split(b"\0"):
-        if not record:
-            continue
-        meta, _, raw_path = record.partition(b"\t")
-        fields = meta.split()
-        if len(fields) != 4 or not raw_path:
-            raise GitFailed(f"ls-tree gave an unexpected line {record[:80]!r}")
-        mode, _kind, blob, size_text = (field.decode("ascii", "replace") for field in fields)
-        path = raw_path.decode("utf-8", "surrogateescape")
-        entries[path] = (mode, blob, int(size_text) if size_text.isdigit() else 0)
-        order.append(path)
-        parts = path.split("/")
-        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    with open_repository(repository) as repo:
+        return _list_tree(repo, base, exclude, diagnostics, deadline)
+
+
+def _list_tree(
+    repo: Repo, base: ResolvedBase, exclude: Sequence[str], diagnostics: Diagnostics, deadline: float
+) -> list[TreeFile] | None:
+    repository = base.repository
+    store = repo.object_store
+    try:
+        commit = repo[ObjectID(base.commit.encode("ascii"))]
+        if not isinstance(commit, Commit):
+            raise GitFailed(f"{base.commit[:12]} is not a commit")
+        kb_tree = commit.tree
+        if repository.prefix:
+            try:
+                mode, kb_tree = commit_tree_lookup(store, commit.tree, repository.prefix)
+            except KeyError:
+                return None
+            if mode != 0o040000:
+                return None
+        entries: dict[str, tuple[str, str, int]] = {}
+        folders: set[str] = set()
+        order: list[str] = []
+        for entry in store.iter_tree_contents(kb_tree):
+            _check_deadline(deadline)
+            path = entry.path.decode("utf-8", "surrogateescape")
+            mode_text = f"{entry.mode:06o}"
+            blob = entry.sha.decode("ascii")
+            # The size from the object's header, before its body is read (a file over the cap is
+            # never inflated); links and submodules need none.
+            size = object_size(store, blob) if mode_text in ("100644", "100755") else 0
+            entries[path] = (mode_text, blob, size)
+            order.append(path)
+            parts = path.split("/")
+            folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    except KeyError as error:
+        raise GitFailed(f"object {_hex(error)} is missing (a partial clone's blobs are never fetched)") from None
     links = sorted({blob for mode, blob, _ in entries.values() if mode == "120000"})
-    link_texts = dict(zip(links, (_decode_link(data) for data in read_blobs(repository, links, deadline))))
+    link_texts = dict(zip(links, (_decode_link(data) for data in _read(store, links, deadline, None))))
     tree = _Tree(entries, folders, link_texts, repository.prefix)
-    return list(_kept_files(order, tree, exclude, diagnostics))
+    return list(_kept_files(sorted(order, key=_git_order), tree, exclude, diagnostics))
+
+
+def _git_order(path: str) -> bytes:
+    # git lists a tree recursively in byte order of the full paths; the walk below depends only on
+    # the set, the order is kept so warnings come in the order `git ls-tree -r` gave them.
+    return path.encode("utf-8", "surrogateescape")
+
+
+def _hex(error: KeyError) -> str:
+    key = error.args[0] if error.args else b""
+    return key.decode("ascii", "replace") if isinstance(key, bytes) else str(key)
+
+
+def commit_tree_lookup(store: DiskObjectStore, tree_id: bytes, prefix: str) -> tuple[int, bytes]:
+    """(mode, id) of the entry at `prefix` under tree `tree_id`; KeyError when there is none."""
+    mode, current = 0o040000, tree_id
+    for part in prefix.encode("utf-8", "surrogateescape").split(b"/"):
+        if mode != 0o040000:
+            raise KeyError(part)
+        tree = store[ObjectID(current)]
+        if not isinstance(tree, Tree):
+            raise KeyError(part)
+        mode, current = tree[part]
+    return mode, current
+
+
+def object_size(store: DiskObjectStore, blob: str) -> int:
+    """An object's size from its header, reading only the first bytes: a loose object's zlib
+    stream, or a packed object's entry header (and a delta's first bytes, which hold the size of
+    the object it makes). dulwich has no call for this; git's `ls-tree -l` does the same."""
+    sha = ObjectID(blob.encode("ascii"))
+    for one in _stores(store):
+        loose = os.path.join(one.path, blob[:2], blob[2:])
+        if os.path.isfile(loose):
+            return _loose_size(loose, blob)
+        for pack in one.packs:
+            try:
+                offset = pack.index.object_offset(sha)
+            except KeyError:
+                continue
+            return _packed_size(os.fspath(pack.data.path), offset, blob)
+    raise KeyError(sha)
+
+
+def _stores(store: DiskObjectStore) -> Iterator[DiskObjectStore]:
+    # This repository's objects, then its alternates' (a `git clone --shared` or `--reference`).
+    yield store
+    for alternate in store.alternates:
+        if isinstance(alternate, DiskObjectStore):
+            yield from _stores(alternate)
+
+
+_HEADER_BYTES = 64
+
+
+def _loose_size(path: str, blob: str) -> int:
+    inflater = zlib.decompressobj()
+    with open(path, "rb") as stream:
+        head = inflater.decompress(stream.read(_HEADER_BYTES * 4), _HEADER_BYTES)
+    kind, _, rest = head.partition(b" ")
+    size_text, nul, _ = rest.partition(b"\0")
+    if kind != b"blob" or not nul or not size_text.isdigit():
+        raise GitFailed(f"object {blob} is not a readable blob")
+    return int(size_text)
+
+
+_OFS_DELTA, _REF_DELTA = 6, 7
+
+
+def _packed_size(pack_path: str, offset: int, blob: str) -> int:
+    with open(pack_path, "rb") as stream:
+        stream.seek(offset)
+        head = stream.read(_HEADER_BYTES)
+        byte = head[0]
+        kind = (byte >> 4) & 7
+        size, shift, i = byte & 15, 4, 1
+        while byte & 0x80:
+            byte = head[i]
+            size |= (byte & 0x7F) << shift
+            shift, i = shift + 7, i + 1
+        if kind not in (_OFS_DELTA, _REF_DELTA):
+            return size
+        if kind == _REF_DELTA:
+            i += 20
+        else:
+            while head[i] & 0x80:
+                i += 1
+            i += 1
+        stream.seek(offset + i)
+        delta = zlib.decompressobj().decompress(stream.read(_HEADER_BYTES * 4), 2 * 10)
+    _source_size, at = _varint(delta, 0, blob)
+    target_size, _ = _varint(delta, at, blob)
+    return target_size
+
+
+def _varint(data: bytes, at: int, blob: str) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if at >= len(data):
+            raise GitFailed(f"packed object {blob} has an unreadable delta header")
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        shift, at = shift + 7, at + 1
+        if not byte & 0x80:
+            return value, at
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,105 +522,62 @@ def _shown(path: str) -> str:
 
 
 def read_blobs(repository: Repository, blobs: Sequence[str], deadline: float) -> Iterator[bytes]:
-    """Each blob's bytes, in order, from one `git cat-file --batch` (no filters, no textconv).
-
-    Streamed: one blob is held at a time. The requests are written by a thread, since git's
-    answers would otherwise fill the pipe while we are still writing; a timer kills git at
-    the deadline, and the read that then comes up short raises GitFailed."""
-    if not blobs:
-        return
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise GitFailed(f"git took longer than {GIT_DEADLINE_SECONDS:g} s")
-    try:
-        process = subprocess.Popen(
-            git_command(repository, ["cat-file", "--batch"]),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_environment(),
-        )
-    except OSError as error:
-        raise GitFailed(f"git cannot be started ({error.strerror})") from None
-    assert process.stdin is not None and process.stdout is not None  # both are pipes
-    expired = threading.Event()
-
-    def kill() -> None:
-        expired.set()
-        process.kill()
-
-    timer = threading.Timer(remaining, kill)
-    timer.daemon = True
-    writer = threading.Thread(target=_write_requests, args=(process.stdin, blobs), daemon=True)
-    timer.start()
-    writer.start()
-    try:
-        for blob in blobs:
-            yield _read_answer(process.stdout, blob, expired)
-    finally:
-        timer.cancel()
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        writer.join()
-        process.stdout.close()
+    """Each blob's bytes, in order, read in this process (no filters, no textconv: the object as
+    stored). Streamed: one blob is held at a time; the deadline is checked before each."""
+    with open_repository(repository) as repo:
+        yield from _read(repo.object_store, blobs, deadline, MAX_DOCUMENT_BYTES)
 
 
-def _write_requests(stdin: IO[bytes], blobs: Sequence[str]) -> None:
-    try:
-        for blob in blobs:
-            stdin.write(blob.encode("ascii") + b"\n")
-        stdin.close()
-    except (BrokenPipeError, ValueError, OSError):
-        pass  # git stopped (killed at the deadline, or failed): the reader reports it
-
-
-def _read_answer(stdout: IO[bytes], blob: str, expired: threading.Event) -> bytes:
-    def failed(what: str) -> GitFailed:
-        if expired.is_set():
-            return GitFailed(f"git took longer than {GIT_DEADLINE_SECONDS:g} s")
-        return GitFailed(what)
-
-    header = stdout.readline()
-    fields = header.split()
-    if len(fields) != 3 or fields[0].decode("ascii", "replace") != blob or fields[1] != b"blob":
-        raise failed(f"cat-file answered {header[:80]!r} for {blob}")
-    size = int(fields[2])
-    if size > MAX_DOCUMENT_BYTES:
-        # Only blobs the listing showed under the cap are asked for; a different size is not them.
-        raise failed(f"blob {blob} is {size} bytes, not what the tree listed")
-    data = stdout.read(size)
-    if len(data) != size or stdout.read(1) != b"\n":
-        raise failed(f"cat-file's answer for {blob} ended early")
-    return data
+def _read(store: DiskObjectStore, blobs: Sequence[str], deadline: float, cap: int | None) -> Iterator[bytes]:
+    for blob in blobs:
+        _check_deadline(deadline)
+        try:
+            if cap is not None and object_size(store, blob) > cap:
+                # Only blobs the listing showed under the cap are asked for; a larger one is not them.
+                raise GitFailed(f"blob {blob} is over {cap} bytes, not what the tree listed")
+            kind, data = store.get_raw(ObjectID(blob.encode("ascii")))
+        except KeyError:
+            raise GitFailed(f"object {blob} is missing (a partial clone's blobs are never fetched)") from None
+        if kind != 3:  # a blob
+            raise GitFailed(f"object {blob} is not a blob")
+        yield data
 
 
 # --- the expected files a pull request renamed -------------------------------------------------
 
 
 def renamed_since(base: ResolvedBase, deadline: float) -> dict[str, str]:
-    """KB-relative new path -> old path, for the files git sees renamed from the base commit
-    to HEAD (`diff-tree -M`, renames with edits included). Empty when there is no HEAD."""
+    """KB-relative new path -> old path, for the files renamed from the base commit to HEAD as
+    `git diff-tree -M` sees them (renames with edits included). Empty when there is no HEAD."""
+    with open_repository(base.repository) as repo:
+        return _renamed_since(repo, base, deadline)
+
+
+def _renamed_since(repo: Repo, base: ResolvedBase, deadline: float) -> dict[str, str]:
     repository = base.repository
-    head = _resolve_commit(repository, "HEAD", deadline)
+    head = _resolve_commit(repo, "HEAD")
     if head is None or head == base.commit:
         return {}
-    pathspec = [repository.prefix] if repository.prefix else []
-    output = _git(
-        repository, ["diff-tree", "-r", "-z", "-M", "--name-status", base.commit, head, "--", *pathspec],
-        deadline,
-    ).stdout
-    fields = output.split(b"\0")
-    renames: dict[str, str] = {}
-    start = len(repository.prefix) + 1 if repository.prefix else 0
-    i = 0
-    while i < len(fields) and fields[i]:
-        status = fields[i]
-        if status.startswith((b"R", b"C")) and i + 2 < len(fields):
-            old = fields[i + 1].decode("utf-8", "surrogateescape")[start:]
-            new = fields[i + 2].decode("utf-8", "surrogateescape")[start:]
-            if status.startswith(b"R"):
-                renames[new] = old
-            i += 3
-        else:
-            i += 2
+    prefix = repository.prefix.encode("utf-8", "surrogateescape") + b"/" if repository.prefix else b""
+    try:
+        old_tree = repo[base.commit.encode("ascii")]
+        new_tree = repo[head.encode("ascii")]
+        assert isinstance(old_tree, Commit) and isinstance(new_tree, Commit)  # both resolved as commits
+        # git's defaults for `diff-tree -M`: 50% similar, renames with edits included.
+        detector = RenameDetector(repo.object_store, rename_threshold=50)
+        renames: dict[str, str] = {}
+        for change in tree_changes(repo.object_store, old_tree.tree, new_tree.tree, rename_detector=detector):
+            _check_deadline(deadline)
+            if change.type != CHANGE_RENAME or change.old is None or change.new is None:
+                continue
+            old, new = change.old.path, change.new.path
+            if old is None or new is None or not (old.startswith(prefix) and new.startswith(prefix)):
+                continue
+            renames[new[len(prefix):].decode("utf-8", "surrogateescape")] = old[len(prefix):].decode(
+                "utf-8", "surrogateescape"
+            )
+    except KeyError as error:
+        raise GitFailed(f"object {_hex(error)} is missing (a partial clone's blobs are never fetched)") from None
     return renames
 
 

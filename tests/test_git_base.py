@@ -22,8 +22,9 @@ from scanner.git_base import (
     SHALLOW_HINT,
     ResolvedBase,
     find_repository,
-    git_environment,
     list_tree,
+    object_size,
+    open_repository,
     read_blobs,
     resolve_base,
 )
@@ -357,7 +358,7 @@ def test_a_symlink_in_the_base_tree_pointing_outside_the_kb_is_not_followed(tmp_
     assert report["previous"]["corpus"]["documents"] == 4  # alias.md (inside) read, leak.md not
 
 
-def test_a_repository_owned_by_another_user_is_read_with_safe_directory_for_it_alone(tmp_path: Path) -> None:
+def test_a_repository_owned_by_another_user_is_read_without_an_ownership_check(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to give the repository to another user, as the runner's checkout is")
     repo = new_repo(tmp_path / "repo")
@@ -369,15 +370,29 @@ def test_a_repository_owned_by_another_user_is_read_with_safe_directory_for_it_a
     plain = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, env=GIT_ENV, check=False)
     assert plain.returncode != 0 and b"dubious ownership" in plain.stderr  # what git does unasked
     repository = find_repository(repo / "kb")
-    assert repository is not None and repository.safe_directory == str(repo.resolve())
+    assert repository is not None and repository.top == repo.resolve()
     _, report = run(repo / "kb", "--baseline-ref=HEAD~1")
     assert report["comparison"]["status"] == "compared"
 
 
-def test_git_runs_without_the_callers_git_variables() -> None:
-    environment = git_environment({"GIT_DIR": "/elsewhere", "GIT_EXTERNAL_DIFF": "evil", "PATH": "/bin"})
-    assert "GIT_DIR" not in environment and "GIT_EXTERNAL_DIFF" not in environment
-    assert environment["GIT_CONFIG_NOSYSTEM"] == "1" and environment["PATH"] == "/bin"
+def test_reading_the_base_runs_nothing_the_repository_configures(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    commit(repo, BASE_KB, "base")
+    commit(repo, REGRESSING_CHANGE, "head")
+    marker = tmp_path / "ran"
+    program = tmp_path / "program.sh"
+    program.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    program.chmod(0o755)
+    for setting in ("core.fsmonitor", "core.hooksPath", "diff.external", "core.sshCommand"):
+        git(repo, "config", setting, str(program) if setting != "core.hooksPath" else str(tmp_path))
+    for hook in ("post-checkout", "reference-transaction", "pre-auto-gc"):
+        (tmp_path / hook).write_text(program.read_text())
+        (tmp_path / hook).chmod(0o755)
+    git(repo, "config", "filter.evil.smudge", str(program))
+    (repo / ".gitattributes").write_text("*.md filter=evil\n")
+    _, report = run(repo / "kb", "--baseline-ref=HEAD~1")
+    assert report["comparison"]["status"] == "compared"
+    assert not marker.exists()
 
 
 def test_a_callers_git_dir_does_not_redirect_the_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -500,3 +515,25 @@ def test_a_base_evaluation_that_fails_is_an_internal_error_not_a_missing_compari
     result, _ = run(repo / "kb", "--baseline-ref=HEAD")
     assert result.exit_code == ExitCode.INTERNAL
     assert "ZeroDivisionError" in result.stderr_text
+
+
+def test_object_sizes_are_read_from_headers_as_git_gives_them_loose_and_packed_with_deltas(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "repo")
+    text = "".join(f"line {i} of a note that grows\n" for i in range(3000))
+    commit(repo, {"a.md": text}, "one")
+    commit(repo, {"a.md": text + "one more line\n"}, "two")
+    blobs = [git(repo, "rev-parse", f"{rev}:kb/a.md") for rev in ("HEAD~1", "HEAD")]
+    repository = find_repository(repo / "kb")
+    assert repository is not None
+
+    def sizes() -> list[int]:
+        with open_repository(repository) as opened:
+            return [object_size(opened.object_store, blob) for blob in blobs]
+
+    expected = [int(git(repo, "cat-file", "-s", blob)) for blob in blobs]
+    assert sizes() == expected  # loose objects
+    git(repo, "gc", "-q", "--aggressive")
+    assert not list((repo / ".git/objects").glob("??/*"))  # all packed now
+    packed = git(repo, "verify-pack", "-v", *map(str, (repo / ".git/objects/pack").glob("*.idx")))
+    assert any(line.split()[0] in blobs and len(line.split()) > 5 for line in packed.splitlines())  # one is a delta
+    assert sizes() == expected and expected[0] != expected[1]
