@@ -14,7 +14,7 @@ working tree and the index are never touched and the image needs no git (and no
 perl). The listing gets the folder walk's rules (scanner/corpus.py):
 dot-folders, excludes, suffixes, undecodable names, the per-file size cap,
 symbolic links followed only inside the KB and never to a folder, submodules
-skipped. tests/test_git_base.py reads one tree both ways and requires the same
+skipped. tests/git/test_git_base.py reads one tree both ways and requires the same
 corpus and the same warnings.
 
 Reading objects runs nothing the repository could name: dulwich has no hooks,

@@ -4,9 +4,9 @@ Everything the runner reads from this process goes through here: workflow
 commands on stdout (annotations, stop/resume of command processing), the
 file commands (GITHUB_OUTPUT, GITHUB_STEP_SUMMARY) and the `INPUT_*`
 variables. No other module prints a line that starts with `::`
-(tests/test_github_protocol_only_here.py enforces it), so escaping is decided
+(tests/github/test_protocol_only_here.py enforces it), so escaping is decided
 in one place and checked in one place against the real `@actions/core`
-(tests/test_github_escaping.py).
+(tests/github/test_escaping.py).
 
 The runner behaviours relied on are in docs/runner-contract.md: the escaping and
 the property order are those of actions/toolkit `packages/core/src/command.ts`

@@ -9,7 +9,7 @@ where it lands in the run fingerprint. Everything else is derived from
 - the CLI's flags (`add_arguments`, `read_cli`),
 - the Action's input reading (scanner/action.py walks `SETTINGS`),
 - `action.yml`'s `inputs:` and the README's tables (tests/action_docs.py
-  writes them; tests/test_action_metadata.py fails when they differ),
+  writes them; tests/action/test_metadata.py fails when they differ),
 - the refusals, in the words of the interface the value came from
   (`display_name`): `--kb-path` on the command line, `kb-path` in a workflow.
 

@@ -1,7 +1,7 @@
 """Workspaces for the Action-mode tests, and what the runner makes of a step's log.
 
-Shared by tests/test_action_mode.py (entrypoint.py as a subprocess) and
-tests/test_action_container.py (the image under podman), so both run the
+Shared by tests/action/test_mode.py (entrypoint.py as a subprocess) and
+tests/action/test_container.py (the image under podman), so both run the
 same cases and can be compared field by field.
 """
 

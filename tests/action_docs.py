@@ -2,7 +2,7 @@
 
 `python -m tests.action_docs --write` rewrites action.yml's `inputs:` section and
 the README's command-line and inputs tables from the declarations;
-`python -m tests.action_docs` prints them. tests/test_action_metadata.py fails
+`python -m tests.action_docs` prints them. tests/action/test_metadata.py fails
 when the checked-in files differ from what this module derives.
 """
 

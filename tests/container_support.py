@@ -95,7 +95,7 @@ class BuiltImage:
 def build_arguments(context: Path, tag: str) -> list[str]:
     """`podman build ...` as the runner's `docker build -t TAG -f DIR/Dockerfile DIR`: the Dockerfile
     of the context folder, no build arguments, no target (the last stage), no --pull.
-    tests/test_workflows.py holds the release workflow's build to the same."""
+    tests/action/test_workflows.py holds the release workflow's build to the same."""
     return ["build", *PODMAN_BUILD_FLAGS, "-t", tag, "-f", str(context / "Dockerfile"), str(context)]
 
 

@@ -42,7 +42,7 @@ from tests.runner_log import RUNNER_COMMANDS, parse_log, parse_v2
 
 ACTIONS_CORE_VERSION = "3.0.1"
 """Latest @actions/core on the npm registry on 2026-12-02 (`npm view @actions/core version`)."""
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NPM_CACHE_ROOT = Path(tempfile.gettempdir()) / "kb-eval-npm"
 
 HOSTILE = [

@@ -1,6 +1,6 @@
 """One declaration per setting (scanner/settings.py): each interface is derived from it.
 
-action.yml and the README tables are checked in tests/test_action_metadata.py;
+action.yml and the README tables are checked in tests/action/test_metadata.py;
 here: the CLI's flags, the Action's input reading, the old spellings in both
 interfaces, and refusals worded for the interface the value came from.
 """

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from scanner.history import read_history
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # A child that saves histories built from `run_records.make_run`; which history it
 # writes is chosen by a label, so the parent can rebuild the exact bytes of each.

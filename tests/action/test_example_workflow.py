@@ -24,8 +24,8 @@ from tests.action_cases import clean_workspace, finding_workspace, observe, run_
 from tests.action_docs import ROOT, load_action
 from tests.container_support import RunnerLayout, action_inputs, pull_request_event
 from tests.loopback_server import LoopbackServer, Received, Reply, running
-from tests.test_action_metadata import check_jsonschema_command
-from tests.test_git_base import commit, git
+from tests.action.test_metadata import check_jsonschema_command
+from tests.git.test_git_base import commit, git
 
 WORKFLOW = ROOT / "examples" / "workflows" / "kb-eval-pull-request.yml"
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.action_cases import next_step, observe, run_entrypoint
 from tests.container_support import RunnerLayout, action_inputs, pull_request_event
-from tests.test_git_base import BASE_KB, GIT_ENV, REGRESSING_CHANGE, commit, new_repo
+from tests.git.test_git_base import BASE_KB, GIT_ENV, REGRESSING_CHANGE, commit, new_repo
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

@@ -26,7 +26,7 @@ from scanner.errors import ExitCode
 from scanner.golden import load_golden
 from scanner.quotes import normalise
 
-CASES = Path(__file__).parent / "cases"
+CASES = Path(__file__).parents[1] / "cases"
 CASE_FOLDERS = sorted(path.parent for path in CASES.glob("*/*/golden.yml"))
 PINNED = ("query_id", "rank_in_top_k", "field", "line")
 

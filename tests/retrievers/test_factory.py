@@ -29,7 +29,7 @@ from tests.conftest import REPO
 from tests.container_support import action_inputs, input_environment
 from tests.loopback_server import Received, Reply, running
 
-FAKE = Path(__file__).with_name("fake_kb_search.py")
+FAKE = Path(__file__).parents[1] / "fake_kb_search.py"
 COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE))} search --format json --limit {{limit}} {{query}}"
 
 SAMPLE_VALUES: Mapping[str, str] = {

@@ -16,7 +16,7 @@ import pytest
 
 from scanner.cli import main
 
-FIXTURE = Path(__file__).parent / "fixtures" / "redesign"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "redesign"
 KB = "tests/fixtures/redesign/kb"
 RUN_FILE = "tests/fixtures/redesign/run.jsonl"
 

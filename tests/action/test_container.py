@@ -4,7 +4,7 @@ The image is built from the project's Dockerfile and started with the
 runner's layout (tests/container_support.py): --workdir /github/workspace,
 the workspace, file-command, workflow and home folders mounted, every INPUT_*
 set, GITHUB_* with container paths, no arguments. The same cases as
-tests/test_action_mode.py run both ways, and the runner-visible results
+tests/action/test_mode.py run both ways, and the runner-visible results
 (exit status, annotations, outputs, summary) must be identical.
 """
 

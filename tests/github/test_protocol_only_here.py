@@ -11,7 +11,7 @@ import io
 import tokenize
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL_MODULE = ROOT / "scanner" / "github.py"
 
 

@@ -27,7 +27,7 @@ from tests.conftest import REPO, write_tree
 from tests.loopback_server import Received, Reply, running, serve_rankings
 
 EXAMPLE_KB = REPO / "examples" / "kb"
-FAKE = Path(__file__).with_name("fake_kb_search.py")
+FAKE = Path(__file__).parents[1] / "fake_kb_search.py"
 WHEN = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 

@@ -35,8 +35,8 @@ from tests.container_support import (
     podman,
 )
 from tests.runner_log import parse_env_file
-from tests.test_action_metadata import check_jsonschema_command, validate
-from tests.test_release import load_script
+from tests.action.test_metadata import check_jsonschema_command, validate
+from tests.action.test_release import load_script
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 ALL_WORKFLOWS = sorted([*WORKFLOWS.glob("*.yml"), *(ROOT / "examples" / "workflows").glob("*.yml")])
@@ -227,7 +227,7 @@ def test_the_self_test_check_fails_on_a_wrong_output(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def image() -> Iterator[BuiltImage]:
-    # A tag of this checkout's own, as in tests/test_action_container.py.
+    # A tag of this checkout's own, as in tests/action/test_container.py.
     yield build_image(tag="localhost/kb-eval-release-" + hashlib.sha256(str(ROOT).encode()).hexdigest()[:12])
 
 

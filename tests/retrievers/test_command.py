@@ -15,7 +15,7 @@ from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.command import CommandRetriever, CommandSettings
 from scanner.retrievers.mapping import ResponseMapping
 
-FAKE = Path(__file__).with_name("fake_kb_search.py")
+FAKE = Path(__file__).parents[1] / "fake_kb_search.py"
 PROGRAM = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE))}"
 TEMPLATE = f"{PROGRAM} search --format json --limit {{limit}} {{query}}"
 
