@@ -20,12 +20,12 @@ import pytest
 import yaml
 
 from scanner.errors import ExitCode
+from tests.action.test_metadata import check_jsonschema_command
 from tests.action_cases import clean_workspace, finding_workspace, observe, run_entrypoint
 from tests.action_docs import ROOT, load_action
 from tests.container_support import RunnerLayout, action_inputs, pull_request_event
-from tests.loopback_server import LoopbackServer, Received, Reply, running
-from tests.action.test_metadata import check_jsonschema_command
 from tests.git.test_git_base import commit, git
+from tests.loopback_server import LoopbackServer, Received, Reply, running
 
 WORKFLOW = ROOT / "examples" / "workflows" / "kb-eval-pull-request.yml"
 

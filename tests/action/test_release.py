@@ -12,8 +12,8 @@ from types import ModuleType
 import pytest
 import yaml
 
-from tests.action_docs import ACTION_YML, ROOT, load_action
 from tests.action.test_metadata import validate
+from tests.action_docs import ACTION_YML, ROOT, load_action
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 IMAGE = "ghcr.io/kb-eval/kb-eval"

@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.action.test_metadata import check_jsonschema_command, validate
+from tests.action.test_release import load_script
 from tests.action_cases import run_entrypoint
 from tests.action_docs import ROOT, load_action
 from tests.container_support import (
@@ -35,8 +37,6 @@ from tests.container_support import (
     podman,
 )
 from tests.runner_log import parse_env_file
-from tests.action.test_metadata import check_jsonschema_command, validate
-from tests.action.test_release import load_script
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 ALL_WORKFLOWS = sorted([*WORKFLOWS.glob("*.yml"), *(ROOT / "examples" / "workflows").glob("*.yml")])

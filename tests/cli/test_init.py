@@ -16,8 +16,8 @@ from scanner.cli import main
 from scanner.errors import ExitCode
 from scanner.golden import load_golden
 from scanner.init import STARTER_TAG, WORKFLOW_PATH, render_workflow
-from tests.action_docs import ROOT
 from tests.action.test_metadata import check_jsonschema_command
+from tests.action_docs import ROOT
 
 EXAMPLE_KB = ROOT / "examples" / "kb"
 EXAMPLE_WORKFLOW = ROOT / "examples" / "workflows" / "kb-eval-pull-request.yml"
