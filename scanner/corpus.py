@@ -125,7 +125,7 @@ def read_corpus(
     # would be lost with the worker, so entries are remembered here, in the parent).
     keyed = cache is not None or memo is not None
     if source is not None:
-        collect(_read_from_source(relative, data, memo) for relative, data in source)
+        collect(_read_from_source(relative, data, memo) for relative, data in _capped(root, source))
     elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
         context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         with ProcessPoolExecutor(
@@ -146,6 +146,19 @@ def read_corpus(
         cache.save(entries, diagnostics)
     documents.sort(key=lambda d: d.path)
     return Corpus(tuple(documents))
+
+
+def _capped(root: Path, source: Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
+    """The per-KB file and byte caps for files another reader chose (a git revision's tree): the
+    same refusal as the folder walk's, so a pull request cannot slip a huge corpus in as its base."""
+    total = 0
+    for count, (relative, data) in enumerate(source, start=1):
+        total += len(data)
+        if count > MAX_CORPUS_FILES:
+            raise _over_cap(root, relative, f"the KB has more than {MAX_CORPUS_FILES} indexable files")
+        if total > MAX_CORPUS_BYTES:
+            raise _over_cap(root, relative, f"the KB's files add up to more than {MAX_CORPUS_BYTES} bytes")
+        yield relative, data
 
 
 def _check_corpus_size(root: Path, files: Sequence[tuple[str, Path]]) -> None:

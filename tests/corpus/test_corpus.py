@@ -97,3 +97,17 @@ def test_parallel_reading_gives_the_same_documents_and_warnings_in_the_same_orde
     assert len(serial.documents) == 601
     assert serial == parallel
     assert one.items == many.items and len(one.items) == 6
+
+
+def test_the_per_kb_caps_hold_for_files_another_reader_chose(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A git revision's tree (scanner.git_base) comes in as a source: the same caps as the walk.
+    from scanner import corpus
+
+    monkeypatch.setattr(corpus, "MAX_CORPUS_FILES", 2)
+    two = [("a.md", b"# A\n"), ("b.md", b"# B\n")]
+    assert len(corpus.read_corpus(tmp_path, source=iter(two)).documents) == 2  # at the cap: read
+    with pytest.raises(InputError, match="more than 2 indexable files"):
+        corpus.read_corpus(tmp_path, source=iter([*two, ("c.md", b"# C\n")]))
+    monkeypatch.setattr(corpus, "MAX_CORPUS_BYTES", 7)
+    with pytest.raises(InputError, match="more than 7 bytes"):
+        corpus.read_corpus(tmp_path, source=iter(two))
