@@ -28,6 +28,7 @@ import jsonschema
 from ..compare import Comparison, MetricDelta, QueryDelta
 from ..diagnostics import Diagnostic
 from ..gate import GateResult, MetricVerdict
+from ..index import CorpusSnapshot
 from ..json_text import serialise
 from ..metrics import AggregateMetrics, QueryMetrics
 from ..quotes import CHECK_NAME
@@ -79,17 +80,13 @@ def report_document(report: Report) -> Document:
 
 def run_document(run: RunRecord) -> Document:
     """A run as the report and the history hold it (the report minus its comparison keys)."""
-    corpus = run.corpus
     return {
         "$schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "kb-eval", "version": run.tool_version},
         "timestamp": run.timestamp,
         "fingerprint": fingerprint_document(run.fingerprint),
-        "corpus": (
-            {"documents": corpus.documents, "chunks": corpus.chunks, "digest": corpus.digest}
-            if corpus is not None else None
-        ),
+        "corpus": _corpus_document(run.corpus),
         "aggregate": aggregate_document(run.aggregate),
         "by_tag": {tag: aggregate_document(metrics) for tag, metrics in run.by_tag},
         "per_query": [query_document(query) for query in run.queries or ()],
@@ -157,15 +154,11 @@ def previous_document(comparison: Comparison) -> Document | None:
     previous = comparison.previous
     if previous is None:
         return None
-    corpus = previous.corpus
     return {
         "source": comparison.source,
         "timestamp": previous.timestamp,
         "fingerprint": fingerprint_document(previous.fingerprint),
-        "corpus": (
-            {"documents": corpus.documents, "chunks": corpus.chunks, "digest": corpus.digest}
-            if corpus is not None else None
-        ),
+        "corpus": _corpus_document(previous.corpus),
         "aggregate": aggregate_document(previous.aggregate),
         # kb-mcp's `previous` is the whole previous run; its per-query rows are what a consumer
         # of kb-mcp's JSON reads to see which query moved.
@@ -279,6 +272,12 @@ def fingerprint_document(fingerprint: Mapping[str, object]) -> Document:
         "reranker": None,
         "fts_query_version": compiler if isinstance(compiler, int) else None,
     }
+
+
+def _corpus_document(corpus: CorpusSnapshot | None) -> Document | None:
+    if corpus is None:
+        return None
+    return {"documents": corpus.documents, "chunks": corpus.chunks, "digest": corpus.digest}
 
 
 def _by_k(values: Mapping[int, float]) -> dict[str, float]:
