@@ -198,13 +198,13 @@ def run_from_document(document: Mapping[str, Any]) -> RunRecord:
     )
 
 
-def _corpus(corpus: Mapping[str, Any]) -> CorpusSnapshot:
+def _corpus(corpus: Mapping[str, Any]) -> CorpusSnapshot | None:
+    """None unless both counts were recorded: a half-recorded corpus would compare as changed
+    (`-1 -> 642 documents`) when nothing is known. A missing digest is "" (compare says unknown)."""
     documents, chunks, digest = corpus.get("documents"), corpus.get("chunks"), corpus.get("digest")
-    return CorpusSnapshot(
-        documents if _is_count(documents) else -1,
-        chunks if _is_count(chunks) else -1,
-        digest if isinstance(digest, str) else "",
-    )
+    if not (_is_count(documents) and _is_count(chunks)):
+        return None
+    return CorpusSnapshot(documents, chunks, digest if isinstance(digest, str) else "")
 
 
 def _aggregate(aggregate: Mapping[str, Any]) -> AggregateMetrics:

@@ -306,3 +306,10 @@ def test_a_new_finding_does_not_make_runs_incomparable() -> None:
     current = dataclasses.replace(make_record(), findings=(located,))
     comparison = compare_runs(current, make_record())
     assert comparison.status is ComparisonStatus.COMPARED
+
+
+def test_a_previous_corpus_without_counts_is_unknown_not_a_change() -> None:
+    partial = run_from_document({**make_run(), "corpus": {"digest": "sha256:" + "1" * 64}})
+    assert partial.corpus is None
+    change = compare_runs(make_record(), partial).corpus
+    assert change is not None and change.changed is None and "-1" not in change.description
