@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,50 @@ class WorkerResult:
     process_seconds: float
     """Wall time of the whole child, interpreter start and imports included."""
     peak_rss_kib: int
+    """ru_maxrss from wait4: the largest single process of the run (the child or one of its workers)."""
+    peak_tree_rss_kib: int
+    """The largest sum of PSS (proportional set size) over the child and all its descendants,
+    sampled every 20 ms: what a run with worker processes holds at once. PSS charges a page shared
+    by n processes 1/n to each, so copy-on-write pages a forked worker shares with its parent count
+    once, not once per process (summed RSS would count them in every worker)."""
+
+
+def _descendants(pid: int) -> list[int]:
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        try:
+            with open(f"/proc/{current}/task/{current}/children", encoding="ascii") as children:
+                pending.extend(int(child) for child in children.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class TreeRssSampler(threading.Thread):
+    """Samples the summed PSS of a process tree until stopped (Linux /proc; 0 elsewhere)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak_kib = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.02):
+            self.peak_kib = max(self.peak_kib, sum(_pss_kib(p) for p in _descendants(self.pid)))
 
 
 def run_worker(system: str, kb: Path, golden: Path, naive_budget: float) -> WorkerResult:
@@ -68,8 +113,12 @@ def run_worker(system: str, kb: Path, golden: Path, naive_budget: float) -> Work
         started = time.perf_counter()
         with errors.open("wb") as stderr:
             child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+            sampler = TreeRssSampler(child.pid)
+            sampler.start()
             # wait4 gives this child's own rusage; RUSAGE_CHILDREN would be the max over all children so far.
             _, status, usage = os.wait4(child.pid, 0)
+            sampler.done.set()
+            sampler.join()
             child.returncode = os.waitstatus_to_exitcode(status)
         seconds = time.perf_counter() - started
         if child.returncode != 0:
@@ -83,6 +132,7 @@ def run_worker(system: str, kb: Path, golden: Path, naive_budget: float) -> Work
         extra=data["extra"],
         process_seconds=seconds,
         peak_rss_kib=usage.ru_maxrss,
+        peak_tree_rss_kib=sampler.peak_kib,
     )
 
 
@@ -146,6 +196,7 @@ def summarise(runs: list[WorkerResult]) -> dict[str, object]:
         "process_seconds_median": median(r.process_seconds for r in runs),
         "peak_rss_mib_median": median(r.peak_rss_kib for r in runs) / 1024,
         "peak_rss_mib_max": max(r.peak_rss_kib for r in runs) / 1024,
+        "peak_tree_rss_mib_median": median(r.peak_tree_rss_kib for r in runs) / 1024,
         "extra": runs[0].extra,
     }
 
@@ -180,7 +231,7 @@ def render_table(summary: dict[str, dict[str, object]], scan: dict[str, object],
     )
     lines.append(
         f"{'system':<15} {'total s':>9} {'x ' + REFERENCE:>9} {'paired':>7} {'process s':>10} {'peak MiB':>9}"
-        f" {'nDCG@10':>8} {'en':>7} {'ja':>7}"
+        f" {'PSS MiB':>9} {'nDCG@10':>8} {'en':>7} {'ja':>7}"
     )
     reference = summary.get(REFERENCE, {}).get("total_seconds_median")
     for system, s in summary.items():
@@ -190,7 +241,7 @@ def render_table(summary: dict[str, dict[str, object]], scan: dict[str, object],
         paired = s.get("ratio_to_" + REFERENCE + "_paired_median")
         lines.append(
             f"{system:<15} {total:>9.3f} {fmt(ratio, 2):>9} {fmt(paired, 2):>7} {s['process_seconds_median']:>10.3f}"
-            f" {s['peak_rss_mib_median']:>9.1f} {fmt(q.get('all')):>8} {fmt(q.get('en')):>7} {fmt(q.get('ja')):>7}"  # type: ignore[union-attr]
+            f" {s['peak_rss_mib_median']:>9.1f} {s['peak_tree_rss_mib_median']:>9.1f} {fmt(q.get('all')):>8} {fmt(q.get('en')):>7} {fmt(q.get('ja')):>7}"  # type: ignore[union-attr]
         )
     if scan:
         lines.append("")

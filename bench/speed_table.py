@@ -9,8 +9,9 @@ kb-eval, bm25s, ...), so a noisy minute on a shared machine hits both; the ratio
 of the per-round ratios (paired), times are medians.
 
 Columns: whole run (kb-eval: read, parse, index, search, scan, report; bm25s: read, tokenize,
-index, query), the paired ratio kb-eval / bm25s, the search phase per query, and the peak RSS
-of each child process.
+index, query), the paired ratio kb-eval / bm25s, the search phase per query, and the peak memory
+of each run: the largest sum of PSS over the run's process and its worker processes, sampled every
+20 ms (bench/run.py, TreeRssSampler; a page shared copy-on-write with a worker counts once).
 """
 
 from __future__ import annotations
@@ -56,12 +57,12 @@ def main(argv: list[str] | None = None) -> int:
                 docs, queries, rounds, kb["extra"].get("chunks"),
                 kb["total_seconds_median"], ref["total_seconds_median"], kb["ratio_to_bm25s_paired_median"],
                 kb["phases_median"]["search"] / queries * 1000, ref["phases_median"]["query"] / queries * 1000,
-                kb["peak_rss_mib_median"], ref["peak_rss_mib_median"],
+                kb["peak_tree_rss_mib_median"], ref["peak_tree_rss_mib_median"],
                 kb["ndcg_at_10"]["all"], ref["ndcg_at_10"]["all"],
             )
         )
     print("| documents | queries | rounds | sections | kb-eval s | bm25s s | paired ratio | kb-eval search ms/query"
-          " | bm25s query ms/query | kb-eval peak MiB | bm25s peak MiB | nDCG@10 kb-eval | nDCG@10 bm25s |")
+          " | bm25s query ms/query | kb-eval peak MiB (all processes) | bm25s peak MiB | nDCG@10 kb-eval | nDCG@10 bm25s |")
     print("|" + "---:|" * 13)
     for r in rows:
         print(f"| {r[0]:,} | {r[1]:,} | {r[2]} | {r[3]:,} | {r[4]:.2f} | {r[5]:.2f} | {r[6]:.2f} | {r[7]:.2f} | {r[8]:.2f}"
