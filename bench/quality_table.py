@@ -82,7 +82,7 @@ def kb_eval_system(**settings: object) -> System:
 
         index = _INDEX_CACHE.get(kb)
         if index is None:
-            index = _INDEX_CACHE[kb] = Index.build(read_corpus(kb, workers=1))
+            index = _INDEX_CACHE[kb] = Index.build(read_corpus(kb, workers=1).documents)
         prf = settings.get("prf")
         retriever = BuiltinRetriever(index, **{k: v for k, v in settings.items() if k != "prf"})  # type: ignore[arg-type]
         if prf is not None:
@@ -168,7 +168,7 @@ def previous_system(ref: str) -> System:
                 "from scanner.retrievers.base import SearchRequest\n"
                 "from scanner.retrievers.builtin import BuiltinRetriever\n"
                 "queries = json.loads(sys.stdin.read())\n"
-                "index = Index.build(read_corpus(Path(sys.argv[1]), workers=1))\n"
+                "index = Index.build(read_corpus(Path(sys.argv[1]), workers=1).documents)\n"
                 "retriever = BuiltinRetriever(index)\n"
                 f"requests = [SearchRequest(i, t, {DEPTH}) for i, t in queries]\n"
                 "retriever.prepare(requests)\n"

@@ -126,6 +126,34 @@ class PostingsBuilder:
         return Postings(start, chunks, tf, self._chunk_lengths)
 
 
+def merge_postings(parts: Sequence[tuple[npt.NDArray[np.int64], Postings]], vocabulary_size: int) -> Postings:
+    """One Postings from parts built over consecutive chunk ranges, each with its own term ids.
+
+    Part i's local term t is global term parts[i][0][t]; its chunk positions count from the
+    part's first chunk. A counting sort by global term, parts in chunk order, keeps each term's
+    postings in ascending chunk order (what Bm25Scorer and its tie rule expect)."""
+    df = np.zeros(vocabulary_size, dtype=np.int64)
+    for mapping, part in parts:
+        df[mapping[: len(part.start) - 1]] += np.diff(part.start)  # a part's mapping has no repeats
+    start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+    total = int(start[-1])
+    chunks = np.empty(total, dtype=np.int32)
+    tf = np.empty(total, dtype=np.float32)
+    filled = start[:-1].copy()
+    first_chunk = 0
+    for mapping, part in parts:
+        local_df = np.diff(part.start)
+        local_terms = np.repeat(np.arange(len(local_df)), local_df)
+        # A local term's postings are one run; each lands at the global term's next free slots.
+        positions = filled[mapping[local_terms]] + (np.arange(len(local_terms)) - part.start[local_terms])
+        chunks[positions] = part.chunks + first_chunk
+        tf[positions] = part.tf
+        filled[mapping[: len(local_df)]] += local_df
+        first_chunk += len(part.lengths)
+    lengths = np.concatenate([part.lengths for _, part in parts]) if parts else np.zeros(0, dtype=np.float32)
+    return Postings(start, chunks, tf, lengths.astype(np.float32))
+
+
 class Bm25Scorer:
     """Postings with their precomputed BM25 contributions (impacts), in the same layout."""
 

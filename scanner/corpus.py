@@ -8,6 +8,7 @@ and never a stopped run: a pull request can put anything into the tree.
 from __future__ import annotations
 
 import itertools
+import marshal
 import multiprocessing
 import os
 import re
@@ -63,12 +64,29 @@ def read_corpus(
     memo: ParseMemo | None = None,
     source: Iterable[tuple[str, bytes]] | None = None,
 ) -> Corpus:
-    """Walk `root`, then read and parse every indexable file under it.
+    """Every document of the KB at once (see read_documents); for callers that need them all."""
+    return Corpus(tuple(read_documents(root, exclude, diagnostics, workers=workers, cache=cache, memo=memo, source=source)))
+
+
+def read_documents(
+    root: Path,
+    exclude: Sequence[str] = (),
+    diagnostics: Diagnostics | None = None,
+    *,
+    workers: int | None = None,
+    cache: ParseCache | None = None,
+    memo: ParseMemo | None = None,
+    source: Iterable[tuple[str, bytes]] | None = None,
+) -> Iterator[Document]:
+    """Walk `root`, then read and parse every indexable file under it, yielding documents in path order.
+
+    A generator, so a caller that indexes each document as it comes (Index.build) never holds the
+    whole parsed KB: at 10,000 documents that was 130 MiB of the run's peak. Files are parsed in
+    path order, so documents and warnings come out identical whatever the number of workers.
 
     Parsing is split over `workers` processes (default: one per CPU) when there are enough
-    files. The walk comes first and results are collected in walk order, so documents and
-    warnings come out identical whatever the number of workers. With a `cache`, a file whose
-    path and bytes were parsed by an earlier run is not parsed again.
+    files. With a `cache`, a file whose path and bytes were parsed by an earlier run is not parsed
+    again (the cache is saved when the generator is exhausted).
 
     With a `memo`, every parsed document is remembered by its path and bytes, and a file
     remembered there is not parsed again (issue 17: a pull request's base read after its head).
@@ -83,6 +101,7 @@ def read_corpus(
         if source is None else []
     )
     _check_corpus_size(root, files)
+    files.sort()  # path order (the walk's is folder by folder), which the index's chunk ids follow
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if cache is not None and os.path.lexists(cache.path):
         probe = cache.open_for_reading()
@@ -96,11 +115,10 @@ def read_corpus(
     # With a warm cache, reading from it in one process is faster than shipping its entries
     # through worker processes (measured: 3.5 s serial vs 7.8 s with two workers at 10,000 files).
     warm_cache = cache is not None and cache.path.is_file()
-    documents: list[Document] = []
     entries: dict[str, str] = {}
     sections = 0
 
-    def collect(results: Iterable[_ReadResult]) -> None:
+    def collect(results: Iterable[_ReadResult]) -> Iterator[Document]:
         # Consumed as they arrive: holding every worker's payload until the end would double
         # the peak memory of reading a large KB.
         nonlocal sections
@@ -109,43 +127,43 @@ def read_corpus(
             if entry is not None and cache is not None:
                 entries[entry[0]] = entry[1]
             if isinstance(document, _Packed):
-                unpacked = unpack(document.path, document.payload)
-                if unpacked is None:  # pragma: no cover - we packed it ourselves a moment ago
-                    raise RuntimeError(f"a worker's document for {document.path!r} does not unpack")
-                document = unpacked[0]
+                document = document.unpacked()
             if document is not None:
                 sections += len(document.chunks)
                 if sections > MAX_CORPUS_SECTIONS:
                     raise _over_cap(root, document.path, f"the KB has more than {MAX_CORPUS_SECTIONS} sections")
-                documents.append(document)
                 if memo is not None and entry is not None:
                     memo.remember(entry[0], document, warnings)
+                yield document
 
     # The memo needs each file's key, which the cache's code path computes (a worker's memo
     # would be lost with the worker, so entries are remembered here, in the parent).
     keyed = cache is not None or memo is not None
     if source is not None:
-        collect(_read_from_source(relative, data, memo) for relative, data in _capped(root, source))
+        # Another reader's order is its own (a git tree's): these are sorted here, and held,
+        # which costs nothing extra as the memo holds them anyway.
+        read = list(collect(_read_from_source(relative, data, memo) for relative, data in _capped(root, source)))
+        yield from sorted(read, key=lambda document: document.path)
     elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
         context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=context, initializer=_open_worker_cache, initargs=(cache, keyed)
         ) as pool:
             try:
-                collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
+                yield from collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
             except BaseException:
-                # Past a cap: the files not yet parsed are not parsed at all.
+                # Past a cap, or the consumer stopped: the files not yet parsed are not parsed at all.
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
     else:
         connection = cache.open_for_reading() if cache is not None else None
-        collect(_read_one(relative, absolute, connection, keyed) for relative, absolute in files)
-        if connection is not None:
-            connection.close()
+        try:
+            yield from collect(_read_one(relative, absolute, connection, keyed) for relative, absolute in files)
+        finally:
+            if connection is not None:
+                connection.close()
     if cache is not None:
         cache.save(entries, diagnostics)
-    documents.sort(key=lambda d: d.path)
-    return Corpus(tuple(documents))
 
 
 def _capped(root: Path, source: Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
@@ -185,8 +203,40 @@ def _over_cap(root: Path, relative: str, what: str) -> InputError:
 
 
 class _Packed(NamedTuple):
+    """A worker's document on its way to the parent.
+
+    Slotted dataclasses pickle slowly (measured: ~5 s to pickle and load 51 MB of documents, as
+    long as parsing them). With a parse cache the parent needs the cache entry's JSON anyway, so
+    that is what travels; otherwise the fields travel as marshal data, which is loaded without the
+    checks an entry from a (possibly hostile) cache file needs: this one was made a moment ago by
+    our own worker."""
+
     path: str
-    payload: str
+    payload: str | bytes
+
+    @classmethod
+    def of(cls, document: Document, entry: tuple[str, str] | None) -> _Packed:
+        if entry is not None:
+            return cls(document.path, entry[1])
+        fields = (
+            document.title, document.title_line,
+            tuple(
+                (c.heading, c.breadcrumb_parts, c.body, c.start_line, c.end_line, c.heading_line, c.body_start_line,
+                 c.breadcrumb_lines)
+                for c in document.chunks
+            ),
+        )
+        return cls(document.path, marshal.dumps(fields))
+
+    def unpacked(self) -> Document:
+        if isinstance(self.payload, str):
+            unpacked = unpack(self.path, self.payload)
+            if unpacked is None:  # pragma: no cover - we packed it ourselves a moment ago
+                raise RuntimeError(f"a worker's document for {self.path!r} does not unpack")
+            return unpacked[0]
+        path = self.path
+        title, title_line, chunks = marshal.loads(self.payload)
+        return Document(path, title, title_line, tuple(Chunk(path, *fields) for fields in chunks))
 
 
 _ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None]
@@ -204,8 +254,7 @@ def _read_in_worker(item: tuple[str, Path]) -> _ReadResult:
     # as much as parsing (measured: ~5 s to pickle and load 51 MB of documents).
     if document is None:
         return None, warnings, entry
-    payload = entry[1] if entry is not None else pack(document, [])
-    return _Packed(document.path, payload), warnings, entry  # type: ignore[return-value]
+    return _Packed.of(document, entry), warnings, entry  # type: ignore[return-value]
 
 
 def _read_one(

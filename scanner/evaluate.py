@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from . import __version__
-from .corpus import read_corpus
+from .corpus import read_documents
 from .diagnostics import Diagnostics
-from .documents import Chunk, Corpus
 from .errors import InputError
 from .golden import GoldenSet, find_golden, load_golden
 from .index import Index
@@ -85,17 +85,18 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
 
     cache = ParseCache(options.cache_dir) if options.cache_dir is not None else None
     source = options.corpus_source(diagnostics) if options.corpus_source is not None else None
-    corpus = read_corpus(
+    documents = read_documents(
         options.kb_path, options.exclude, diagnostics, cache=cache, memo=options.parse_memo, source=source
     )
+    # Read, parsed and written to the chunk table document by document (never held whole).
+    index = Index.build(documents)
     if options.after_read is not None:
         options.after_read(golden)
     clock.lap("walk_parse")
-    index = Index.build(corpus)
     requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
     retriever = options.retriever(index, requests)
     clock.lap("index")
-    warn_expected_not_in_corpus(golden, corpus, diagnostics)
+    warn_expected_not_in_corpus(golden, index.paths, diagnostics)
 
     with index.read_snapshot():
         lists = retriever.search_all(requests)
@@ -106,7 +107,7 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
             findings = scan(chunks, golden.queries, returned)
         else:
             findings = []
-    located = locate_findings(findings, corpus, golden)
+    located = locate_findings(findings, index, golden)
     clock.lap("scan")
 
     queries = tuple(
@@ -150,9 +151,8 @@ def refuse_unsearchable_queries(golden: GoldenSet) -> None:
             )
 
 
-def warn_expected_not_in_corpus(golden: GoldenSet, corpus: Corpus, diagnostics: Diagnostics) -> None:
+def warn_expected_not_in_corpus(golden: GoldenSet, indexed: AbstractSet[str], diagnostics: Diagnostics) -> None:
     """A labelling mistake the person wants to see; the query is still scored (and misses)."""
-    indexed = {document.path for document in corpus.documents}
     for query in golden.queries:
         for entry in query.expected:
             if entry.path not in indexed:
@@ -168,18 +168,15 @@ def aggregate_by_tag(queries: Sequence[QueryRecord], ks: Sequence[int]) -> tuple
     return tuple((tag, aggregate((q.metrics for q in queries if tag in q.tags), ks)) for tag in tags)
 
 
-def locate_findings(findings: Sequence[Finding], corpus: Corpus, golden: GoldenSet) -> list[LocatedFinding]:
-    # Index chunk ids are assigned 1..N in corpus order (Index.build), so id - 1 finds the Chunk
-    # with its line numbers without storing them in SQLite.
+def locate_findings(findings: Sequence[Finding], index: Index, golden: GoldenSet) -> list[LocatedFinding]:
     if not findings:
         return []
-    chunks: list[Chunk] = [chunk for document in corpus.documents for chunk in document.chunks]
     text_of = {q.id: normalise(q.text) for q in golden.queries}
     return [
         LocatedFinding(
             finding,
             tuple(
-                locate(chunks[quoted.first_quote_chunk - 1], quoted.first_quote_field, text_of[quoted.query_id])
+                locate(index.chunk(quoted.first_quote_chunk), quoted.first_quote_field, text_of[quoted.query_id])
                 for quoted in finding.quoted
             ),
         )

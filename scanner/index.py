@@ -8,21 +8,27 @@ ranks: the seed decision makes that equality the scan's selection rule.
 from __future__ import annotations
 
 import hashlib
+import itertools
+import multiprocessing
 import os
 import shutil
 import sqlite3
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 from typing import NamedTuple
 
+import numpy as np
+
 from .analysis import Analyzer
-from .bm25 import Bm25Parameters, Bm25Scorer, Postings, PostingsBuilder
-from .documents import Corpus
+from .bm25 import Bm25Parameters, Bm25Scorer, Postings, PostingsBuilder, merge_postings
+from .chunking import BREADCRUMB_SEPARATOR
+from .documents import Chunk, Document
 from .progress import progress
 
 INDEXED_FIELDS = ("heading", "breadcrumb", "body")
@@ -59,30 +65,46 @@ class Index:
     always built (the quote scan reads it, whatever retriever answers); the postings are built
     the first time a search needs them, before the read snapshot starts."""
 
-    def __init__(self, folder: str, connection: sqlite3.Connection, snapshot: CorpusSnapshot) -> None:
+    def __init__(
+        self, folder: str, connection: sqlite3.Connection, snapshot: CorpusSnapshot, paths: frozenset[str],
+        analysis_workers: int | None = None,
+    ) -> None:
         self.folder = folder
         self.connection = connection
         self.corpus = snapshot
+        self.paths = paths
+        """Every indexed document's path."""
+        self.analysis_workers = min(analysis_workers or os.cpu_count() or 1, MAX_ANALYSIS_WORKERS)
+        """Processes that analyse the chunk table when it has PARALLEL_MIN_CHUNKS or more (one per CPU)."""
         self.analyzer = Analyzer()
         """Its vocabulary holds every term of the built scorers; queries are analysed with it."""
         self._scorers: dict[tuple[tuple[float, float, float], Bm25Parameters], Bm25Scorer] = {}
         weakref.finalize(self, _remove_folder, folder, [connection])
 
     @classmethod
-    def build(cls, corpus: Corpus) -> Index:
+    def build(cls, documents: Iterable[Document], *, analysis_workers: int | None = None) -> Index:
+        """Index documents as they come, in path order (read_documents' order): each is written to
+        the chunk table and dropped, so the parsed KB is never held whole. The table keeps each
+        chunk's source lines too, so a finding is located from it (Index.chunk)."""
         folder = tempfile.mkdtemp(prefix="kb-eval-index-")
         connection = _connect(os.path.join(folder, "chunks.sqlite"))
         connection.execute(
             "CREATE TABLE chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
-            " heading TEXT NOT NULL, breadcrumb TEXT NOT NULL, body TEXT NOT NULL)"
+            " heading TEXT NOT NULL, breadcrumb TEXT NOT NULL, body TEXT NOT NULL,"
+            " start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, heading_line INTEGER,"
+            " body_start_line INTEGER NOT NULL, breadcrumb_lines TEXT NOT NULL, breadcrumb_part_lengths TEXT NOT NULL)"
         )
         digest = hashlib.sha256()
         count = 0
+        paths: list[str] = []
 
-        def rows() -> Iterator[tuple[int, str, str, str, str]]:
-            # A generator, not a list: the chunk rows of a large KB are not held twice.
+        def rows() -> Iterator[tuple[object, ...]]:
             nonlocal count
-            for document in corpus.documents:
+            for document in documents:
+                if paths and document.path <= paths[-1]:
+                    # Chunk ids are positions in path order (chunks_by_document, the postings).
+                    raise RuntimeError(f"documents out of path order: {document.path!r} after {paths[-1]!r}")
+                paths.append(document.path)
                 for chunk in document.chunks:
                     breadcrumb = chunk.breadcrumb
                     count += 1
@@ -91,13 +113,35 @@ class Index:
                         # Length-prefixed, so no two different corpora share a digest by moving a seam.
                         digest.update(len(encoded).to_bytes(8, "big"))
                         digest.update(encoded)
-                    yield count, chunk.path, chunk.heading, breadcrumb, chunk.body
+                    yield (
+                        count, chunk.path, chunk.heading, breadcrumb, chunk.body, chunk.start_line, chunk.end_line,
+                        chunk.heading_line, chunk.body_start_line, ",".join(map(str, chunk.breadcrumb_lines)),
+                        ",".join(str(len(part)) for part in chunk.breadcrumb_parts),
+                    )
 
         connection.execute("BEGIN")
-        connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?)", rows())
+        connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
         connection.execute("COMMIT")
-        snapshot = CorpusSnapshot(len(corpus.documents), count, "sha256:" + digest.hexdigest())
-        return cls(folder, connection, snapshot)
+        snapshot = CorpusSnapshot(len(paths), count, "sha256:" + digest.hexdigest())
+        return cls(folder, connection, snapshot, frozenset(paths), analysis_workers)
+
+    def chunk(self, chunk_id: int) -> Chunk:
+        """The chunk with this id, with its source lines, as it was indexed."""
+        row = self.connection.execute(
+            "SELECT path, heading, breadcrumb, body, start_line, end_line, heading_line, body_start_line,"
+            " breadcrumb_lines, breadcrumb_part_lengths FROM chunks WHERE id = ?",
+            (chunk_id,),
+        ).fetchone()
+        if row is None:
+            raise KeyError(chunk_id)
+        path, heading, breadcrumb, body, start, end, heading_line, body_start, lines, lengths = row
+        parts, offset = [], 0
+        for length in map(int, lengths.split(",")):
+            parts.append(breadcrumb[offset : offset + length])
+            offset += length + len(BREADCRUMB_SEPARATOR)
+        return Chunk(
+            path, heading, tuple(parts), body, start, end, heading_line, body_start, tuple(map(int, lines.split(",")))
+        )
 
     def scorer(self, weights: tuple[float, float, float], parameters: Bm25Parameters) -> Bm25Scorer:
         """The BM25 scorer for these field weights and parameters, analysed on first use (an external
@@ -114,17 +158,32 @@ class Index:
         return self._scorers[key]
 
     def _postings(self, weights: tuple[float, ...]) -> Postings:
-        """One pass over the chunk table: each field's terms counted `weight` times (fields of
-        weight 0 left out)."""
+        """Each field's terms counted `weight` times (fields of weight 0 left out), analysed from the
+        chunk table: by worker processes over consecutive chunk ranges when the KB is large enough,
+        merged into one vocabulary here; in this process otherwise."""
         used = [f for f, w in enumerate(weights) if w > 0]
-        builder = PostingsBuilder(self.corpus.chunks, [weights[f] for f in used])
-        analyze = self.analyzer.index_ids
-        rows = self.connection.execute("SELECT heading, breadcrumb, body FROM chunks ORDER BY id")
-        with progress("indexed", total=self.corpus.chunks, unit="sections") as tick:
-            for row in rows:
-                builder.add([analyze(row[f]) for f in used])
-                tick()
-        return builder.finish(len(self.analyzer.vocabulary))
+        job = _AnalysisJob(
+            os.path.join(self.folder, "chunks.sqlite"), tuple(INDEXED_FIELDS[f] for f in used), tuple(weights[f] for f in used)
+        )
+        total = self.corpus.chunks
+        workers = self.analysis_workers
+        with progress("indexed", total=total, unit="sections") as tick:
+            if workers < 2 or total < PARALLEL_MIN_CHUNKS:
+                return job.run(0, total, self.analyzer, self.connection, tick)
+            bounds = [total * i // workers for i in range(workers + 1)]
+            context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+            vocabulary = self.analyzer.vocabulary
+            parts = []
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                for (first, last), (terms, part) in zip(
+                    itertools.pairwise(bounds), pool.map(job.run_in_worker, bounds[:-1], bounds[1:])
+                ):
+                    mapping = np.fromiter(
+                        (vocabulary.setdefault(term, len(vocabulary)) for term in terms), dtype=np.int64, count=len(terms)
+                    )
+                    parts.append((mapping, part))
+                    tick(last - first)
+            return merge_postings(parts, len(vocabulary))
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
@@ -149,6 +208,47 @@ class Index:
         marks = ",".join("?" * len(chunk_ids))
         rows = self.connection.execute(f"SELECT id, path, heading FROM chunks WHERE id IN ({marks})", chunk_ids)
         return {chunk_id: (path, heading) for chunk_id, path, heading in rows}
+
+
+PARALLEL_MIN_CHUNKS = 5_000
+"""Below this many chunks one process analyses them: starting workers and merging their
+vocabularies costs more than the second core saves (bench/speed_table.py)."""
+
+MAX_ANALYSIS_WORKERS = 4
+"""Each worker holds its share of the postings and a vocabulary; more than a few add memory, not speed."""
+
+
+@dataclass(frozen=True, slots=True)
+class _AnalysisJob:
+    """Analyse the chunk table's rows first+1..last into Postings (chunk positions from `first`)."""
+
+    database: str
+    columns: tuple[str, ...]
+    weights: tuple[float, ...]
+
+    def run(
+        self, first: int, last: int, analyzer: Analyzer, connection: sqlite3.Connection, tick: Callable[[int], None]
+    ) -> Postings:
+        builder = PostingsBuilder(last - first, self.weights)
+        analyze = analyzer.index_ids
+        rows = connection.execute(
+            f"SELECT {', '.join(self.columns)} FROM chunks WHERE id > ? AND id <= ? ORDER BY id", (first, last)
+        )
+        for row in rows:
+            builder.add([analyze(text) for text in row])
+            tick(1)
+        return builder.finish(len(analyzer.vocabulary))
+
+    def run_in_worker(self, first: int, last: int) -> tuple[list[str], Postings]:
+        """In a worker process: its own read-only connection and vocabulary; the terms come back
+        in id order, for the parent to map onto its vocabulary."""
+        connection = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
+        try:
+            analyzer = Analyzer()
+            postings = self.run(first, last, analyzer, connection, lambda _: None)
+        finally:
+            connection.close()
+        return list(analyzer.vocabulary), postings
 
 
 def _connect(path: str) -> sqlite3.Connection:

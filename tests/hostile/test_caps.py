@@ -79,7 +79,7 @@ def test_a_title_at_the_breadcrumb_cap_is_whole_in_the_breadcrumb() -> None:
 def test_the_index_holds_the_breadcrumb_the_quote_scan_reads(tmp_path: Path) -> None:
     write_tree(tmp_path, {"x.md": "---\ntitle: " + "t" * 1000 + "\n---\n# A\nbody\n# B\nbody\n"})
     corpus = read_corpus(tmp_path, workers=1)
-    index = Index.build(corpus)
+    index = Index.build(corpus.documents)
     stored = [row[3] for row in index.connection.execute("SELECT id, path, heading, breadcrumb FROM chunks ORDER BY id")]
     assert stored == [chunk.breadcrumb for chunk in corpus.documents[0].chunks]
     assert all(len(value) == MAX_BREADCRUMB_PART_CHARS for value in stored)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scanner.chunking import parse_document, split_lines
-from scanner.corpus import Corpus, build_document
+from scanner.corpus import build_document
 from scanner.diagnostics import Diagnostic, Diagnostics
 from scanner.errors import InputError
 from scanner.golden import GoldenSet, load_golden
@@ -149,7 +149,7 @@ _RETRIEVERS: dict[Tokenization, BuiltinRetriever] = {}
 def retriever(tokenization: Tokenization) -> BuiltinRetriever:
     if tokenization not in _RETRIEVERS:
         documents = tuple(build_document(p, t, Diagnostics()) for p, t in sorted(_INDEX_CORPUS.items()))
-        _RETRIEVERS[tokenization] = BuiltinRetriever(Index.build(Corpus(documents)), tokenization=tokenization)
+        _RETRIEVERS[tokenization] = BuiltinRetriever(Index.build(documents), tokenization=tokenization)
     return _RETRIEVERS[tokenization]
 
 

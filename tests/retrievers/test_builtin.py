@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanner.bm25 import Bm25Parameters
-from scanner.corpus import Corpus, build_document
+from scanner.corpus import build_document
 from scanner.diagnostics import Diagnostics
 from scanner.index import Index
 from scanner.query_compiler import QUERY_COMPILER_VERSION, compile_query
@@ -20,7 +20,7 @@ from scanner.retrievers.builtin import BuiltinRetriever, FieldWeights, Tokenizat
 
 def index_of(files: dict[str, str]) -> Index:
     documents = tuple(build_document(path, text, Diagnostics()) for path, text in sorted(files.items()))
-    return Index.build(Corpus(documents))
+    return Index.build(documents)
 
 
 CORPUS = {

@@ -14,7 +14,6 @@ from scanner.action import read_inputs
 from scanner.cli import execute, parse_cli
 from scanner.corpus import build_document
 from scanner.diagnostics import Diagnostics
-from scanner.documents import Corpus
 from scanner.errors import ExitCode, InputError
 from scanner.index import Index
 from scanner.query_compiler import QUERY_COMPILER_VERSION
@@ -59,7 +58,7 @@ RETRIEVER_SETTINGS = [spec for spec in SETTINGS if spec.retrievers]
 
 def index_of(files: Mapping[str, str]) -> Index:
     documents = tuple(build_document(path, text, Diagnostics()) for path, text in sorted(files.items()))
-    return Index.build(Corpus(documents))
+    return Index.build(documents)
 
 
 def cli(*argv: str) -> RunSettings:

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanner.corpus import Corpus, build_document
+from scanner.corpus import build_document
 from scanner.diagnostics import Diagnostics
 from scanner.golden import ExpectedEntry, GoldenQuery
 from scanner.index import INDEXED_FIELDS, Index, IndexedChunk
@@ -39,7 +39,7 @@ def query(query_id: str, text: str, *expected: str, heading: str | None = None) 
 
 def findings_for(files: dict[str, str], queries: Sequence[GoldenQuery], returned: dict[str, list[Hit]] | None = None) -> list[Finding]:
     documents = tuple(build_document(path, text, Diagnostics()) for path, text in sorted(files.items()))
-    index = Index.build(Corpus(documents))
+    index = Index.build(documents)
     with index.read_snapshot():
         return scan(index.chunks_by_document(), queries, returned or {})
 

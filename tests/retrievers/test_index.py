@@ -1,0 +1,109 @@
+"""The index: documents streamed into the chunk table in path order, chunks read back with their
+source lines, and the analysis split over worker processes giving exactly one process's postings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scanner import index as index_module
+from scanner.bm25 import Postings, merge_postings
+from scanner.corpus import build_document
+from scanner.diagnostics import Diagnostics
+from scanner.documents import Document
+from scanner.index import Index
+from scanner.retrievers.builtin import BuiltinRetriever
+
+WORDS = ["kettle", "stove", "pan", "rollback", "image", "migration", "ranking", "section", "index", "query", "answer", "note"]
+CJK = ["全文検索", "日本語の文書", "中文检索", "索引を作る", "问题回答"]
+
+
+def documents(count: int) -> tuple[Document, ...]:
+    """Varied English and CJK sections, so the worker ranges hold different vocabularies."""
+    texts = {}
+    for n in range(count):
+        words = " ".join(WORDS[(n * k) % len(WORDS)] for k in range(1, 2 + n % 9))
+        texts[f"d{n % 5}/note-{n:03d}.md"] = (
+            f"---\ntitle: Note {n} {WORDS[n % len(WORDS)]}\n---\n# {WORDS[(n + 3) % len(WORDS)]} {n}\n{words}\n"
+            f"## {CJK[n % len(CJK)]}\n{CJK[(n * 7) % len(CJK)]} {words} {n % 13}\n"
+        )
+    return tuple(build_document(path, text, Diagnostics()) for path, text in sorted(texts.items()))
+
+
+def postings_by_term(index: Index, postings: Postings) -> dict[str, tuple[list[int], list[float]]]:
+    out = {}
+    for term, term_id in index.analyzer.vocabulary.items():
+        if term_id + 1 < len(postings.start):
+            lo, hi = postings.start[term_id], postings.start[term_id + 1]
+            out[term] = (postings.chunks[lo:hi].tolist(), postings.tf[lo:hi].tolist())
+    return out
+
+
+def test_analysis_in_worker_processes_gives_the_postings_and_rankings_of_one_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    corpus = documents(240)
+    serial = Index.build(corpus, analysis_workers=1)
+    parallel = Index.build(corpus, analysis_workers=3)
+    merged_parts = []
+    real_merge = index_module.merge_postings
+
+    def spy(parts: list[tuple[np.ndarray, Postings]], size: int) -> Postings:
+        merged_parts.append(len(parts))
+        return real_merge(parts, size)
+
+    monkeypatch.setattr(index_module, "PARALLEL_MIN_CHUNKS", 1)
+    monkeypatch.setattr(index_module, "merge_postings", spy)
+    one = serial._postings((2.0, 2.0, 1.0))
+    many = parallel._postings((2.0, 2.0, 1.0))
+    assert merged_parts == [3]  # the serial index never merged: one process analysed it
+    assert postings_by_term(parallel, many) == postings_by_term(serial, one)
+    assert set(parallel.analyzer.vocabulary) == set(serial.analyzer.vocabulary)
+    assert many.lengths.tolist() == one.lengths.tolist()
+    for query in ["kettle stove", "rollback image 7", "全文検索の索引", "中文检索 问题", "note ranking answer"]:
+        a = BuiltinRetriever(serial).search(query, 20)
+        b = BuiltinRetriever(parallel).search(query, 20)
+        assert a and [(h.path, h.heading, h.score) for h in a] == [(h.path, h.heading, h.score) for h in b]
+
+
+def test_merging_maps_each_parts_terms_onto_one_vocabulary_in_chunk_order() -> None:
+    # Part one (chunks 0-1) knows terms [x, y]; part two (chunks 2-3) knows [y, z, x].
+    part_one = Postings(
+        start=np.array([0, 2, 3]), chunks=np.array([0, 1, 1], dtype=np.int32),
+        tf=np.array([1, 2, 3], dtype=np.float32), lengths=np.array([5, 6], dtype=np.float32),
+    )
+    part_two = Postings(
+        start=np.array([0, 1, 2, 4]), chunks=np.array([0, 1, 0, 1], dtype=np.int32),
+        tf=np.array([4, 5, 6, 7], dtype=np.float32), lengths=np.array([7, 8], dtype=np.float32),
+    )
+    x, y, z = 0, 1, 2
+    merged = merge_postings([(np.array([x, y]), part_one), (np.array([y, z, x]), part_two)], 3)
+    assert merged.start.tolist() == [0, 4, 6, 7]
+    assert merged.chunks.tolist() == [0, 1, 2, 3, 1, 2, 3]  # x: 0, 1 (part one), 2, 3 (part two)
+    assert merged.tf.tolist() == [1, 2, 6, 7, 3, 4, 5]
+    assert merged.lengths.tolist() == [5, 6, 7, 8]
+
+
+def test_a_chunk_is_read_back_with_its_source_lines_as_it_was_indexed() -> None:
+    text = (
+        "---\ntitle: Ops > runbook ユニコード\n---\nintro line\n\n# Deploy > steps\nfirst\n\n## Roll back\n"
+        "body one\nbody two\n\nSetext heading\n--------------\nunder it\n"
+    )
+    document = build_document("ops/run.md", text, Diagnostics())
+    index = Index.build([document])
+    assert len(document.chunks) == 4
+    for position, chunk in enumerate(document.chunks, start=1):
+        assert index.chunk(position) == chunk
+    assert document.chunks[0].heading_line is None  # the part before the first heading
+    assert len(document.chunks[2].breadcrumb_parts) == 2 and " > " in document.chunks[2].breadcrumb_parts[1]
+    with pytest.raises(KeyError):
+        index.chunk(5)
+
+
+def test_documents_out_of_path_order_are_refused_before_ids_are_misassigned() -> None:
+    a, b = (build_document(path, "# H\ntext\n", Diagnostics()) for path in ("a.md", "b.md"))
+    assert Index.build([a, b]).corpus.chunks == 2
+    with pytest.raises(RuntimeError, match="out of path order"):
+        Index.build([b, a])
+    with pytest.raises(RuntimeError, match="out of path order"):
+        Index.build([a, a])
