@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from itertools import chain
 from operator import add
 
 import Stemmer
@@ -36,6 +35,10 @@ ENGLISH_STOPWORDS = frozenset(
 """Common English function words (a question's scaffolding: 'how do I ...'). Left out of the index
 and of queries: their idf is near zero, so they barely move BM25, but their postings are the
 longest, and they are most of a query's scoring time and of the index's memory."""
+
+
+DROPPED = -1
+"""The id of a token that is not a term (a stopword)."""
 
 
 def has_cjk(text: str) -> bool:
@@ -63,12 +66,12 @@ class Analyzer:
     """Text -> term ids in a growing vocabulary (term -> id), one entry per distinct token cached.
 
     The cache is what makes analysis affordable: a corpus repeats its words, so stemming runs
-    once per distinct word, and the per-token work is one dict look-up inside
-    `chain.from_iterable(map(...))`, which runs in C."""
+    once per distinct word, and the per-token work is one dict look-up inside `map`, which runs
+    in C. A token maps to one term id, or to DROPPED (a stopword)."""
 
     def __init__(self) -> None:
         self.vocabulary: dict[str, int] = {}
-        self._tokens: dict[str, tuple[int, ...]] = {}
+        self._tokens: dict[str, int] = {}
         self._stemmer = Stemmer.Stemmer(STEMMER)
 
     def terms(self, token: str) -> list[str]:
@@ -80,18 +83,18 @@ class Analyzer:
         return [self._stemmer.stemWord(token)]
 
     def index_ids(self, text: str) -> Iterator[int]:
-        """Term ids of `text` in order, adding new terms to the vocabulary (index side)."""
+        """Term id of each token of `text` in order, DROPPED for a stopword, adding new terms to the
+        vocabulary (index side; PostingsBuilder leaves DROPPED out)."""
         found = tokens(text)
         cache = self._tokens
         for token in set(found).difference(cache):
-            ids = []
+            term_id = DROPPED
             for term in self.terms(token):
-                term_id = self.vocabulary.get(term)
-                if term_id is None:
+                term_id = self.vocabulary.get(term, DROPPED)
+                if term_id == DROPPED:
                     term_id = self.vocabulary[term] = len(self.vocabulary)
-                ids.append(term_id)
-            cache[token] = tuple(ids)
-        return chain.from_iterable(map(cache.__getitem__, found))
+            cache[token] = term_id
+        return map(cache.__getitem__, found)
 
     def query_terms(self, text: str) -> list[str]:
         """Terms of `text` in order, repeats kept (query side; the vocabulary is not touched)."""

@@ -51,9 +51,9 @@ class Postings:
     """Every chunk's weighted length (in terms)."""
 
 
-BATCH_TOKENS = 1 << 20
+BATCH_TOKENS = 1 << 17
 """Tokens analysed before they are folded into (term, chunk, tf) triples: bounds the memory of the
-raw token stream (about 20 bytes a token while folding) whatever the corpus size."""
+raw token stream (about 50 bytes a token while folding, 6 MiB a batch) whatever the corpus size."""
 
 
 class PostingsBuilder:
@@ -74,7 +74,8 @@ class PostingsBuilder:
         self._chunk_lengths = np.zeros(n_chunks, dtype=np.float32)
 
     def add(self, fields: Sequence[Iterable[int]]) -> None:
-        """The next chunk's term ids, one iterable per field (in the order of the weights)."""
+        """The next chunk's term ids, one iterable per field (in the order of the weights); a negative
+        id (a stopword) is left out of the postings and of the chunk's length."""
         for tokens, lengths, term_ids in zip(self._tokens, self._lengths, fields):
             before = len(tokens)
             tokens.extend(term_ids)
@@ -91,9 +92,14 @@ class PostingsBuilder:
         keys, weights = [], []
         for tokens, lengths, weight in zip(self._tokens, self._lengths, self._weights):
             per_chunk = np.frombuffer(lengths, dtype=np.int32)[self._first_chunk :]
-            self._chunk_lengths[self._first_chunk : self._first_chunk + count] += per_chunk * weight
+            ids = np.frombuffer(tokens, dtype=np.int32)
             local = np.repeat(np.arange(count, dtype=np.int64), per_chunk)
-            keys.append(np.frombuffer(tokens, dtype=np.int32).astype(np.int64) * stride + local)
+            kept = ids >= 0
+            ids, local = ids[kept], local[kept]
+            self._chunk_lengths[self._first_chunk : self._first_chunk + count] += (
+                np.bincount(local, minlength=count).astype(np.float32) * weight
+            )
+            keys.append(ids.astype(np.int64) * stride + local)
             weights.append(np.full(len(local), weight, dtype=np.float32))
         unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
         tf = np.bincount(inverse, weights=np.concatenate(weights)).astype(np.float32)

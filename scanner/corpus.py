@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import itertools
 import marshal
-import multiprocessing
 import os
 import re
 import sqlite3
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -25,6 +23,7 @@ from .documents import Chunk, Corpus, Document
 from .errors import InputError
 from .parse_cache import ParseCache, cache_key, lookup, pack, unpack
 from .parse_memo import ParseMemo
+from .workers import worker_pool
 
 INDEXED_SUFFIXES = (".md", ".markdown", ".txt")
 
@@ -145,10 +144,7 @@ def read_documents(
         read = list(collect(_read_from_source(relative, data, memo) for relative, data in _capped(root, source)))
         yield from sorted(read, key=lambda document: document.path)
     elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
-        context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-        with ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_open_worker_cache, initargs=(cache, keyed)
-        ) as pool:
+        with worker_pool(workers, _open_worker_cache, (cache, keyed)) as pool:
             try:
                 yield from collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
             except BaseException:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .compare import BaseRequest, Comparison, compare_runs, compare_with_history, no_previous
 from .diagnostics import Diagnostics
 from .evaluate import EvalOptions, EvalOutcome, run_eval
 from .gate import GateResult, check_gate_settings, evaluate_gate
-from .git_base import BaseBesideHead, ResolvedBase, compare_with_base, resolve_base
 from .history import (
     HistoryPlan,
     HistoryRead,
@@ -36,6 +36,9 @@ from .history import (
 from .parse_memo import ParseMemo
 from .render.json_report import report_document, run_document, serialise, validate, validation_errors
 from .run import Report, RunRecord
+
+if TYPE_CHECKING:
+    from .git_base import BaseBesideHead, ResolvedBase
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +87,15 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     # Issue 17: the revision is resolved BEFORE the evaluation (a bad --baseline-ref is exit 2 before
     # anything is written) and evaluated after it, taking the files both sides share from the memo.
     # Its run is only compared with: it never reaches the history, the report's runs or any file.
-    base = (
-        resolve_base(options.kb_path, plan.baseline_ref, external_retriever=not plan.builtin_retriever)
-        if plan.baseline_ref is not None else None
-    )
-    beside = BaseBesideHead(base, options, ParseMemo()) if isinstance(base, ResolvedBase) else None
+    base: ResolvedBase | Comparison | None = None
+    beside: BaseBesideHead | None = None
+    if plan.baseline_ref is not None:
+        # Imported here: dulwich is about a fifth of the interpreter's memory at start, and only a
+        # run that reads a git revision needs it.
+        from .git_base import BaseBesideHead, ResolvedBase, resolve_base
+
+        base = resolve_base(options.kb_path, plan.baseline_ref, external_retriever=not plan.builtin_retriever)
+        beside = BaseBesideHead(base, options, ParseMemo()) if isinstance(base, ResolvedBase) else None
     try:
         evaluation = run_eval(
             dataclasses.replace(
@@ -103,8 +110,10 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
             beside.cancel()
         raise
     run = evaluation.run
-    if isinstance(base, ResolvedBase) and beside is not None:
-        comparison = compare_with_base(run, base, beside.result())
+    if beside is not None:
+        from .git_base import compare_with_base
+
+        comparison = compare_with_base(run, beside.base, beside.result())
     elif isinstance(base, Comparison):
         comparison = base  # the revision cannot be evaluated; the comparison says why
     else:  # no --baseline-ref, or the pull request's base does not apply (no git checkout)

@@ -107,3 +107,12 @@ def test_documents_out_of_path_order_are_refused_before_ids_are_misassigned() ->
         Index.build([b, a])
     with pytest.raises(RuntimeError, match="out of path order"):
         Index.build([a, a])
+
+
+def test_stopwords_are_neither_postings_nor_part_of_a_chunks_length() -> None:
+    with_stopwords = build_document("x.md", "# The kettle\nthe kettle is on the stove\n", Diagnostics())
+    without = build_document("y.md", "# Kettle\nkettle stove\n", Diagnostics())
+    index = Index.build([with_stopwords, without], analysis_workers=1)
+    postings = index._postings((2.0, 2.0, 1.0))
+    assert postings.lengths[0] == postings.lengths[1]
+    assert not {"the", "is", "on"} & set(index.analyzer.vocabulary)
