@@ -79,9 +79,12 @@ def broken_links(path: Path) -> list[str]:
         file = (path.parent / unquote(parts.path)).resolve() if parts.path else path
         if not file.exists():
             broken.append(f"{target}: no such file")
-        elif parts.fragment and file.suffix == ".md":
-            if unquote(parts.fragment) not in anchors(read_page(file).headings):
-                broken.append(f"{target}: no such heading in {file.name}")
+        elif (
+            parts.fragment
+            and file.suffix == ".md"
+            and unquote(parts.fragment) not in anchors(read_page(file).headings)
+        ):
+            broken.append(f"{target}: no such heading in {file.name}")
     return broken
 
 
