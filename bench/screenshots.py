@@ -51,8 +51,13 @@ def to_html(markdown: str, css: str) -> str:
     body = cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
     return (
         "<!doctype html><meta charset=utf-8><style>" + css
-        + "body{margin:0}.markdown-body{box-sizing:border-box;max-width:900px;padding:24px}</style>"
+        # The border sets the summary apart from the page it is shown in (the README).
+        + "body{margin:0}.markdown-body{box-sizing:border-box;max-width:900px;padding:24px;"
+        + "border:1px solid #d0d7de;border-radius:6px}</style>"
         + f'<article class="markdown-body">{body}</article>'
+        # The rendered height, read back by page_height(): the photograph ends where the summary does.
+        + "<script>document.body.dataset.height ="
+        + " Math.ceil(document.querySelector('article').getBoundingClientRect().bottom) + 1</script>"
     )
 
 
@@ -64,13 +69,31 @@ def github_css(work: Path) -> str:
     return (work / "node_modules" / "github-markdown-css" / "github-markdown-light.css").read_text(encoding="utf-8")
 
 
-def screenshot(html: Path, png: Path, height: int) -> None:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
         raise SystemExit("chromium is not installed (apt-get install chromium)")
+    return found
+
+
+def page_height(html: Path) -> int:
+    """The rendered summary's height in pixels, from the DOM after to_html()'s script ran."""
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run(
+            [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=940,700", "--dump-dom",
+             html.as_uri()],
+            check=True, capture_output=True, text=True, timeout=60,
+        )
+    match = re.search(r'data-height="([0-9]+)"', done.stdout)
+    if match is None:
+        raise SystemExit(f"chromium did not report the height of {html}")
+    return int(match[1])
+
+
+def screenshot(html: Path, png: Path, height: int) -> None:
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
-            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--screenshot={png}",
+            [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--screenshot={png}",
              f"--window-size=940,{height}", html.as_uri()],
             check=True, capture_output=True, timeout=60,
         )
@@ -90,7 +113,7 @@ def main() -> int:
                 continue
             html = OUT / f"{name}.html"
             html.write_text(to_html(markdown, css), encoding="utf-8")
-            screenshot(html, OUT / f"{name}.png", height=max(700, 22 * markdown.count("\n") + 200))
+            screenshot(html, OUT / f"{name}.png", height=page_height(html))
             html.unlink()
             print(f"{name}: {OUT / (name + '.png')}", file=sys.stderr)
     return 0

@@ -1,3 +1,3 @@
 """kb-eval: measure a knowledge base's search against a golden query set."""
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
