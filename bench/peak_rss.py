@@ -5,7 +5,7 @@ process (so the figure is that run's alone) and the child's ru_maxrss is read
 with os.wait4. Usage, from the repository root:
 
     python bench/peak_rss.py            # every case
-    python bench/peak_rss.py tiny_100k  # some cases, by name
+    python bench/peak_rss.py files_over_corpus_cap  # some cases, by name
 
     python bench/peak_rss.py --as-limit-mib 2048 title_x_headings_114kb   # under an address-space cap
 
@@ -26,6 +26,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from scanner.corpus import MAX_CORPUS_BYTES, MAX_CORPUS_FILES
+
+sys.path.insert(0, str(REPO / "bench"))
+from run import TreeRssSampler
+
 MIB = 1024 * 1024
 GOLDEN = 'queries:\n  - id: q1\n    query: "alpha beta gamma"\n    expected: [a.md]\n'
 CLI = "import sys; from scanner.cli import main; sys.exit(main())"
@@ -72,25 +79,24 @@ def spaces_heading_under_cap(root: Path) -> Path:
     return kb
 
 
-def tiny_100k(root: Path) -> Path:
+def _tiny_files(root: Path, count: int) -> Path:
+    """a.md and `count` tiny notes, a thousand a folder."""
     kb = _kb(root)
-    for folder in range(100):
-        sub = kb / f"d{folder:03}"
-        sub.mkdir()
-        for n in range(1000):
-            (sub / f"n{n:04}.md").write_bytes(b"# t\nw\n")
+    for n in range(count):
+        sub = kb / f"d{n // 1000:03}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"n{n % 1000:04}.md").write_bytes(b"# t\nw\n")
     return kb
 
 
 def files_at_corpus_cap(root: Path) -> Path:
-    """99,999 tiny files and a.md: 100,000 indexable files, MAX_CORPUS_FILES (tiny_100k is one over)."""
-    kb = _kb(root)
-    for folder in range(100):
-        sub = kb / f"d{folder:03}"
-        sub.mkdir()
-        for n in range(1000 if folder else 999):
-            (sub / f"n{n:04}.md").write_bytes(b"# t\nw\n")
-    return kb
+    """Tiny files and a.md: exactly MAX_CORPUS_FILES indexable files."""
+    return _tiny_files(root, MAX_CORPUS_FILES - 1)
+
+
+def files_over_corpus_cap(root: Path) -> Path:
+    """One indexable file more than files_at_corpus_cap: refused (exit 2) before any file is read."""
+    return _tiny_files(root, MAX_CORPUS_FILES)
 
 
 def headings_10k(root: Path) -> Path:
@@ -188,19 +194,20 @@ def _prose(size: int) -> bytes:
 
 
 def bytes_at_corpus_cap(root: Path) -> Path:
-    """31 files of 8 MiB of prose and one that, with a.md, brings the KB to exactly 256 MiB."""
+    """Files of 8 MiB of prose, the last one short by a.md's size: exactly MAX_CORPUS_BYTES."""
     kb = _kb(root)
     big = _prose(8 * MIB)
-    for n in range(31):
+    last = MAX_CORPUS_BYTES // (8 * MIB) - 1
+    for n in range(last):
         (kb / f"big{n:02}.md").write_bytes(big)
-    (kb / "big31.md").write_bytes(big[: 8 * MIB - (kb / "a.md").stat().st_size])
+    (kb / f"big{last:02}.md").write_bytes(big[: 8 * MIB - (kb / "a.md").stat().st_size])
     return kb
 
 
 def bytes_over_corpus_cap(root: Path) -> Path:
     """One byte more than bytes_at_corpus_cap: refused (exit 2) before any file is read."""
     kb = bytes_at_corpus_cap(root)
-    with open(kb / "big31.md", "ab") as handle:
+    with open(kb / f"big{MAX_CORPUS_BYTES // (8 * MIB) - 1:02}.md", "ab") as handle:
         handle.write(b"x")
     return kb
 
@@ -227,7 +234,7 @@ def history_floats_at_cap(root: Path) -> Path:
 CASES: dict[str, Callable[[Path], Path]] = {
     f.__name__: f
     for f in (
-        baseline, sparse_200mb, line_50mb, line_under_cap, spaces_heading_under_cap, tiny_100k, files_at_corpus_cap,
+        baseline, sparse_200mb, line_50mb, line_under_cap, spaces_heading_under_cap, files_over_corpus_cap, files_at_corpus_cap,
         headings_10k, headings_100kb, golden_flat_1mib, golden_10000_queries,
         title_x_headings_57kb, title_x_headings_114kb, nested_title_headings_under_cap, empty_headings_under_cap,
         frontmatter_at_cap, sections_at_corpus_cap, sections_over_corpus_cap,
@@ -251,12 +258,19 @@ def measure(name: str, as_limit_mib: int | None = None) -> str:
             [*limit, sys.executable, "-c", CLI, "--kb-path", str(kb), "--format", "json", "--output", str(report)],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
+        sampler = TreeRssSampler(child.pid)
+        sampler.start()
         _, status, usage = os.wait4(child.pid, 0)
+        sampler.done.set()
+        sampler.join()
         seconds = time.perf_counter() - started
         code = os.waitstatus_to_exitcode(status)
         documents = json.loads(report.read_text(encoding="utf-8"))["corpus"]["documents"] if report.exists() else "-"
     # ru_maxrss is in KiB on Linux.
-    return f"| {name} | {code} | {documents} | {seconds:.1f} | {usage.ru_maxrss / 1024:.0f} |"
+    return (
+        f"| {name} | {code} | {documents} | {seconds:.1f} | {usage.ru_maxrss / 1024:.0f}"
+        f" | {max(sampler.peak_kib, 0) / 1024:.0f} |"
+    )
 
 
 def main(arguments: list[str]) -> None:
@@ -267,8 +281,9 @@ def main(arguments: list[str]) -> None:
     if arguments[:1] == ["--as-limit-mib"]:
         as_limit_mib = int(arguments[1])
         arguments = arguments[2:]
-    print("| case | exit | documents | seconds | peak RSS (MiB) |")
-    print("|---|---|---|---|---|")
+    # Largest process (ru_maxrss), and the largest PSS summed over the CLI and its worker processes.
+    print("| case | exit | documents | seconds | peak RSS (MiB) | all processes, PSS (MiB) |")
+    print("|---|---|---|---|---|---|")
     for name in arguments or list(CASES):
         print(measure(name, as_limit_mib), flush=True)
 
