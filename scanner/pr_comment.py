@@ -22,12 +22,12 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import requests
-import urllib3.exceptions
+from typing import TYPE_CHECKING, Any
 
 from .github import bound_summary
+
+if TYPE_CHECKING:
+    import requests
 
 COMMENT_BODY_LIMIT_BYTES = 60_000
 """GitHub refuses a comment body over 65,536 characters; bytes are >= characters, and the
@@ -128,6 +128,10 @@ class GitHubApi:
         session: requests.Session | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        # requests is imported by the runs that post a comment, not by every run that reads the
+        # comment setting (about 15 MiB of memory, and most of the import time).
+        import requests
+
         self.api_url = api_url.rstrip("/")
         self.session = session or requests.Session()
         self.session.headers.update(
@@ -141,6 +145,8 @@ class GitHubApi:
         self.sleep = sleep
 
     def request(self, method: str, url: str, json_body: Mapping[str, Any] | None = None) -> requests.Response:
+        import requests
+
         if not url.startswith(self.api_url + "/"):
             # The token goes only to the API it was issued for, whatever a Link header says.
             raise CommentRefused(f"refusing to send the token to {url!r}, outside {self.api_url}")
@@ -199,6 +205,9 @@ _MAYBE_POSTED = "the comment may have been posted, and posting again could dupli
 
 def _never_sent(error: requests.RequestException) -> bool:
     """True only when the request cannot have reached the server: no connection was made."""
+    import requests
+    import urllib3.exceptions
+
     if isinstance(error, requests.exceptions.ConnectTimeout):
         return True
     reason = getattr(error.args[0], "reason", None) if error.args else None

@@ -39,7 +39,7 @@ from .github import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
 from .history import DEFAULT_HISTORY_SIZE
 from .pr_comment import CommentMode
 from .retrievers import command as command_module
-from .retrievers import http as http_module
+from .retrievers import http_settings as http_module
 from .retrievers.base import RetrieverKind
 from .retrievers.builtin import FieldWeights, Tokenization
 from .retrievers.concurrency import validate_concurrency

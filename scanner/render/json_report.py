@@ -21,9 +21,7 @@ import math
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from ..compare import Comparison, MetricDelta, QueryDelta
 from ..diagnostics import Diagnostic
@@ -40,6 +38,9 @@ SCHEMA_FILE = "report.schema.json"
 _CHECKOUT_SCHEMA = Path(__file__).resolve().parents[2] / "schema" / SCHEMA_FILE
 # A checkout (and the Docker image, /app/schema) reads the published file itself; an installed
 # wheel carries a copy as package data (pyproject.toml maps schema/ to scanner._schema).
+if TYPE_CHECKING:
+    import jsonschema
+
 SCHEMA_PATH = (
     _CHECKOUT_SCHEMA if _CHECKOUT_SCHEMA.is_file()
     else Path(str(importlib.resources.files("scanner._schema").joinpath(SCHEMA_FILE)))
@@ -303,6 +304,10 @@ def _plain(value: object) -> Any:
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
+    # Imported on first validation, after the evaluation: its ~9 MiB then do not add to the peak
+    # of the analysis.
+    import jsonschema
+
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     validator_class = jsonschema.validators.validator_for(schema)
     validator_class.check_schema(schema)

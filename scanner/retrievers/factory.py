@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from scanner.errors import InputError
 from scanner.index import Index
 from scanner.retrievers import command as command_module
-from scanner.retrievers import http as http_module
+from scanner.retrievers import http_settings
 from scanner.retrievers.base import Retriever, RetrieverKind, SearchRequest
 from scanner.retrievers.builtin import BuiltinRetriever
 from scanner.retrievers.mapping import ResponseMapping, validate_dotted_path
@@ -143,18 +143,20 @@ def _build(
     mapping = _mapping(settings)
     if kind is RetrieverKind.HTTP:
         assert settings.http_url is not None  # choose_kind refused a missing http-url
-        http = http_module.HttpSettings(
+        http = http_settings.HttpSettings(
             url=settings.http_url,
-            method=http_module.parse_method(settings.http_method),
-            body_template=settings.http_body or http_module.DEFAULT_BODY_TEMPLATE,
+            method=http_settings.parse_method(settings.http_method),
+            body_template=settings.http_body or http_settings.DEFAULT_BODY_TEMPLATE,
             headers=tuple(
-                http_module.parse_header(text, number) for number, text in enumerate(settings.http_headers, start=1)
+                http_settings.parse_header(text, number) for number, text in enumerate(settings.http_headers, start=1)
             ),
             timeout_s=settings.http_timeout,
             retries=settings.http_retries,
             concurrency=settings.concurrency,
         )
-        return http_module.HttpRetriever(http, mapping, os.environ if env is None else env)
+        from scanner.retrievers.http import HttpRetriever  # requests is imported by the runs that use it
+
+        return HttpRetriever(http, mapping, os.environ if env is None else env)
     if kind is RetrieverKind.COMMAND:
         assert settings.command is not None  # choose_kind refused a missing command
         return command_module.CommandRetriever(

@@ -26,7 +26,8 @@ from scanner.retrievers.command import (
     command_environment,
     run_bounded,
 )
-from scanner.retrievers.http import HttpRetriever, HttpSettings, parse_header
+from scanner.retrievers.http import HttpRetriever
+from scanner.retrievers.http_settings import HttpSettings, parse_header
 from scanner.retrievers.mapping import MAX_JSON_CONTAINERS, ResponseMapping
 from tests.loopback_server import Reply, running
 

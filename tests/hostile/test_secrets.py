@@ -10,7 +10,8 @@ import pytest
 from scanner.errors import InputError
 from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.command import STDERR_TAIL_BYTES, CommandRetriever, CommandSettings
-from scanner.retrievers.http import SNIPPET_CHARS, HeaderSpec, HttpRetriever, HttpSettings
+from scanner.retrievers.http import HttpRetriever
+from scanner.retrievers.http_settings import SNIPPET_CHARS, HeaderSpec, HttpSettings
 from scanner.retrievers.mapping import ResponseMapping, scrub_and_cut
 from tests.loopback_server import Reply, running
 

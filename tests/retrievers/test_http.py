@@ -14,13 +14,8 @@ import pytest
 
 from scanner.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
-from scanner.retrievers.http import (
-    HeaderSpec,
-    HttpMethod,
-    HttpRetriever,
-    HttpSettings,
-    parse_header,
-)
+from scanner.retrievers.http import HttpRetriever
+from scanner.retrievers.http_settings import HeaderSpec, HttpMethod, HttpSettings, parse_header
 from scanner.retrievers.mapping import ResponseMapping
 from tests.loopback_server import (
     Received,
