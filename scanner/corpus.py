@@ -23,6 +23,7 @@ from .documents import Chunk, Corpus, Document
 from .errors import InputError
 from .parse_cache import ParseCache, cache_key, lookup, pack, unpack
 from .parse_memo import ParseMemo
+from .progress import progress
 from .workers import worker_pool
 
 INDEXED_SUFFIXES = (".md", ".markdown", ".txt")
@@ -124,6 +125,7 @@ def read_documents(
         # the peak memory of reading a large KB.
         nonlocal sections
         for document, warnings, entry in results:
+            tick()
             diagnostics.items.extend(warnings)
             if entry is not None and cache is not None:
                 entries[entry[0]] = entry[1]
@@ -140,26 +142,28 @@ def read_documents(
     # The memo needs each file's key, which the cache's code path computes (a worker's memo
     # would be lost with the worker, so entries are remembered here, in the parent).
     keyed = cache is not None or memo is not None
-    if source is not None:
-        # Another reader's order is its own (a git tree's): these are sorted here, and held,
-        # which costs nothing extra as the memo holds them anyway.
-        read = list(collect(_read_from_source(relative, data, memo) for relative, data in _capped(root, source)))
-        yield from sorted(read, key=lambda document: document.path)
-    elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
-        with worker_pool(workers, _open_worker_cache, (cache, keyed)) as pool:
+    # Reading is written to the index as it goes, so this count is the run's progress until then.
+    with progress("read", total=len(files) if source is None else None, unit="files") as tick:
+        if source is not None:
+            # Another reader's order is its own (a git tree's): these are sorted here, and held,
+            # which costs nothing extra as the memo holds them anyway.
+            read = list(collect(_read_from_source(relative, data, memo) for relative, data in _capped(root, source)))
+            yield from sorted(read, key=lambda document: document.path)
+        elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
+            with worker_pool(workers, _open_worker_cache, (cache, keyed)) as pool:
+                try:
+                    yield from collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
+                except BaseException:
+                    # Past a cap, or the consumer stopped: the files not yet parsed are not parsed at all.
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+        else:
+            connection = cache.open_for_reading() if cache is not None else None
             try:
-                yield from collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
-            except BaseException:
-                # Past a cap, or the consumer stopped: the files not yet parsed are not parsed at all.
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-    else:
-        connection = cache.open_for_reading() if cache is not None else None
-        try:
-            yield from collect(_read_one(relative, absolute, connection, keyed) for relative, absolute in files)
-        finally:
-            if connection is not None:
-                connection.close()
+                yield from collect(_read_one(relative, absolute, connection, keyed) for relative, absolute in files)
+            finally:
+                if connection is not None:
+                    connection.close()
     if cache is not None:
         cache.save(entries, diagnostics)
 

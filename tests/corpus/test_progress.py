@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +84,18 @@ def test_the_switch_turns_progress_off(capsys: pytest.CaptureFixture[str], monke
 
 def test_counted_passes_every_item_through_in_order() -> None:
     assert list(counted(iter("abc"), "scanned", 3, "documents")) == ["a", "b", "c"]
+
+
+def test_reading_the_kb_counts_files_read_skipped_ones_included(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scanner.corpus import read_corpus
+
+    root = tmp_path
+    for name, data in {"a.md": b"# A\ntext\n", "b.md": b"# B\ntext\n", "bad.md": b"\xff"}.items():
+        (root / name).write_bytes(data)
+    monkeypatch.delenv(progress_module.DISABLE_ENV, raising=False)
+    monkeypatch.setattr(progress_module, "QUIET_SECONDS", 0.0)
+    assert len(read_corpus(root, workers=1).documents) == 2
+    captured = capsys.readouterr()
+    assert "read 3/3 files" in captured.err and captured.out == ""
