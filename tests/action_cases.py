@@ -73,18 +73,7 @@ def run_entrypoint(
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **layout.host_environment()}
     env.update(input_environment(inputs))
     env.update(extra_env or {})
-    if launch is Launch.IN_PROCESS:
-        returncode, stdout, stderr = _run_in_process(layout.workspace, env, args)
-    else:
-        result = subprocess.run(
-            [sys.executable, str(REPO / "entrypoint.py"), *args],
-            cwd=layout.workspace,
-            env=env,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-        returncode, stdout, stderr = result.returncode, result.stdout, result.stderr
+    returncode, stdout, stderr = run_entrypoint_script(launch, layout.workspace, env, args, timeout)
     return ActionRun(
         returncode=returncode,
         stdout=stdout.decode("utf-8"),
@@ -92,6 +81,23 @@ def run_entrypoint(
         outputs_text=layout.output_file.read_bytes().decode("utf-8"),
         summary_text=layout.summary_file.read_bytes().decode("utf-8"),
     )
+
+
+def run_entrypoint_script(
+    launch: Launch, cwd: Path, env: Mapping[str, str], args: Sequence[str] = (), timeout: float = 120
+) -> tuple[int, bytes, bytes]:
+    """`python entrypoint.py ARGS` in `cwd` with exactly `env`: exit status, stdout, stderr."""
+    if launch is Launch.IN_PROCESS:
+        return _run_in_process(cwd, env, args)
+    result = subprocess.run(
+        [sys.executable, str(REPO / "entrypoint.py"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
+    return result.returncode, result.stdout, result.stderr
 
 
 def _run_in_process(cwd: Path, env: Mapping[str, str], args: Sequence[str]) -> tuple[int, bytes, bytes]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -15,7 +16,8 @@ from scanner import pipeline
 from scanner.errors import ExitCode
 from scanner.render import json_report
 from scanner.render.json_report import SCHEMA_FILE, validation_errors
-from tests.conftest import REPO, golden_yaml, run_cli, write_tree
+from tests.action_cases import run_entrypoint_script
+from tests.conftest import REPO, Launch, golden_yaml, run_cli, write_tree
 
 EXAMPLE = REPO / "examples" / "kb"
 
@@ -161,16 +163,14 @@ def test_the_golden_defaults_limit_is_the_default_limit_and_the_flag_overrides_i
     assert run_cli("--kb-path", kb, "--format", "json", "--limit", "3").json()["fingerprint"]["limit"] == 3
 
 
-def test_the_console_script_and_entrypoint_run_the_same_code(tmp_path: Path) -> None:
+def test_the_console_script_and_entrypoint_run_the_same_code(tmp_path: Path, launch: Launch) -> None:
     kb = small_kb(tmp_path / "kb")
-    via_entrypoint = subprocess.run(
-        [sys.executable, str(REPO / "entrypoint.py"), "--kb-path", str(kb), "--format", "json", "--no-history"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
-    via_module = run_cli("--kb-path", kb, "--format", "json", "--no-history")
-    assert via_entrypoint.returncode == 0
+    arguments = ["--kb-path", str(kb), "--format", "json", "--no-history"]
+    code, stdout, _ = run_entrypoint_script(launch, tmp_path, dict(os.environ), arguments, timeout=60)
+    via_module = run_cli(*arguments)
+    assert code == 0
     strip = lambda r: {k: v for k, v in json.loads(r).items() if k != "timestamp"}
-    assert strip(via_entrypoint.stdout) == strip(via_module.stdout)
+    assert strip(stdout) == strip(via_module.stdout)
 
 
 def test_an_external_retriever_is_chosen_by_its_flag_and_a_missing_query_is_exit_2(tmp_path: Path) -> None:
