@@ -56,6 +56,30 @@ def report_of(layout: RunnerLayout, name: str = "kb-eval-report.json") -> Any:
     return json.loads((layout.workspace / name).read_text(encoding="utf-8"))
 
 
+# --- the two launches ----------------------------------------------------------------------
+
+
+def test_a_real_process_observes_what_the_in_process_run_observes(tmp_path: Path) -> None:
+    # The quick subset runs every case below in process; this one runs on every change too, so a
+    # difference between that and the runner's way (a new interpreter: its stdio, flags, fresh
+    # modules) shows without the slow twins. A finding, a skipped undecodable file and a hostile
+    # name cover the encodings.
+    runs = {}
+    for launch in Launch:
+        layout = RunnerLayout(tmp_path / launch.value)
+        layout.write_event(pull_request_event())
+        finding_workspace(layout.workspace)
+        write_tree(layout.workspace / KB, {"notes/bad.md": b"# B\n\xff\xfe\n", "notes/%0A::x.md": "# x\nalpha\n"})
+        runs[launch] = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
+    in_process, subprocess = runs[Launch.IN_PROCESS], runs[Launch.SUBPROCESS]
+    assert in_process.returncode == subprocess.returncode == ExitCode.OK
+    assert sorted(a[4] for a in in_process.annotations) == ["golden-queries-quoted", "kb-eval: file skipped"]
+    assert in_process.annotations == subprocess.annotations
+    assert in_process.outputs == subprocess.outputs
+    assert in_process.summary == subprocess.summary
+    assert in_process.log.commands == subprocess.log.commands
+
+
 # --- the finding case --------------------------------------------------------------------
 
 
