@@ -7,14 +7,17 @@ same cases and can be compared field by field.
 
 from __future__ import annotations
 
+import io
 import os
+import runpy
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import REPO, golden_yaml, write_tree
+from tests.conftest import REPO, Launch, golden_yaml, write_tree
 from tests.container_support import ActionRun, RunnerLayout, input_environment
 from tests.runner_log import RunnerLog, parse_env_file, parse_log
 
@@ -55,6 +58,7 @@ def finding_workspace(workspace: Path, leaks: int = 1) -> None:
 
 
 def run_entrypoint(
+    launch: Launch,
     layout: RunnerLayout,
     inputs: Mapping[str, str],
     extra_env: Mapping[str, str] | None = None,
@@ -64,26 +68,88 @@ def run_entrypoint(
     """entrypoint.py as the runner would start it, minus the container: same variables, host paths.
 
     No argument, cwd = the workspace (the runner's --workdir), and nothing of
-    this test process's environment but PATH.
+    this test process's environment but PATH. `timeout` bounds a subprocess only.
     """
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **layout.host_environment()}
     env.update(input_environment(inputs))
     env.update(extra_env or {})
+    returncode, stdout, stderr = run_entrypoint_script(launch, layout.workspace, env, args, timeout)
+    return ActionRun(
+        returncode=returncode,
+        stdout=stdout.decode("utf-8"),
+        stderr=stderr.decode("utf-8"),
+        outputs_text=layout.output_file.read_bytes().decode("utf-8"),
+        summary_text=layout.summary_file.read_bytes().decode("utf-8"),
+    )
+
+
+def run_entrypoint_script(
+    launch: Launch, cwd: Path, env: Mapping[str, str], args: Sequence[str] = (), timeout: float = 120
+) -> tuple[int, bytes, bytes]:
+    """`python entrypoint.py ARGS` in `cwd` with exactly `env`: exit status, stdout, stderr."""
+    if launch is Launch.IN_PROCESS:
+        return _run_in_process(cwd, env, args)
     result = subprocess.run(
         [sys.executable, str(REPO / "entrypoint.py"), *args],
-        cwd=layout.workspace,
+        cwd=cwd,
         env=env,
         capture_output=True,
         timeout=timeout,
         check=False,
     )
-    return ActionRun(
-        returncode=result.returncode,
-        stdout=result.stdout.decode("utf-8"),
-        stderr=result.stderr.decode("utf-8"),
-        outputs_text=layout.output_file.read_bytes().decode("utf-8"),
-        summary_text=layout.summary_file.read_bytes().decode("utf-8"),
-    )
+    return result.returncode, result.stdout, result.stderr
+
+
+def _run_in_process(cwd: Path, env: Mapping[str, str], args: Sequence[str]) -> tuple[int, bytes, bytes]:
+    """`python entrypoint.py ARGS` in this interpreter: the script run as __main__ with this argv,
+    environment and working folder, its output caught as bytes.
+
+    The streams are what a child with only PATH gets (the C locale, so UTF-8 mode): UTF-8 with
+    surrogateescape on stdout and backslashreplace on stderr, so a name that is not valid UTF-8
+    prints as it would there. An exception escaping the script fails the test with its traceback,
+    where a process would exit 1 with it."""
+    out, err = io.BytesIO(), io.BytesIO()
+    stdout = io.TextIOWrapper(out, encoding="utf-8", errors="surrogateescape", write_through=True)
+    stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
+    script = str(REPO / "entrypoint.py")
+    with _process_state(cwd, env, [script, *args]), redirect_stdout(stdout), redirect_stderr(stderr):
+        try:
+            runpy.run_path(script, run_name="__main__")
+            code = 0
+        except SystemExit as stop:
+            code = _exit_status(stop.code, stderr)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _exit_status(code: object, stderr: io.TextIOWrapper) -> int:
+    """The status `raise SystemExit(code)` gives a process: None is 0, an int itself, anything
+    else is printed to stderr and is 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    stderr.write(f"{code}\n")
+    return 1
+
+
+@contextmanager
+def _process_state(cwd: Path, env: Mapping[str, str], argv: list[str]) -> Iterator[None]:
+    """This process's environment, working folder, argv and import path set as a child's would be,
+    and put back afterwards, whatever the run did to them (Action mode changes the working folder;
+    entrypoint.py prepends the repository to sys.path)."""
+    saved_env, saved_cwd, saved_argv, saved_path = dict(os.environ), os.getcwd(), sys.argv, list(sys.path)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.argv = argv
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
 
 
 def next_step(layout: RunnerLayout) -> None:

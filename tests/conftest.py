@@ -7,6 +7,7 @@ import json
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,26 @@ import pytest
 from scanner.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+class Launch(Enum):
+    """How a test starts entrypoint.py: in this process (fast) or as its own process (as the runner does)."""
+
+    IN_PROCESS = "in-process"
+    SUBPROCESS = "subprocess"
+
+
+@pytest.fixture(
+    params=[Launch.IN_PROCESS, pytest.param(Launch.SUBPROCESS, marks=pytest.mark.slow)],
+    ids=lambda launch: launch.value,
+)
+def launch(request: pytest.FixtureRequest) -> Launch:
+    """Each Action-mode case runs both ways: in process in the quick subset (-m "not slow"), where it
+    costs no interpreter start-up and import (~1 s each on the CI machine), and as a real process in
+    the full suite, which alone sees what differs between the two (interpreter flags, stdio encoding,
+    module state left by an earlier run)."""
+    launch: Launch = request.param
+    return launch
 
 
 @dataclass

@@ -160,6 +160,7 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 body=self.rfile.read(length) if length else b"",
             )
             server._record(received)
+            answered = False
             try:
                 reply = server.respond(received)
                 if reply.delay_s and server.stopping.wait(reply.delay_s):
@@ -172,11 +173,17 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
+                # No longer in flight once the body goes out: a client sending one request at a
+                # time sends its next as soon as this body arrives, maybe before this thread runs
+                # again, and that request must not count as overlapping this one.
+                server._done()
+                answered = True
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test); nothing to answer
             finally:
-                server._done()
+                if not answered:
+                    server._done()
                 self.close_connection = True
 
     return Handler

@@ -77,6 +77,12 @@ def make_run(
     }
 
 
+def labelled_history(label: str, queries: int) -> list[dict[str, Any]]:
+    """Three runs whose query ids carry `label`, so two labels give two different history files."""
+    values = {f"{label}-q{i}": (i % 7) / 7 for i in range(queries)}
+    return [make_run(values, timestamp=f"2026-12-0{day}T00:00:00Z") for day in range(1, 4)]
+
+
 def uniform_aggregate(value: float, query_count: int = 3) -> dict[str, Any]:
     return {
         "query_count": query_count,

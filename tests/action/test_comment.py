@@ -18,6 +18,7 @@ import pytest
 
 from scanner.errors import ExitCode
 from tests.action_cases import KB, assert_only_our_commands, finding_workspace, next_step, observe, run_entrypoint
+from tests.conftest import Launch
 from tests.container_support import FAKE_TOKEN, RunnerLayout, action_inputs, pull_request_event
 from tests.loopback_server import LoopbackServer, Received, Reply, running
 
@@ -88,10 +89,10 @@ def layout(tmp_path: Path) -> RunnerLayout:
     return layout
 
 
-def run_with_comment(layout: RunnerLayout, server: LoopbackServer, **env: str) -> Any:
+def run_with_comment(launch: Launch, layout: RunnerLayout, server: LoopbackServer, **env: str) -> Any:
     inputs = action_inputs({"kb-path": KB, "comment": "true"})
     next_step(layout)
-    return run_entrypoint(layout, inputs, extra_env={"GITHUB_API_URL": server.url, **env})
+    return run_entrypoint(launch, layout, inputs, extra_env={"GITHUB_API_URL": server.url, **env})
 
 
 def calls(server: LoopbackServer) -> list[tuple[str, str]]:
@@ -99,10 +100,10 @@ def calls(server: LoopbackServer) -> list[tuple[str, str]]:
 
 
 def test_the_first_run_creates_the_comment_and_the_second_updates_the_same_one(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     fake, server = api
-    first = observe(run_with_comment(layout, server))
+    first = observe(run_with_comment(launch, layout, server))
     assert first.returncode == ExitCode.OK
     assert calls(server) == [
         ("GET", f"{REPO_PATH}/issues/{PR}/comments"),
@@ -120,7 +121,7 @@ def test_the_first_run_creates_the_comment_and_the_second_updates_the_same_one(
 
     server.received.clear()
     (layout.workspace / KB / "notes" / "leak-0.md").unlink()  # the second run has no finding
-    second = observe(run_with_comment(layout, server))
+    second = observe(run_with_comment(launch, layout, server))
     assert second.returncode == ExitCode.OK
     assert calls(server) == [
         ("GET", f"{REPO_PATH}/issues/{PR}/comments"),
@@ -130,17 +131,17 @@ def test_the_first_run_creates_the_comment_and_the_second_updates_the_same_one(
     [updated] = fake.comments  # still one comment, now with the new summary
     assert updated["id"] == comment["id"] and updated["body"].startswith(MARKER_PREFIX)
     assert "No document quotes" in updated["body"]
-    assert "comment updated" in run_with_comment(layout, server).stderr
+    assert "comment updated" in run_with_comment(launch, layout, server).stderr
 
 
 def test_the_marked_comment_is_found_on_a_later_page(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     fake, server = api
     fake.comments = [{"id": n, "body": f"review comment {n}"} for n in range(1, 131)]
-    observe(run_with_comment(layout, server))  # creates comment 1000 as the 131st
+    observe(run_with_comment(launch, layout, server))  # creates comment 1000 as the 131st
     server.received.clear()
-    run = observe(run_with_comment(layout, server))
+    run = observe(run_with_comment(launch, layout, server))
     assert run.returncode == ExitCode.OK
     assert calls(server) == [
         ("GET", f"{REPO_PATH}/issues/{PR}/comments"),
@@ -153,11 +154,11 @@ def test_the_marked_comment_is_found_on_a_later_page(
 
 
 def test_a_403_is_a_warning_and_the_step_exits_as_the_eval_says(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     fake, server = api
     fake.refuse_writes = Reply(status=403, body={"message": "Resource not accessible by integration"})
-    observed = observe(run_with_comment(layout, server))
+    observed = observe(run_with_comment(launch, layout, server))
     assert observed.returncode == ExitCode.OK
     assert calls(server) == [
         ("GET", f"{REPO_PATH}/issues/{PR}/comments"),
@@ -172,11 +173,11 @@ def test_a_403_is_a_warning_and_the_step_exits_as_the_eval_says(
 
 
 def test_a_502_is_retried_and_then_the_comment_is_posted(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     fake, server = api
     fake.failures = [Reply(status=502, body={"message": "Bad Gateway"})]
-    observed = observe(run_with_comment(layout, server))
+    observed = observe(run_with_comment(launch, layout, server))
     assert observed.returncode == ExitCode.OK
     assert calls(server) == [
         ("GET", f"{REPO_PATH}/issues/{PR}/comments"),
@@ -188,11 +189,11 @@ def test_a_502_is_retried_and_then_the_comment_is_posted(
 
 
 def test_a_server_that_keeps_failing_is_a_warning_after_the_retries(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     fake, server = api
     fake.failures = [Reply(status=503, body={"message": "down"}, headers={"Retry-After": "0"})] * 4
-    observed = observe(run_with_comment(layout, server))
+    observed = observe(run_with_comment(launch, layout, server))
     assert observed.returncode == ExitCode.OK
     assert calls(server) == [("GET", f"{REPO_PATH}/issues/{PR}/comments")] * 4
     [refused] = [a for a in observed.annotations if a[4] == "kb-eval: pull-request comment not posted"]
@@ -200,11 +201,11 @@ def test_a_server_that_keeps_failing_is_a_warning_after_the_retries(
 
 
 def test_no_comment_and_no_request_when_the_event_is_not_a_pull_request(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     _, server = api
     layout.write_event({"ref": "refs/heads/main", "after": "d" * 40})
-    run = run_with_comment(layout, server, GITHUB_EVENT_NAME="push")
+    run = run_with_comment(launch, layout, server, GITHUB_EVENT_NAME="push")
     observed = observe(run)
     assert observed.returncode == ExitCode.OK and server.received == []
     assert "no pull-request comment: the event is push, not a pull request" in run.stderr
@@ -213,7 +214,7 @@ def test_no_comment_and_no_request_when_the_event_is_not_a_pull_request(
 
 @pytest.mark.parametrize("payload", [b"{not json", b"[1, 2]", None])
 def test_a_missing_or_malformed_event_payload_is_a_warning_and_the_run_goes_on(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], payload: bytes | None
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], payload: bytes | None, launch: Launch
 ) -> None:
     _, server = api
     event = layout.workflow / "event.json"
@@ -221,7 +222,7 @@ def test_a_missing_or_malformed_event_payload_is_a_warning_and_the_run_goes_on(
         event.unlink()
     else:
         event.write_bytes(payload)
-    observed = observe(run_with_comment(layout, server))
+    observed = observe(run_with_comment(launch, layout, server))
     assert observed.returncode == ExitCode.OK and server.received == []
     [warning] = [a for a in observed.annotations if a[4] == "kb-eval: event payload not usable"]
     assert "no pull-request comment" in warning[5]
@@ -231,7 +232,7 @@ def test_a_missing_or_malformed_event_payload_is_a_warning_and_the_run_goes_on(
 
 
 def test_the_token_is_never_sent_to_a_host_named_by_a_link_header(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     fake, server = api
     other: list[Received] = []
@@ -244,7 +245,7 @@ def test_the_token_is_never_sent_to_a_host_named_by_a_link_header(
         fake.failures = [
             Reply(body=[], headers={"Link": f'<{elsewhere.url}{REPO_PATH}/issues/{PR}/comments?page=2>; rel="next"'})
         ]
-        observed = observe(run_with_comment(layout, server))
+        observed = observe(run_with_comment(launch, layout, server))
     assert other == []
     assert observed.returncode == ExitCode.OK
     [refused] = [a for a in observed.annotations if a[4] == "kb-eval: pull-request comment not posted"]
@@ -252,59 +253,59 @@ def test_the_token_is_never_sent_to_a_host_named_by_a_link_header(
 
 
 def test_an_answer_that_is_not_json_is_a_warning_not_a_crash(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     fake, server = api
     fake.failures = [Reply(body=b"<html>proxy login</html>")]
-    observed = observe(run_with_comment(layout, server))
+    observed = observe(run_with_comment(launch, layout, server))
     assert observed.returncode == ExitCode.OK
     [refused] = [a for a in observed.annotations if a[4] == "kb-eval: pull-request comment not posted"]
     assert "did not return a JSON list" in refused[5]
 
 
-def run_with_mode(layout: RunnerLayout, server: LoopbackServer, mode: str) -> Any:
+def run_with_mode(launch: Launch, layout: RunnerLayout, server: LoopbackServer, mode: str) -> Any:
     next_step(layout)
     inputs = action_inputs({"kb-path": KB, "comment": mode})
-    return run_entrypoint(layout, inputs, extra_env={"GITHUB_API_URL": server.url})
+    return run_entrypoint(launch, layout, inputs, extra_env={"GITHUB_API_URL": server.url})
 
 
 def test_on_change_leaves_the_comment_alone_when_nothing_changed_and_updates_it_when_something_did(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     fake, server = api
-    assert observe(run_with_mode(layout, server, "on-change")).returncode == ExitCode.OK
+    assert observe(run_with_mode(launch, layout, server, "on-change")).returncode == ExitCode.OK
     [comment] = fake.comments
     assert comment["body"].startswith(MARKER_PREFIX) and "<!-- kb-eval:state:" in comment["body"]
 
     server.received.clear()
-    rerun = run_with_mode(layout, server, "on-change")  # the same KB: the same report
+    rerun = run_with_mode(launch, layout, server, "on-change")  # the same KB: the same report
     assert [method for method, _ in calls(server)] == ["GET", "GET"]  # the list and /user, no PATCH
     assert "left as it was (nothing changed)" in rerun.stderr
 
     server.received.clear()
     (layout.workspace / KB / "notes" / "leak-0.md").unlink()  # the finding goes away
-    run_with_mode(layout, server, "on-change")
+    run_with_mode(launch, layout, server, "on-change")
     assert calls(server)[-1] == ("PATCH", f"{REPO_PATH}/issues/comments/{comment['id']}")
     assert "No document quotes" in fake.comments[0]["body"]
 
 
 def test_always_updates_even_when_nothing_changed_and_true_still_means_always(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     fake, server = api
-    run_with_mode(layout, server, "always")
+    run_with_mode(launch, layout, server, "always")
     server.received.clear()
-    run_with_mode(layout, server, "true")
+    run_with_mode(launch, layout, server, "true")
     assert calls(server)[-1][0] == "PATCH" and len(fake.comments) == 1
 
 
 def test_off_and_false_post_nothing_and_a_misspelled_mode_is_refused_naming_the_input(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer]
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
 ) -> None:
     fake, server = api
     for mode in ("off", "false"):
-        assert observe(run_with_mode(layout, server, mode)).returncode == ExitCode.OK
+        assert observe(run_with_mode(launch, layout, server, mode)).returncode == ExitCode.OK
     assert server.received == [] and fake.comments == []
-    refused = observe(run_with_mode(layout, server, "sometimes"))
+    refused = observe(run_with_mode(launch, layout, server, "sometimes"))
     assert refused.returncode == ExitCode.BAD_INPUT
     assert any("comment" in a[5] and "on-change" in a[5] for a in refused.annotations)

@@ -31,6 +31,7 @@ from tests.action_cases import (
     run_entrypoint,
 )
 from tests.action_docs import ROOT
+from tests.conftest import Launch
 from tests.container_support import BuiltImage, RunnerLayout, action_inputs, build_image, pull_request_event, run_action
 
 pytestmark = pytest.mark.container
@@ -62,7 +63,7 @@ def both_ways(
         if os.geteuid() == 0:
             os.chown(layout.workspace, RUNNER_UID, RUNNER_GID)
         values = action_inputs(inputs)
-        run = run_entrypoint(layout, values) if where == "subprocess" else run_action(image.tag, layout, values)
+        run = run_entrypoint(Launch.SUBPROCESS, layout, values) if where == "subprocess" else run_action(image.tag, layout, values)
         results.append(observe(run))
         layouts.append(layout)
     return results[0], results[1], layouts[1]

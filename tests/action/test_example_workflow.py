@@ -23,6 +23,7 @@ from scanner.errors import ExitCode
 from tests.action.test_metadata import check_jsonschema_command
 from tests.action_cases import clean_workspace, finding_workspace, observe, run_entrypoint
 from tests.action_docs import ROOT, load_action
+from tests.conftest import Launch
 from tests.container_support import RunnerLayout, action_inputs, pull_request_event
 from tests.git.test_git_base import commit, git
 from tests.loopback_server import LoopbackServer, Received, Reply, running
@@ -94,7 +95,7 @@ def api() -> Iterator[tuple[list[Received], LoopbackServer]]:
 
 
 def test_the_kb_eval_step_runs_as_written_and_the_upload_step_finds_the_report(
-    tmp_path: Path, api: tuple[list[Received], LoopbackServer]
+    tmp_path: Path, api: tuple[list[Received], LoopbackServer], launch: Launch
 ) -> None:
     received, server = api
     layout = RunnerLayout(tmp_path)
@@ -108,7 +109,7 @@ def test_the_kb_eval_step_runs_as_written_and_the_upload_step_finds_the_report(
     layout.write_event(pull_request_event(head_sha=head, base_sha=base))
     step = kb_eval_step()
     inputs = action_inputs({name: as_runner_sets_it(value) for name, value in step["with"].items()})
-    observed = observe(run_entrypoint(layout, inputs, extra_env={"GITHUB_API_URL": server.url}))
+    observed = observe(run_entrypoint(launch, layout, inputs, extra_env={"GITHUB_API_URL": server.url}))
     assert observed.returncode == ExitCode.OK
     assert [(a[0], a[1], a[4]) for a in observed.annotations] == [
         ("warning", "docs/kb/notes/leak-0.md", "golden-queries-quoted"),

@@ -39,7 +39,7 @@ from tests.action_cases import (
     run_entrypoint,
 )
 from tests.action_docs import load_action
-from tests.conftest import golden_yaml, write_tree
+from tests.conftest import Launch, golden_yaml, write_tree
 from tests.container_support import RunnerLayout, action_inputs, pull_request_event
 
 BOTH_CAUSES = ("leaked into the corpus", "belong in `expected`")
@@ -56,14 +56,38 @@ def report_of(layout: RunnerLayout, name: str = "kb-eval-report.json") -> Any:
     return json.loads((layout.workspace / name).read_text(encoding="utf-8"))
 
 
+# --- the two launches ----------------------------------------------------------------------
+
+
+def test_a_real_process_observes_what_the_in_process_run_observes(tmp_path: Path) -> None:
+    # The quick subset runs every case below in process; this one runs on every change too, so a
+    # difference between that and the runner's way (a new interpreter: its stdio, flags, fresh
+    # modules) shows without the slow twins. A finding, a skipped undecodable file and a hostile
+    # name cover the encodings.
+    runs = {}
+    for launch in Launch:
+        layout = RunnerLayout(tmp_path / launch.value)
+        layout.write_event(pull_request_event())
+        finding_workspace(layout.workspace)
+        write_tree(layout.workspace / KB, {"notes/bad.md": b"# B\n\xff\xfe\n", "notes/%0A::x.md": "# x\nalpha\n"})
+        runs[launch] = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
+    in_process, subprocess = runs[Launch.IN_PROCESS], runs[Launch.SUBPROCESS]
+    assert in_process.returncode == subprocess.returncode == ExitCode.OK
+    assert sorted(a[4] for a in in_process.annotations) == ["golden-queries-quoted", "kb-eval: file skipped"]
+    assert in_process.annotations == subprocess.annotations
+    assert in_process.outputs == subprocess.outputs
+    assert in_process.summary == subprocess.summary
+    assert in_process.log.commands == subprocess.log.commands
+
+
 # --- the finding case --------------------------------------------------------------------
 
 
 def test_a_finding_is_one_warning_on_the_first_quoting_line_with_a_repository_relative_path(
-    layout: RunnerLayout,
+    layout: RunnerLayout, launch: Launch
 ) -> None:
     finding_workspace(layout.workspace)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
     assert observed.returncode == ExitCode.OK  # a finding never fails the step
     assert_only_our_commands(observed)
     [finding] = report_of(layout)["findings"]
@@ -76,16 +100,16 @@ def test_a_finding_is_one_warning_on_the_first_quoting_line_with_a_repository_re
     assert "never fails the step" in message
 
 
-def test_a_kb_at_the_repository_root_gives_plain_relative_paths(layout: RunnerLayout) -> None:
+def test_a_kb_at_the_repository_root_gives_plain_relative_paths(launch: Launch, layout: RunnerLayout) -> None:
     write_tree(layout.workspace, {**GUIDES, ".kb-eval.yml": GOLDEN, "notes/leak.md": LEAK_NOTE})
-    observed = observe(run_entrypoint(layout, action_inputs()))  # kb-path: its default "."
+    observed = observe(run_entrypoint(launch, layout, action_inputs()))  # kb-path: its default "."
     assert observed.returncode == ExitCode.OK
     assert [(a[1], a[2]) for a in observed.annotations] == [("notes/leak.md", "4")]  # no "./"
 
 
-def test_the_finding_run_writes_every_output_and_a_readable_report(layout: RunnerLayout) -> None:
+def test_the_finding_run_writes_every_output_and_a_readable_report(launch: Launch, layout: RunnerLayout) -> None:
     finding_workspace(layout.workspace)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
     report = report_of(layout)
     assert list(observed.outputs) == OUTPUT_NAMES
     assert observed.outputs == {
@@ -102,13 +126,13 @@ def test_the_finding_run_writes_every_output_and_a_readable_report(layout: Runne
 
 
 def test_the_summary_has_the_table_the_finding_linked_at_the_head_commit_and_the_misses(
-    layout: RunnerLayout,
+    layout: RunnerLayout, launch: Launch
 ) -> None:
     finding_workspace(layout.workspace)
     # A miss: the expected document of a fourth query does not exist.
     golden = layout.workspace / KB / ".kb-eval.yml"
     golden.write_text(golden.read_text() + golden_yaml(("ghost", "where is the ghost manual", ["gone.md"]))[9:])
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
     summary = observed.summary
     assert "| metric | value |" in summary and "| recall@10 |" in summary and "| MRR |" in summary
     assert f"(https://github.com/octo/kb/blob/{HEAD_SHA}/{KB}/notes/leak-0.md#L4)" in summary, summary
@@ -127,11 +151,13 @@ def echoed(stdout: str, tokens: list[str]) -> str:
     return "".join(stdout.split(f"::stop-commands::{t}\n", 1)[1].split(f"::{t}::\n", 1)[0] for t in tokens)
 
 
-def test_the_log_is_folded_and_the_findings_printed_once_with_commands_stopped(layout: RunnerLayout) -> None:
+def test_the_log_is_folded_and_the_findings_printed_once_with_commands_stopped(
+    launch: Launch, layout: RunnerLayout
+) -> None:
     finding_workspace(layout.workspace)
     golden = layout.workspace / KB / ".kb-eval.yml"
     golden.write_text(golden.read_text() + golden_yaml(("ghost", "where is the ghost manual", ["gone.md"]))[9:])
-    run = run_entrypoint(layout, action_inputs({"kb-path": KB}))
+    run = run_entrypoint(launch, layout, action_inputs({"kb-path": KB}))
     observed = observe(run)
     assert_only_our_commands(observed)
     assert [c.data for c in observed.log.commands if c.name == "group"] == [
@@ -148,9 +174,9 @@ def test_the_log_is_folded_and_the_findings_printed_once_with_commands_stopped(l
 # --- no finding, missing golden ------------------------------------------------------------
 
 
-def test_a_clean_kb_has_no_annotation_and_zero_findings(layout: RunnerLayout) -> None:
+def test_a_clean_kb_has_no_annotation_and_zero_findings(launch: Launch, layout: RunnerLayout) -> None:
     clean_workspace(layout.workspace)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
     assert observed.returncode == ExitCode.OK
     assert observed.annotations == []
     assert observed.outputs["findings-count"] == "0" and observed.outputs["query-count"] == "3"
@@ -158,10 +184,10 @@ def test_a_clean_kb_has_no_annotation_and_zero_findings(layout: RunnerLayout) ->
     assert_only_our_commands(observed)
 
 
-def test_a_missing_golden_file_is_exit_2_with_an_error_annotation_on_it(layout: RunnerLayout) -> None:
+def test_a_missing_golden_file_is_exit_2_with_an_error_annotation_on_it(launch: Launch, layout: RunnerLayout) -> None:
     clean_workspace(layout.workspace)
     inputs = action_inputs({"kb-path": KB, "golden": f"{KB}/missing.yml"})
-    observed = observe(run_entrypoint(layout, inputs))
+    observed = observe(run_entrypoint(launch, layout, inputs))
     assert observed.returncode == ExitCode.BAD_INPUT
     [(kind, file, line, _, title, message)] = observed.annotations
     assert (kind, file, line, title) == ("error", f"{KB}/missing.yml", None, "kb-eval: input error")
@@ -172,19 +198,21 @@ def test_a_missing_golden_file_is_exit_2_with_an_error_annotation_on_it(layout: 
     assert_only_our_commands(observed)
 
 
-def test_no_golden_file_in_the_kb_is_an_error_annotation_on_the_kb_folder(layout: RunnerLayout) -> None:
+def test_no_golden_file_in_the_kb_is_an_error_annotation_on_the_kb_folder(launch: Launch, layout: RunnerLayout) -> None:
     write_tree(layout.workspace / KB, {"a.md": "# A\ntext\n"})
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
     assert observed.returncode == ExitCode.BAD_INPUT
     [(kind, file, _, _, _, message)] = observed.annotations
     assert (kind, file) == ("error", KB)
     assert ".kb-eval.yml" in message
 
 
-def test_a_skipped_file_is_a_warning_on_that_file_relative_to_the_repository(layout: RunnerLayout) -> None:
+def test_a_skipped_file_is_a_warning_on_that_file_relative_to_the_repository(
+    launch: Launch, layout: RunnerLayout
+) -> None:
     clean_workspace(layout.workspace)
     write_tree(layout.workspace / KB, {"notes/bad.md": b"# B\n\xff\xfe\n"})
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
     assert observed.returncode == ExitCode.OK
     [(kind, file, _, _, title, message)] = observed.annotations
     assert (kind, file, title) == ("warning", f"{KB}/notes/bad.md", "kb-eval: file skipped")
@@ -196,10 +224,10 @@ def test_a_skipped_file_is_a_warning_on_that_file_relative_to_the_repository(lay
 
 
 def test_more_findings_than_max_annotations_end_with_one_notice_and_the_summary_lists_all(
-    layout: RunnerLayout,
+    layout: RunnerLayout, launch: Launch
 ) -> None:
     finding_workspace(layout.workspace, leaks=5)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "max-annotations": "3"})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, "max-annotations": "3"})))
     assert observed.returncode == ExitCode.OK
     kinds = [a[0] for a in observed.annotations]
     assert kinds == ["warning", "warning", "warning", "notice"]
@@ -211,15 +239,15 @@ def test_more_findings_than_max_annotations_end_with_one_notice_and_the_summary_
     assert observed.outputs["findings-count"] == "5"
 
 
-def test_the_default_budget_is_githubs_ten_and_exactly_ten_need_no_notice(layout: RunnerLayout) -> None:
+def test_the_default_budget_is_githubs_ten_and_exactly_ten_need_no_notice(launch: Launch, layout: RunnerLayout) -> None:
     finding_workspace(layout.workspace, leaks=10)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
     assert [a[0] for a in observed.annotations] == ["warning"] * 10
 
 
-def test_annotations_false_prints_none_but_keeps_summary_and_outputs(layout: RunnerLayout) -> None:
+def test_annotations_false_prints_none_but_keeps_summary_and_outputs(launch: Launch, layout: RunnerLayout) -> None:
     finding_workspace(layout.workspace)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "annotations": "false"})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, "annotations": "false"})))
     assert observed.annotations == []
     assert observed.outputs["findings-count"] == "1" and "leak" in observed.summary
 
@@ -234,7 +262,7 @@ HOSTILE_NAMES = [
 ]
 
 
-def test_hostile_file_names_and_ids_issue_no_command_but_ours(layout: RunnerLayout) -> None:
+def test_hostile_file_names_and_ids_issue_no_command_but_ours(launch: Launch, layout: RunnerLayout) -> None:
     clean_workspace(layout.workspace)
     kb = layout.workspace / KB
     hostile_ids = ["q::set-output name=x::y", "q\n::add-mask::m", "q%0A::error::z"]
@@ -247,7 +275,7 @@ def test_hostile_file_names_and_ids_issue_no_command_but_ours(layout: RunnerLayo
     for name in HOSTILE_NAMES:
         (kb / "notes").mkdir(exist_ok=True)
         (kb / "notes" / name).write_text(note, encoding="utf-8")
-    run = run_entrypoint(layout, action_inputs({"kb-path": KB, "max-annotations": "50"}))
+    run = run_entrypoint(launch, layout, action_inputs({"kb-path": KB, "max-annotations": "50"}))
     observed = observe(run)
     assert observed.returncode == ExitCode.OK, run.stdout + run.stderr
     assert_only_our_commands(observed)
@@ -268,13 +296,13 @@ def test_hostile_file_names_and_ids_issue_no_command_but_ours(layout: RunnerLayo
     assert "<script" not in observed.summary
 
 
-def test_hostile_markdown_in_names_stays_text_in_the_summary(layout: RunnerLayout) -> None:
+def test_hostile_markdown_in_names_stays_text_in_the_summary(launch: Launch, layout: RunnerLayout) -> None:
     clean_workspace(layout.workspace)
     kb = layout.workspace / KB
     (kb / "notes").mkdir()
     name = "<img src=x onerror=alert(1)>[click](javascript:x) @team |.md"
     (kb / "notes" / name).write_text(f"- {Q_ROLLBACK}\n- {Q_TAGS}\n", encoding="utf-8")
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
     assert observed.outputs["findings-count"] == "1"
     assert re.search(r"(?<!\\)<img", observed.summary) is None and "@team" not in observed.summary
     assert re.search(r"(?<!\\)\[click", observed.summary) is None
@@ -282,10 +310,10 @@ def test_hostile_markdown_in_names_stays_text_in_the_summary(layout: RunnerLayou
     assert "%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E" in observed.summary  # the link target, encoded
 
 
-def test_an_input_with_a_newline_is_refused_and_cannot_inject_a_command(layout: RunnerLayout) -> None:
+def test_an_input_with_a_newline_is_refused_and_cannot_inject_a_command(launch: Launch, layout: RunnerLayout) -> None:
     clean_workspace(layout.workspace)
     for name, value in (("k", "1,5\n::set-output name=x::y"), ("kb-path", f"{KB}\n::add-mask::x")):
-        observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, name: value})))
+        observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, name: value})))
         assert observed.returncode == ExitCode.BAD_INPUT
         [(kind, _, _, _, title, message)] = observed.annotations
         assert kind == "error" and title == "kb-eval: input error" and f"input {name}" in message
@@ -308,12 +336,12 @@ def test_an_input_with_a_newline_is_refused_and_cannot_inject_a_command(layout: 
     ],
 )
 def test_a_path_outside_the_workspace_is_exit_2_and_nothing_is_read_or_written_there(
-    layout: RunnerLayout, name: str, value: str
+    layout: RunnerLayout, name: str, value: str, launch: Launch
 ) -> None:
     clean_workspace(layout.workspace)
     (layout.root / "outside").mkdir()
     write_tree(layout.root / "outside", {".kb-eval.yml": golden_yaml(("q", "a question long enough", ["a.md"]))})
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, name: value})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, name: value})))
     assert observed.returncode == ExitCode.BAD_INPUT
     [(kind, file, _, _, _, message)] = observed.annotations
     assert kind == "error" and file is None
@@ -322,12 +350,12 @@ def test_a_path_outside_the_workspace_is_exit_2_and_nothing_is_read_or_written_t
     assert observed.outputs == {}
 
 
-def test_a_symlink_in_the_workspace_that_leads_outside_is_refused(layout: RunnerLayout) -> None:
+def test_a_symlink_in_the_workspace_that_leads_outside_is_refused(launch: Launch, layout: RunnerLayout) -> None:
     clean_workspace(layout.workspace)
     outside = layout.root / "outside"
     write_tree(outside, {".kb-eval.yml": golden_yaml(("q", "a question long enough", ["a.md"])), "a.md": "x"})
     (layout.workspace / "linked").symlink_to(outside)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": "linked"})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": "linked"})))
     assert observed.returncode == ExitCode.BAD_INPUT
     assert "outside the workspace" in observed.annotations[0][5]
 
@@ -346,13 +374,13 @@ def test_an_absolute_path_inside_the_workspace_and_a_symlink_inside_it_are_accep
 
 
 def test_the_report_goes_where_the_input_says_in_a_new_folder_owned_by_the_workspace_owner(
-    layout: RunnerLayout,
+    layout: RunnerLayout, launch: Launch
 ) -> None:
     if os.geteuid() != 0:
         pytest.skip("chown to another user needs root (the container runs as root)")
     clean_workspace(layout.workspace)
     os.chown(layout.workspace, 1001, 127)  # the runner user owns the checkout on GitHub
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "report": "out/eval/report.json"})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, "report": "out/eval/report.json"})))
     assert observed.outputs["report"] == "out/eval/report.json"
     for path in ("out", "out/eval", "out/eval/report.json"):
         status = (layout.workspace / path).stat()
@@ -445,13 +473,15 @@ def test_execute_returns_the_run_as_data_and_main_prints_the_same_text(tmp_path:
     assert missing.exit_code == 2 and missing.input_error is not None and missing.report is None
 
 
-def test_without_github_actions_or_with_arguments_the_entrypoint_is_the_plain_cli(layout: RunnerLayout) -> None:
+def test_without_github_actions_or_with_arguments_the_entrypoint_is_the_plain_cli(
+    launch: Launch, layout: RunnerLayout
+) -> None:
     clean_workspace(layout.workspace)
     inputs = action_inputs({"kb-path": KB})
-    plain = run_entrypoint(layout, inputs, extra_env={"GITHUB_ACTIONS": ""})
+    plain = run_entrypoint(launch, layout, inputs, extra_env={"GITHUB_ACTIONS": ""})
     assert plain.returncode == ExitCode.BAD_INPUT  # the CLI's default kb-path . has no golden file
     assert "no golden file found" in plain.stderr and "::" not in plain.stdout + plain.stderr
-    with_args = run_entrypoint(layout, inputs, args=["--kb-path", KB])
+    with_args = run_entrypoint(launch, layout, inputs, args=["--kb-path", KB])
     assert with_args.returncode == 0 and with_args.stdout.startswith("kb-eval ") and "::" not in with_args.stdout
     assert with_args.summary_text == with_args.outputs_text == ""
     assert not (layout.workspace / "kb-eval-report.json").exists()
@@ -460,11 +490,11 @@ def test_without_github_actions_or_with_arguments_the_entrypoint_is_the_plain_cl
 # --- baseline and the gate (the CLI flags of the history work) -------------------------------
 
 
-def test_the_gate_against_a_saved_baseline_fails_the_step_only_when_asked(layout: RunnerLayout) -> None:
+def test_the_gate_against_a_saved_baseline_fails_the_step_only_when_asked(launch: Launch, layout: RunnerLayout) -> None:
     clean_workspace(layout.workspace)
     if os.geteuid() == 0:
         os.chown(layout.workspace, 1001, 127)
-    first = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "save-baseline": "base/report.json"})))
+    first = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, "save-baseline": "base/report.json"})))
     assert first.returncode == ExitCode.OK and first.outputs["regressed"] == "false"
     baseline = layout.workspace / "base" / "report.json"
     assert baseline.is_file()
@@ -477,7 +507,7 @@ def test_the_gate_against_a_saved_baseline_fails_the_step_only_when_asked(layout
     (layout.workspace / KB / "guides" / "search.md").rename(layout.workspace / KB / "guides" / "moved.md")
     gate_inputs = {"kb-path": KB, "baseline": "base/report.json", "fail-on-regression": "true"}
     next_step(layout)
-    gated = observe(run_entrypoint(layout, action_inputs(gate_inputs)))
+    gated = observe(run_entrypoint(launch, layout, action_inputs(gate_inputs)))
     assert gated.returncode == ExitCode.REGRESSION
     assert gated.outputs["regressed"] == "true" and list(gated.outputs) == OUTPUT_NAMES
     [regression] = [a for a in gated.annotations if a[4] == "kb-eval: regression"]
@@ -486,25 +516,29 @@ def test_the_gate_against_a_saved_baseline_fails_the_step_only_when_asked(layout
     assert_only_our_commands(gated)
 
     next_step(layout)
-    ungated = observe(run_entrypoint(layout, action_inputs({**gate_inputs, "fail-on-regression": "false"})))
+    ungated = observe(run_entrypoint(launch, layout, action_inputs({**gate_inputs, "fail-on-regression": "false"})))
     assert ungated.returncode == ExitCode.OK  # the same drop, but the gate was not asked for
     assert ungated.outputs["regressed"] == "true"
     assert not [a for a in ungated.annotations if a[4] == "kb-eval: regression"]
 
 
-def test_the_history_input_keeps_a_history_in_the_workspace_and_empty_keeps_none(layout: RunnerLayout) -> None:
+def test_the_history_input_keeps_a_history_in_the_workspace_and_empty_keeps_none(
+    launch: Launch, layout: RunnerLayout
+) -> None:
     clean_workspace(layout.workspace)
-    observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
     assert not (layout.workspace / KB / ".kb-eval-history.json").exists()  # empty input: --no-history
     next_step(layout)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "history": "ci/history.json"})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, "history": "ci/history.json"})))
     assert observed.returncode == ExitCode.OK
     assert (layout.workspace / "ci" / "history.json").is_file()
 
 
-def test_a_gate_with_nothing_to_compare_is_a_warning_and_a_summary_line_in_input_words(layout: RunnerLayout) -> None:
+def test_a_gate_with_nothing_to_compare_is_a_warning_and_a_summary_line_in_input_words(
+    launch: Launch, layout: RunnerLayout
+) -> None:
     clean_workspace(layout.workspace)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "fail-on-regression": "true"})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, "fail-on-regression": "true"})))
     assert observed.returncode == ExitCode.OK
     [gate] = [a for a in observed.annotations if a[4] == "kb-eval: regression gate not run"]
     assert gate[0] == "warning" and "the history input is empty and no baseline was given" in gate[5]
@@ -512,6 +546,6 @@ def test_a_gate_with_nothing_to_compare_is_a_warning_and_a_summary_line_in_input
     assert "--no-history" not in observed.summary + gate[5]
     # The near miss: without fail-on-regression nothing is said about the gate.
     next_step(layout)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB})))
     assert not [a for a in observed.annotations if a[4] == "kb-eval: regression gate not run"]
     assert "could not run" not in observed.summary

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.action_cases import next_step, observe, run_entrypoint
+from tests.conftest import Launch
 from tests.container_support import RunnerLayout, action_inputs, pull_request_event
 from tests.git.test_git_base import BASE_KB, GIT_ENV, REGRESSING_CHANGE, commit, new_repo
 
@@ -37,9 +38,9 @@ def report_of(layout: RunnerLayout) -> dict[str, Any]:
     return data
 
 
-def test_a_pull_request_is_compared_with_its_base_commit_by_default(tmp_path: Path) -> None:
+def test_a_pull_request_is_compared_with_its_base_commit_by_default(launch: Launch, tmp_path: Path) -> None:
     layout, base = pull_request_checkout(tmp_path)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": "kb", "fail-on-regression": "true"})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": "kb", "fail-on-regression": "true"})))
     assert observed.returncode == 1  # the gate, against the base commit
     report = report_of(layout)
     assert report["comparison"]["source"] == "git"
@@ -47,9 +48,11 @@ def test_a_pull_request_is_compared_with_its_base_commit_by_default(tmp_path: Pa
     assert observed.outputs["regressed"] == "true"
 
 
-def test_a_shallow_pull_request_checkout_completes_and_says_to_fetch_the_history(tmp_path: Path) -> None:
+def test_a_shallow_pull_request_checkout_completes_and_says_to_fetch_the_history(
+    launch: Launch, tmp_path: Path
+) -> None:
     layout, _ = pull_request_checkout(tmp_path, shallow=True)
-    run = run_entrypoint(layout, action_inputs({"kb-path": "kb", "fail-on-regression": "true"}))
+    run = run_entrypoint(launch, layout, action_inputs({"kb-path": "kb", "fail-on-regression": "true"}))
     observed = observe(run)
     assert observed.returncode == 0
     report = report_of(layout)
@@ -58,45 +61,47 @@ def test_a_shallow_pull_request_checkout_completes_and_says_to_fetch_the_history
     assert "The regression gate could not run" in run.stdout and "fetch-depth: 0" in run.stdout
 
 
-def test_a_baseline_input_wins_over_the_pull_request_base(tmp_path: Path) -> None:
+def test_a_baseline_input_wins_over_the_pull_request_base(launch: Launch, tmp_path: Path) -> None:
     layout, _ = pull_request_checkout(tmp_path)
-    first = run_entrypoint(layout, action_inputs({"kb-path": "kb", "save-baseline": "saved.json"}))
+    first = run_entrypoint(launch, layout, action_inputs({"kb-path": "kb", "save-baseline": "saved.json"}))
     assert first.returncode == 0
     next_step(layout)
-    observe(run_entrypoint(layout, action_inputs({"kb-path": "kb", "baseline": "saved.json"})))
+    observe(run_entrypoint(launch, layout, action_inputs({"kb-path": "kb", "baseline": "saved.json"})))
     assert report_of(layout)["comparison"]["source"] == "baseline"
 
 
-def test_a_baseline_ref_input_is_used_as_given(tmp_path: Path) -> None:
+def test_a_baseline_ref_input_is_used_as_given(launch: Launch, tmp_path: Path) -> None:
     layout, base = pull_request_checkout(tmp_path)
-    observe(run_entrypoint(layout, action_inputs({"kb-path": "kb", "baseline-ref": "HEAD~1"})))
+    observe(run_entrypoint(launch, layout, action_inputs({"kb-path": "kb", "baseline-ref": "HEAD~1"})))
     report = report_of(layout)
     assert report["previous"]["ref"] == "HEAD~1" and report["previous"]["commit"] == base
 
 
-def test_a_baseline_ref_naming_nothing_is_exit_2_naming_it(tmp_path: Path) -> None:
+def test_a_baseline_ref_naming_nothing_is_exit_2_naming_it(launch: Launch, tmp_path: Path) -> None:
     layout, _ = pull_request_checkout(tmp_path)
-    run = run_entrypoint(layout, action_inputs({"kb-path": "kb", "baseline-ref": "no-such-branch"}))
+    run = run_entrypoint(launch, layout, action_inputs({"kb-path": "kb", "baseline-ref": "no-such-branch"}))
     assert run.returncode == 2
     assert "baseline-ref" in run.stdout and "--baseline-ref" not in run.stdout  # the input, as written
 
 
-def test_a_push_event_compares_with_no_base_commit(tmp_path: Path) -> None:
+def test_a_push_event_compares_with_no_base_commit(launch: Launch, tmp_path: Path) -> None:
     layout, _ = pull_request_checkout(tmp_path)
-    run = run_entrypoint(layout, action_inputs({"kb-path": "kb"}), extra_env={"GITHUB_EVENT_NAME": "push"})
+    run = run_entrypoint(launch, layout, action_inputs({"kb-path": "kb"}), extra_env={"GITHUB_EVENT_NAME": "push"})
     assert run.returncode == 0
     assert report_of(layout)["comparison"]["source"] is None
 
 
-def test_a_shallow_checkout_without_a_gate_is_still_a_warning_and_a_summary_line(tmp_path: Path) -> None:
+def test_a_shallow_checkout_without_a_gate_is_still_a_warning_and_a_summary_line(
+    launch: Launch, tmp_path: Path
+) -> None:
     layout, _ = pull_request_checkout(tmp_path, shallow=True)
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": "kb"})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": "kb"})))
     assert observed.returncode == 0
     [missed] = [a for a in observed.annotations if a[4] == "kb-eval: nothing compared"]
     assert missed[0] == "warning" and "fetch-depth: 0" in missed[5]
     assert "fetch-depth: 0" in observed.summary and "could not run" not in observed.summary
     # The near miss: a full clone compares, and says nothing of the kind.
     full, _ = pull_request_checkout(tmp_path / "full")
-    observed = observe(run_entrypoint(full, action_inputs({"kb-path": "kb"})))
+    observed = observe(run_entrypoint(launch, full, action_inputs({"kb-path": "kb"})))
     assert not [a for a in observed.annotations if a[4] == "kb-eval: nothing compared"]
     assert "Compared with the base revision" in observed.summary

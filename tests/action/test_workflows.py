@@ -28,6 +28,7 @@ from tests.action.test_metadata import check_jsonschema_command, validate
 from tests.action.test_release import load_script
 from tests.action_cases import run_entrypoint
 from tests.action_docs import ROOT, load_action
+from tests.conftest import Launch
 from tests.container_support import (
     BuiltImage,
     RunnerLayout,
@@ -173,7 +174,7 @@ def checkout(workspace: Path) -> None:
     shutil.copytree(ROOT / ".github", workspace / ".github", ignore=shutil.ignore_patterns("__pycache__"))
 
 
-def test_the_self_test_job_passes_when_run_step_by_step_here(tmp_path: Path) -> None:
+def test_the_self_test_job_passes_when_run_step_by_step_here(launch: Launch, tmp_path: Path) -> None:
     [job] = load(WORKFLOWS / "self-test.yml")["jobs"].values()
     outputs: dict[str, dict[str, str]] = {}
     outcomes: dict[str, str] = {}
@@ -185,7 +186,7 @@ def test_the_self_test_job_passes_when_run_step_by_step_here(tmp_path: Path) -> 
             checkout(workspace)
         elif uses == "./":
             layout = RunnerLayout(tmp_path)  # the same workspace, fresh file-command files per step
-            run = run_entrypoint(layout, action_inputs({k: str(v) for k, v in step["with"].items()}))
+            run = run_entrypoint(launch, layout, action_inputs({k: str(v) for k, v in step["with"].items()}))
             outputs[name] = dict(parse_env_file(run.outputs_text))
             outcomes[name] = "success" if run.returncode == 0 else "failure"
             assert run.returncode == 0 or step.get("continue-on-error") is True, run.stderr

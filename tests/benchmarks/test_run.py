@@ -8,28 +8,41 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 from quality import kb_eval_ndcg_at_k, ndcg_at_k
 
 
-def test_the_harness_prints_a_table_and_writes_every_system_phase_and_quality(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("systems", "repeat"),
+    [
+        # The quick subset runs each kind of system once: measured, cached, extrapolating scan.
+        (["kb-eval", "kb-eval-cached", "naive-scan"], 1),
+        pytest.param(["kb-eval", "kb-eval-cached", "fts5-trigram", "naive-scan"], 2, marks=pytest.mark.slow),
+    ],
+)
+def test_the_harness_prints_a_table_and_writes_every_system_phase_and_quality(
+    tmp_path: Path, systems: list[str], repeat: int
+) -> None:
     out = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, str(BENCH / "run.py"), "--docs", "40", "--queries", "12", "--repeat", "2",
-         "--systems", "kb-eval,kb-eval-cached,fts5-trigram,naive-scan", "--workdir", str(tmp_path / "work"), "--json", str(out)],
+        [sys.executable, str(BENCH / "run.py"), "--docs", "40", "--queries", "12", "--repeat", str(repeat),
+         "--systems", ",".join(systems), "--workdir", str(tmp_path / "work"), "--json", str(out)],
         check=False, capture_output=True, text=True, timeout=240,
     )
     assert result.returncode == 0, result.stderr
     assert "Totals" in result.stdout and "kb-eval" in result.stdout
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert data["queries"] == 12 and data["repeat"] == 2
+    assert data["queries"] == 12 and data["repeat"] == repeat
+    assert sorted(data["systems"]) == sorted(systems)
     assert data["machine"]["nproc"] >= 1
     kb_eval = data["systems"]["kb-eval"]
     assert set(kb_eval["phases_median"]) == {"walk_parse", "index", "search", "scan", "report"}
     assert set(kb_eval["rss_mib_after_phase_median"]) == {"walk_parse", "index", "search", "scan", "report"}
-    assert len(kb_eval["total_seconds_runs"]) == 2
+    assert len(kb_eval["total_seconds_runs"]) == repeat
     assert kb_eval["peak_rss_mib_median"] > 10
     assert 0 < kb_eval["ndcg_at_10"]["all"] <= 1
     assert data["systems"]["naive-scan"]["extra"]["extrapolated"] is False

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tomllib
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
 
 from scanner import pipeline
 from scanner.errors import ExitCode
-from scanner.render.json_report import validation_errors
-from tests.conftest import REPO, golden_yaml, run_cli, write_tree
+from scanner.render import json_report
+from scanner.render.json_report import SCHEMA_FILE, validation_errors
+from tests.action_cases import run_entrypoint_script
+from tests.conftest import REPO, Launch, golden_yaml, run_cli, write_tree
 
 EXAMPLE = REPO / "examples" / "kb"
 
@@ -158,16 +163,14 @@ def test_the_golden_defaults_limit_is_the_default_limit_and_the_flag_overrides_i
     assert run_cli("--kb-path", kb, "--format", "json", "--limit", "3").json()["fingerprint"]["limit"] == 3
 
 
-def test_the_console_script_and_entrypoint_run_the_same_code(tmp_path: Path) -> None:
+def test_the_console_script_and_entrypoint_run_the_same_code(tmp_path: Path, launch: Launch) -> None:
     kb = small_kb(tmp_path / "kb")
-    via_entrypoint = subprocess.run(
-        [sys.executable, str(REPO / "entrypoint.py"), "--kb-path", str(kb), "--format", "json", "--no-history"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
-    via_module = run_cli("--kb-path", kb, "--format", "json", "--no-history")
-    assert via_entrypoint.returncode == 0
+    arguments = ["--kb-path", str(kb), "--format", "json", "--no-history"]
+    code, stdout, _ = run_entrypoint_script(launch, tmp_path, dict(os.environ), arguments, timeout=60)
+    via_module = run_cli(*arguments)
+    assert code == 0
     strip = lambda r: {k: v for k, v in json.loads(r).items() if k != "timestamp"}
-    assert strip(via_entrypoint.stdout) == strip(via_module.stdout)
+    assert strip(stdout) == strip(via_module.stdout)
 
 
 def test_an_external_retriever_is_chosen_by_its_flag_and_a_missing_query_is_exit_2(tmp_path: Path) -> None:
@@ -193,6 +196,19 @@ def test_the_written_report_is_readable_by_other_users(tmp_path: Path) -> None:
     assert out.stat().st_mode & 0o777 == 0o644
 
 
+def test_the_package_data_puts_the_published_schema_where_an_installed_kb_eval_reads_it() -> None:
+    # The quick half of the wheel test below: the setuptools settings that put schema/ into the
+    # wheel as scanner._schema, and the name the code reads there, without building the wheel.
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert "scanner._schema" in setuptools["packages"]
+    folder = REPO / setuptools["package-dir"]["scanner._schema"]
+    packaged = [path for path in folder.iterdir() if any(fnmatch(path.name, pattern)
+                for pattern in setuptools["package-data"]["scanner._schema"])]
+    assert folder / SCHEMA_FILE in packaged
+    assert json_report.SCHEMA_PATH == folder / SCHEMA_FILE  # a checkout reads the same file
+
+
+@pytest.mark.slow  # builds a wheel (pip, build isolation): seconds; the test above is the quick half
 def test_an_installed_wheel_carries_the_schema_it_validates_against(tmp_path: Path) -> None:
     """`pip install .` (not editable) must still find schema/report.schema.json."""
     import zipfile

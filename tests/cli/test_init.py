@@ -6,7 +6,6 @@ import io
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,9 @@ from scanner.errors import ExitCode
 from scanner.golden import load_golden
 from scanner.init import STARTER_TAG, WORKFLOW_PATH, render_workflow
 from tests.action.test_metadata import check_jsonschema_command
+from tests.action_cases import run_entrypoint_script
 from tests.action_docs import ROOT
+from tests.conftest import Launch
 
 EXAMPLE_KB = ROOT / "examples" / "kb"
 EXAMPLE_WORKFLOW = ROOT / "examples" / "workflows" / "kb-eval-pull-request.yml"
@@ -195,11 +196,9 @@ def test_the_number_of_queries_is_checked(tmp_path: Path, count: str, capsys: py
     assert stopped.value.code == ExitCode.BAD_INPUT and "--queries" in capsys.readouterr().err
 
 
-def test_init_is_reached_through_the_container_entry_point_too(repository: Path) -> None:
+def test_init_is_reached_through_the_container_entry_point_too(repository: Path, launch: Launch) -> None:
     # entrypoint.py with arguments is the plain CLI: `docker run ... IMAGE init --kb-path KB` works.
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "entrypoint.py"), "init", "--kb-path", "docs/kb"],
-        check=False, capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"},
-    )
-    assert result.returncode == ExitCode.OK, result.stderr
+    arguments = ["init", "--kb-path", "docs/kb"]
+    code, _, stderr = run_entrypoint_script(launch, repository, {"PATH": "/usr/bin:/bin"}, arguments)
+    assert code == ExitCode.OK, stderr
     assert (repository / "docs/kb/.kb-eval.yml").is_file()

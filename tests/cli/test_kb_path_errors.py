@@ -8,6 +8,7 @@ from pathlib import Path
 from scanner.cli import main
 from scanner.errors import ExitCode
 from tests.action_cases import KB, clean_workspace, observe, run_entrypoint
+from tests.conftest import Launch
 from tests.container_support import RunnerLayout, action_inputs, pull_request_event
 
 
@@ -43,11 +44,13 @@ def test_the_folder_is_checked_even_when_the_golden_file_is_given(tmp_path: Path
     assert code == ExitCode.BAD_INPUT and "knowledge base folder not found" in err
 
 
-def test_in_action_mode_a_mistyped_kb_path_is_an_error_annotation_saying_the_folder_is_missing(tmp_path: Path) -> None:
+def test_in_action_mode_a_mistyped_kb_path_is_an_error_annotation_saying_the_folder_is_missing(
+    launch: Launch, tmp_path: Path
+) -> None:
     layout = RunnerLayout(tmp_path)
     layout.write_event(pull_request_event())
     clean_workspace(layout.workspace)
-    typo = observe(run_entrypoint(layout, action_inputs({"kb-path": KB + "b"})))
+    typo = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB + "b"})))
     assert typo.returncode == ExitCode.BAD_INPUT and typo.outputs == {}
     [(kind, file, _, _, _, message)] = typo.annotations
     assert (kind, file) == ("error", KB + "b") and message.startswith("knowledge base folder not found")
@@ -55,5 +58,5 @@ def test_in_action_mode_a_mistyped_kb_path_is_an_error_annotation_saying_the_fol
     right_layout = RunnerLayout(tmp_path / "right")
     right_layout.write_event(pull_request_event())
     clean_workspace(right_layout.workspace)
-    right = observe(run_entrypoint(right_layout, action_inputs({"kb-path": KB})))
+    right = observe(run_entrypoint(launch, right_layout, action_inputs({"kb-path": KB})))
     assert right.returncode == ExitCode.OK and right.annotations == []

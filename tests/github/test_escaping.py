@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -176,49 +177,11 @@ def annotation_cases() -> list[tuple[AnnotationKind, AnnotationProperties, str]]
     return cases
 
 
-def test_annotation_lines_equal_what_actions_core_prints_for_hostile_strings(
-    actions_core: Path, tmp_path: Path
-) -> None:
-    cases = annotation_cases()
-    spec = tmp_path / "cases.json"
-    spec.write_text(
-        json.dumps(
-            [
-                {
-                    "kind": kind.value,
-                    "message": message,
-                    "properties": node_properties(properties),
-                }
-                for kind, properties, message in cases
-            ]
-        ),
-        encoding="utf-8",
-    )
-    reference = run_node(actions_core, NODE_ANNOTATIONS, str(spec)).split("\n")
-    assert reference[-1] == ""  # every command line ends with os.EOL
-    ours = [format_command(kind, properties, message) for kind, properties, message in cases]
-    assert len(reference) - 1 == len(ours)
-    for mine, theirs, case in zip(ours, reference, cases):
-        assert mine == theirs, case
-
-
-PYTHON_ANNOTATIONS = """
-import json, sys
-from scanner.github import Annotation, AnnotationKind, AnnotationProperties, write_annotations
-cases = json.load(open(sys.argv[1], encoding="utf-8"))
-write_annotations(sys.stdout, [
-    Annotation(AnnotationKind(c["kind"]), c["message"], AnnotationProperties(**c["ours"])) for c in cases
-])
-"""
-
-
-def test_bytes_printed_by_a_python_process_equal_actions_cores_in_the_c_locale(
-    actions_core: Path, tmp_path: Path
-) -> None:
-    # The image sets no locale: the printed bytes must still be UTF-8 and the
-    # same as node's, hostile unicode included.
-    cases = annotation_cases()
-    spec = tmp_path / "cases.json"
+@pytest.fixture(scope="module")
+def core_reference(actions_core: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
+    """The hostile annotation cases as a spec file both sides read (toolkit's properties and
+    ours), and the bytes `@actions/core` prints for them: node runs once for the module."""
+    spec = tmp_path_factory.mktemp("annotations") / "cases.json"
     spec.write_text(
         json.dumps(
             [
@@ -235,19 +198,54 @@ def test_bytes_printed_by_a_python_process_equal_actions_cores_in_the_c_locale(
                         "end_column": properties.end_column,
                     },
                 }
-                for kind, properties, message in cases
+                for kind, properties, message in annotation_cases()
             ]
         ),
         encoding="utf-8",
     )
-    reference = run_node(actions_core, NODE_ANNOTATIONS, str(spec)).encode("utf-8")
+    return spec, run_node(actions_core, NODE_ANNOTATIONS, str(spec)).encode("utf-8")
+
+
+PYTHON_ANNOTATIONS = """
+import json, sys
+from scanner.github import Annotation, AnnotationKind, AnnotationProperties, write_annotations
+cases = json.load(open(sys.argv[1], encoding="utf-8"))
+write_annotations(sys.stdout, [
+    Annotation(AnnotationKind(c["kind"]), c["message"], AnnotationProperties(**c["ours"])) for c in cases
+])
+"""
+
+
+def formatted_in_process(spec: Path, cwd: Path) -> bytes:
+    """format_command's line for each case, as UTF-8."""
+    lines = [format_command(kind, properties, message) + "\n" for kind, properties, message in annotation_cases()]
+    return "".join(lines).encode("utf-8")
+
+
+def printed_by_a_python_process_in_the_c_locale(spec: Path, cwd: Path) -> bytes:
+    """What write_annotations prints in a process with no locale set, as in the image: the
+    bytes must still be UTF-8."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT)}
-    ours = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", PYTHON_ANNOTATIONS, str(spec)],
-        check=True, cwd=tmp_path, capture_output=True, timeout=60, env=env,
+        check=True, cwd=cwd, capture_output=True, timeout=60, env=env,
     ).stdout  # fmt: skip
-    assert ours == reference
-    assert "🚀".encode() in ours
+
+
+@pytest.mark.parametrize("ours", [formatted_in_process, printed_by_a_python_process_in_the_c_locale])
+def test_annotation_lines_equal_what_actions_core_prints_for_hostile_strings(
+    core_reference: tuple[Path, bytes], tmp_path: Path, ours: Callable[[Path, Path], bytes]
+) -> None:
+    spec, reference = core_reference
+    printed = ours(spec, tmp_path)
+    assert reference.endswith(b"\n")  # every command line ends with os.EOL
+    assert "🚀".encode() in printed  # hostile unicode reached the output, as itself
+    cases = annotation_cases()
+    mine, theirs = printed.split(b"\n"), reference.split(b"\n")
+    assert len(mine) == len(theirs) == len(cases) + 1
+    for line, reference_line, case in zip(mine, theirs, cases):
+        assert line == reference_line, case
+    assert printed == reference
 
 
 def test_the_comparison_would_catch_a_missing_escape(actions_core: Path, tmp_path: Path) -> None:

@@ -172,8 +172,12 @@ def test_a_post_whose_connection_drops_before_an_answer_is_not_sent_again() -> N
         with pytest.raises(CommentRefused, match="not retried"):
             upsert_comment(api, PullRequest(url, REPO, PR), MARKER, "text")
     finally:
+        # The client is done (a second POST would have come before upsert_comment returned):
+        # shutdown wakes the accept the server is blocked in, where close alone would not.
+        listener.shutdown(socket.SHUT_RDWR)
         listener.close()
         thread.join(timeout=10)
+    assert not thread.is_alive()
     assert [data.split(b" ", 1)[0] for data in seen] == [b"GET", b"POST"]
 
 

@@ -218,63 +218,62 @@ def test_an_unreadable_history_is_refused_untouched() -> None:
         shutil.rmtree(folder)
 
 
-# --- forgiven: garbage starts a fresh history with a warning ---------------------------
+# --- bad content: forgiven when the file is ours, refused when it is not -------------------
+#
+# One table, so each near miss sits beside its case: a file that starts the way kb-eval writes
+# its history is ours and damaged (a killed writer, a bad merge), so the run starts a fresh
+# history with a warning; anything else may be another tool's file and is never overwritten.
+
+FRESH_WITH_A_WARNING, REFUSED_UNTOUCHED = "fresh history with a warning", "refused, left untouched"
+OURS = b'{"format":"kb-eval-history","schema_version":1,'
 
 
 @pytest.mark.parametrize(
-    "content",
+    ("content", "outcome"),
     [
-        pytest.param(b"", id="empty file"),
-        pytest.param(b" \n", id="only whitespace"),
-        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"runs":[', id="ours, truncated"),
-        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"runs":[NaN]}', id="NaN"),
-        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"x":Infinity}', id="Inf"),
-        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"x":1e400}', id="1e400"),
-        pytest.param(b'{"format":"kb-eval-history","schema_version":0,"runs":[]}', id="v0"),
-        pytest.param(b'{"format":"kb-eval-history","runs":[]}', id="no version"),
-        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"runs":{}}', id="runs"),
-        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"x":' + b"[" * 100_000, id="ours, deep"),
-        pytest.param(b'{"format":"kb-eval-history","schema_version":1,"n":' + b"9" * 5000 + b"}", id="ours, huge int"),
+        pytest.param(b"", FRESH_WITH_A_WARNING, id="empty file"),
+        pytest.param(b" \n", FRESH_WITH_A_WARNING, id="only whitespace"),
+        pytest.param(OURS + b'"runs":[', FRESH_WITH_A_WARNING, id="ours, truncated"),
+        pytest.param(b' {"format":"kb-eval-history", "runs": [', REFUSED_UNTOUCHED, id="not how kb-eval writes"),
+        pytest.param(OURS + b'"runs":[NaN]}', FRESH_WITH_A_WARNING, id="NaN"),
+        pytest.param(OURS + b'"x":Infinity}', FRESH_WITH_A_WARNING, id="Inf"),
+        pytest.param(OURS + b'"x":1e400}', FRESH_WITH_A_WARNING, id="1e400"),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":0,"runs":[]}', FRESH_WITH_A_WARNING, id="v0"),
+        pytest.param(b'{"format":"kb-eval-history","runs":[]}', FRESH_WITH_A_WARNING, id="no version"),
+        pytest.param(OURS + b'"runs":{}}', FRESH_WITH_A_WARNING, id="runs"),
+        pytest.param(OURS + b'"x":' + b"[" * 100_000, FRESH_WITH_A_WARNING, id="ours, deep"),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, REFUSED_UNTOUCHED, id="deeply nested"),
+        pytest.param(OURS + b'"n":' + b"9" * 5000 + b"}", FRESH_WITH_A_WARNING, id="ours, huge int"),
+        pytest.param(b'{"n":' + b"9" * 5000 + b"}", REFUSED_UNTOUCHED, id="huge integer"),
+        pytest.param(b'{"name":"some-package","version":"1.0.0"}', REFUSED_UNTOUCHED, id="another tool"),
+        pytest.param(b'{"format":"kb-eval-history","schema_version":2,"runs":[]}', REFUSED_UNTOUCHED, id="newer"),
+        pytest.param(b'{"format":"other-tool-history","runs":[]}', REFUSED_UNTOUCHED, id="another format"),
+        pytest.param(b'{"format":null,"runs":[]}', REFUSED_UNTOUCHED, id="format null"),
+        pytest.param(b"[1, 2, 3]", REFUSED_UNTOUCHED, id="a top-level array"),
+        pytest.param(b'"a string"', REFUSED_UNTOUCHED, id="a top-level string"),
+        pytest.param(b"{not json", REFUSED_UNTOUCHED, id="not JSON"),
+        pytest.param(b"title: my notes\n", REFUSED_UNTOUCHED, id="YAML"),
+        pytest.param(b"\xff\xfe\x00garbage", REFUSED_UNTOUCHED, id="not UTF-8"),
     ],
 )
-def test_garbage_content_starts_a_fresh_history_with_a_warning(tmp_path: Path, content: bytes) -> None:
+def test_bad_content_starts_a_fresh_history_when_ours_and_stops_the_run_untouched_when_not(
+    tmp_path: Path, content: bytes, outcome: str
+) -> None:
     path = tmp_path / ".kb-eval-history.json"
     path.write_bytes(content)
-    read = read_history(path)
-    assert read.documents == () and read.existed is True
-    assert [w.code for w in read.warnings] == ["history-unparsable"]
-    assert read.warnings[0].to_json()["file"] == str(path)
-    # and the next save replaces it with a good history
-    save_history(path, [make_run()])
-    assert len(read_history(path).documents) == 1
-
-
-@pytest.mark.parametrize(
-    "content",
-    [
-        pytest.param(b'{"name":"some-package","version":"1.0.0"}', id="another tool"),
-        pytest.param(b'{"format":"kb-eval-history","schema_version":2,"runs":[]}', id="a newer kb-eval"),
-        pytest.param(b'{"format":"other-tool-history","runs":[]}', id="another format"),
-        pytest.param(b'{"format":null,"runs":[]}', id="format null"),
-        pytest.param(b"[1, 2, 3]", id="a top-level array"),
-        pytest.param(b'"a string"', id="a top-level string"),
-        pytest.param(b"{not json", id="not JSON"),
-        pytest.param(b"title: my notes\n", id="YAML"),
-        pytest.param(b"\xff\xfe\x00garbage", id="not UTF-8"),
-        pytest.param(b"[" * 100_000 + b"]" * 100_000, id="deeply nested"),
-        pytest.param(b'{"n":' + b"9" * 5000 + b"}", id="huge integer"),
-        pytest.param(b' {"format":"kb-eval-history", "runs": [', id="not how kb-eval writes"),
-    ],
-)
-def test_someone_elses_json_at_the_history_path_stops_the_run_and_is_left_untouched(
-    tmp_path: Path, content: bytes
-) -> None:
-    path = tmp_path / "package.json"
-    path.write_bytes(content)
-    with pytest.raises(InputError) as caught:
-        read_history(path)
-    assert caught.value.file == str(path) and "untouched" in caught.value.message
-    assert path.read_bytes() == content
+    if outcome == FRESH_WITH_A_WARNING:
+        read = read_history(path)
+        assert read.documents == () and read.existed is True
+        assert [w.code for w in read.warnings] == ["history-unparsable"]
+        assert read.warnings[0].to_json()["file"] == str(path)
+        # and the next save replaces it with a good history
+        save_history(path, [make_run()])
+        assert len(read_history(path).documents) == 1
+    else:
+        with pytest.raises(InputError) as caught:
+            read_history(path)
+        assert caught.value.file == str(path) and "untouched" in caught.value.message
+        assert path.read_bytes() == content
 
 
 def test_a_run_with_an_impossible_metric_is_dropped_and_the_others_kept(

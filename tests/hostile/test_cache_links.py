@@ -18,7 +18,7 @@ from scanner.corpus import read_corpus
 from scanner.diagnostics import Diagnostics
 from scanner.parse_cache import CACHE_FILE, ParseCache
 from tests.action_cases import KB, clean_workspace, observe, run_entrypoint
-from tests.conftest import write_tree
+from tests.conftest import Launch, write_tree
 from tests.container_support import RunnerLayout, action_inputs, pull_request_event
 
 
@@ -110,14 +110,14 @@ def test_an_entry_within_the_cap_is_used(tmp_path: Path, monkeypatch: pytest.Mon
     assert [d.title for d in again.documents] == ["Planted", "Planted"]  # the near miss: it was read
 
 
-def test_the_action_hands_the_cache_folder_and_file_to_the_workspace_owner(tmp_path: Path) -> None:
+def test_the_action_hands_the_cache_folder_and_file_to_the_workspace_owner(launch: Launch, tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("chown to another user needs root (the container runs as root)")
     layout = RunnerLayout(tmp_path)
     layout.write_event(pull_request_event())
     clean_workspace(layout.workspace)
     os.chown(layout.workspace, 1001, 127)  # the runner user owns the checkout on GitHub
-    observed = observe(run_entrypoint(layout, action_inputs({"kb-path": KB, "cache-dir": ".cache/kb-eval"})))
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, "cache-dir": ".cache/kb-eval"})))
     assert observed.returncode == 0
     for path in (".cache", ".cache/kb-eval", f".cache/kb-eval/{CACHE_FILE}"):
         status = os.lstat(layout.workspace / path)
