@@ -310,8 +310,9 @@ def score(rankings: dict[str, Ranking], queries: list[BenchQuery]) -> tuple[floa
 
 
 def sweep_systems(rm3: bool) -> dict[str, System]:
-    """The grid the defaults were chosen on: BM25 parameters x field weights x field scoring,
-    and (with --rm3) pseudo-relevance feedback on top of the defaults."""
+    """The grids the defaults were chosen on: BM25 parameters x field weights x field scoring,
+    then the breadcrumb's own BM25 beside BM25F (`Bm25Parameters.alone`), and (with --rm3)
+    pseudo-relevance feedback on top of the defaults."""
     from scanner.bm25 import Bm25Parameters
     from scanner.retrievers.builtin import FieldWeights
 
@@ -326,8 +327,15 @@ def sweep_systems(rm3: bool) -> dict[str, System]:
                 for heading, breadcrumb in ((1.0, 1.0), (2.0, 1.0), (2.0, 2.0), (3.0, 2.0)):
                     name = f"{'per-field' if per_field else 'bm25f'} k1={k1} b={b} w={heading}/{breadcrumb}/1"
                     systems[name] = kb_eval_system(
-                        parameters=Bm25Parameters(k1, b, per_field), weights=FieldWeights(heading, breadcrumb, 1.0)
+                        parameters=Bm25Parameters(k1, b, per_field, (0.0, 0.0, 0.0)),
+                        weights=FieldWeights(heading, breadcrumb, 1.0),
                     )
+    for breadcrumb in (1.0, 1.5, 2.0):
+        for alone in (0.25, 0.5, 0.75, 1.0):
+            name = f"bm25f k1=1.5 b=0.75 w=2.0/{breadcrumb}/1 + breadcrumb alone x{alone}"
+            systems[name] = kb_eval_system(
+                parameters=Bm25Parameters(1.5, 0.75, False, (0.0, alone, 0.0)), weights=FieldWeights(2.0, breadcrumb, 1.0)
+            )
     return systems
 
 

@@ -12,6 +12,8 @@ Scoring (BM25F in its simple form, as Lucene's BM25 with a per-field boost):
   idf(term) = ln(1 + (N - df + 0.5) / (df + 0.5)) with df the chunks holding the term in any field;
 - a query's score for a chunk is the sum over its terms of query count * score(term, chunk): a
   word the question repeats counts as often as it is written.
+- to that BM25F score is added, per field with a boost in `Bm25Parameters.alone` (by default
+  the breadcrumb), the same BM25 computed over that field alone, times its boost.
 Ties are broken by chunk position (path order), so a run is reproducible.
 """
 
@@ -37,6 +39,15 @@ class Bm25Parameters:
     """False: one BM25 over the weighted sum of the fields (BM25F). True: BM25 per field, each with
     its own idf and length normalisation, the weighted scores summed (what Lucene and tantivy
     do for a query over several fields)."""
+    alone: tuple[float, float, float] = (0.0, 0.5, 0.0)
+    """With BM25F: each field's own BM25 (heading, breadcrumb, body; its own idf, length
+    normalisation and saturation) times this boost, added to the BM25F score. Default: the
+    breadcrumb (document title and parent headings) at 0.5, beside its BM25F weight of 1.5.
+    Why: in BM25F a title match is one more occurrence that saturates with the body's, so a
+    long passage that repeats a word outranks the passage whose title names it; scored alone, a
+    title match is evidence of its own, as in tantivy's per-field scoring, which led on CMRC 2018.
+    Per-field for every field lost on JSQuAD and Cranfield; the title alone, at this share,
+    is at or above every baseline on all six collections (docs/search-quality.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,53 +174,49 @@ def merge_postings(parts: Sequence[tuple[npt.NDArray[np.int64], Postings]], voca
 
 
 class Bm25Scorer:
-    """Postings with their precomputed BM25 contributions (impacts), in the same layout."""
+    """Postings with their precomputed BM25 contributions (impacts), in the same layout, as layers
+    whose scores add up: BM25F over the weighted fields, plus the fields scored alone."""
 
-    def __init__(self, fields: Sequence[Postings], parameters: Bm25Parameters, boosts: Sequence[float] = (1.0,)) -> None:
-        """One Postings with weighted fields (BM25F), or one per field (per-field BM25: each is
-        scored on its own, multiplied by its boost, and the scores summed)."""
-        self.size = len(fields[0].lengths) if fields else 0
-        if len(fields) == 1:
-            only = fields[0]
-            self.start, self.chunks = only.start, only.chunks
-            self.impacts = _impacts(only, self.size, parameters)
-            return
-        stride = max(self.size, 1)
-        # A later analysis pass may have grown the vocabulary: a shorter start has no postings there.
-        vocabulary_size = max(len(f.start) - 1 for f in fields)
-        keys = np.concatenate(
-            [np.repeat(np.arange(len(f.start) - 1, dtype=np.int64), np.diff(f.start)) * stride + f.chunks for f in fields]
-        )
-        unique, inverse = np.unique(keys, return_inverse=True)
-        del keys
-        self.impacts = np.bincount(
-            inverse, weights=np.concatenate([_impacts(f, self.size, parameters) * np.float32(w) for f, w in zip(fields, boosts)])
-        ).astype(np.float32)
-        self.chunks = (unique % stride).astype(np.int32)
-        self.start = np.concatenate(([0], np.cumsum(np.bincount(unique // stride, minlength=vocabulary_size)))).astype(np.int64)
+    def __init__(self, layers: Sequence[Postings], parameters: Bm25Parameters, boosts: Sequence[float] = (1.0,)) -> None:
+        """Each layer is BM25-scored on its own (its own idf and length normalisation), multiplied
+        by its boost; a chunk's score is the sum over layers. One layer with weighted fields is
+        BM25F; one layer per field is per-field BM25 (Lucene's and tantivy's multi-field query).
+
+        Layers are kept apart rather than merged into one posting list: a merge sorts every
+        posting (seconds and twice the memory at 100,000 chunks), while a query reads a few
+        short slices per layer either way."""
+        self.size = len(layers[0].lengths) if layers else 0
+        self.layers = [
+            (layer.start, layer.chunks, _impacts(layer, self.size, parameters) * np.float32(boost))
+            for layer, boost in zip(layers, boosts, strict=True)
+        ]
 
     def top(self, query: Sequence[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
         """(chunk position, score) of the best `depth` chunks with a positive score, best first."""
         if depth <= 0 or not query or self.size == 0:
             return []
-        known = len(self.start) - 1  # terms added to the vocabulary after this scorer have no postings here
-        query = [(t, w) for t, w in query if t < known]
-        if not query:
+        found_chunks, found_scores = [], []
+        for start, chunks, impacts in self.layers:
+            known = len(start) - 1  # terms added to the vocabulary after this layer have no postings here
+            kept = [(t, w) for t, w in query if t < known]
+            if not kept:
+                continue
+            terms = np.fromiter((t for t, _ in kept), dtype=np.int64, count=len(kept))
+            weights = np.fromiter((w for _, w in kept), dtype=np.float64, count=len(kept))
+            lo, hi = start[terms], start[terms + 1]
+            lengths = hi - lo
+            total = int(lengths.sum())
+            if total == 0:
+                continue
+            # Every posting of every query term in one gather (a few array operations whatever the
+            # number of terms): position i of the concatenation belongs to term j, at lo[j] + offset.
+            ends = np.cumsum(lengths)
+            postings = np.arange(total) + np.repeat(lo - (ends - lengths), lengths)
+            found_chunks.append(chunks[postings])
+            found_scores.append(impacts[postings] * np.repeat(weights, lengths))
+        if not found_chunks:
             return []
-        terms = np.fromiter((t for t, _ in query), dtype=np.int64, count=len(query))
-        weights = np.fromiter((w for _, w in query), dtype=np.float64, count=len(query))
-        lo, hi = self.start[terms], self.start[terms + 1]
-        lengths = hi - lo
-        total = int(lengths.sum())
-        if total == 0:
-            return []
-        # Every posting of every query term in one gather (a few array operations whatever the
-        # number of terms): position i of the concatenation belongs to term j, at lo[j] + offset.
-        ends = np.cumsum(lengths)
-        postings = np.arange(total) + np.repeat(lo - (ends - lengths), lengths)
-        scores = np.bincount(
-            self.chunks[postings], weights=self.impacts[postings] * np.repeat(weights, lengths), minlength=self.size
-        )
+        scores = np.bincount(np.concatenate(found_chunks), weights=np.concatenate(found_scores), minlength=self.size)
         candidates = np.flatnonzero(scores > 0)
         if len(candidates) > depth:
             # The depth-th best score; every chunk at or above it is a candidate, ties included.

@@ -149,11 +149,12 @@ class Index:
         key = (weights, parameters)
         if key not in self._scorers:
             if parameters.per_field:
-                one_each = [tuple(1.0 if f == g else 0.0 for g in range(len(weights))) for f in range(len(weights))]
-                fields = [self._postings(w) for w, boost in zip(one_each, weights) if boost > 0]
+                fields = [self._postings(_only(f, len(weights))) for f, boost in enumerate(weights) if boost > 0]
                 self._scorers[key] = Bm25Scorer(fields, parameters, [w for w in weights if w > 0])
             else:
-                self._scorers[key] = Bm25Scorer([self._postings(weights)], parameters)
+                alone = [(f, boost) for f, boost in enumerate(parameters.alone) if boost > 0]
+                layers = [self._postings(weights)] + [self._postings(_only(f, len(weights))) for f, _ in alone]
+                self._scorers[key] = Bm25Scorer(layers, parameters, [1.0] + [boost for _, boost in alone])
         return self._scorers[key]
 
     def _postings(self, weights: tuple[float, ...]) -> Postings:
@@ -268,3 +269,8 @@ def _remove_folder(folder: str, connections: list[sqlite3.Connection]) -> None:
     for connection in connections:
         connection.close()
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _only(field: int, count: int) -> tuple[float, ...]:
+    """Field weights that count one field once and leave the others out."""
+    return tuple(1.0 if f == field else 0.0 for f in range(count))

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 from .analysis import WORD, Analyzer
 
-QUERY_COMPILER_VERSION = 5
-"""Part of the built-in retriever's description (fingerprint): a change here changes the numbers.
-5: terms analysed like the index (Snowball stemmer, CJK bigrams), repeats kept, no phrases."""
+QUERY_COMPILER_VERSION = 6
+"""Part of the built-in retriever's description (fingerprint): a change here or in the scoring
+changes the numbers. 5: terms analysed like the index (Snowball stemmer, CJK bigrams), repeats
+kept, no phrases. 6: the breadcrumb's own BM25 added to BM25F."""
 
 MAX_TERMS = 64
 """Distinct terms kept per query (its first ones). Each costs one posting-list read; questions

@@ -14,7 +14,7 @@ from enum import Enum
 
 from ..analysis import STEMMER
 from ..bm25 import Bm25Parameters
-from ..index import Index
+from ..index import INDEXED_FIELDS, Index
 from ..progress import progress
 from ..query_compiler import QUERY_COMPILER_VERSION, compile_query
 from .base import Hit, SearchRequest
@@ -31,12 +31,14 @@ class Tokenization(str, Enum):
 @dataclass(frozen=True, slots=True)
 class FieldWeights:
     """How many times a term counts in each field (BM25F, scanner/bm25.py). Heading 2 and breadcrumb
-    (the document title and its parent headings) 2: on the real collections, raising the
-    breadcrumb from 1 to 2 gained 0.016 nDCG@10 on CACM (titles only, mostly), 0.003 on JSQuAD and
-    CMRC 2018, and lost at most 0.001 elsewhere (docs/search-quality.md)."""
+    (the document title and its parent headings) 2 in all: 1.5 here, and 0.5 as the breadcrumb's
+    own BM25 added to the BM25F score (`Bm25Parameters.alone`). On the real collections, raising
+    the breadcrumb from 1 to 2 gained 0.016 nDCG@10 on CACM (titles only, mostly) and 0.003 on
+    JSQuAD and CMRC 2018; scoring a quarter of it alone gained on CMRC 2018 and grooveseek
+    (docs/search-quality.md)."""
 
     heading: float = 2.0
-    breadcrumb: float = 2.0
+    breadcrumb: float = 1.5
     body: float = 1.0
 
     def as_tuple(self) -> tuple[float, float, float]:
@@ -68,6 +70,7 @@ class BuiltinRetriever:
             "analysis": f"words, snowball {STEMMER} stemmer, english stopwords; cjk runs as bigrams",
             "weights": {"heading": self.weights.heading, "breadcrumb": self.weights.breadcrumb, "body": self.weights.body},
             "bm25": {"k1": self.parameters.k1, "b": self.parameters.b},
+            "alone": {field: boost for field, boost in zip(INDEXED_FIELDS, self.parameters.alone)},
         }
 
     def prepare(self, requests: Sequence[SearchRequest]) -> None:

@@ -135,11 +135,12 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
     retriever: BuiltinRetriever,
 ) -> None:
     described = retriever.describe()
-    assert described["query_compiler_version"] == QUERY_COMPILER_VERSION == 5
+    assert described["query_compiler_version"] == QUERY_COMPILER_VERSION == 6
     assert described["tokenization"] == "auto"
     assert described["analysis"] == "words, snowball english stemmer, english stopwords; cjk runs as bigrams"
-    assert described["weights"] == {"heading": 2.0, "breadcrumb": 2.0, "body": 1.0}
+    assert described["weights"] == {"heading": 2.0, "breadcrumb": 1.5, "body": 1.0}
     assert described["bm25"] == {"k1": 1.5, "b": 0.75}
+    assert described["alone"] == {"heading": 0.0, "breadcrumb": 0.5, "body": 0.0}
     other = BuiltinRetriever(retriever.index, parameters=Bm25Parameters(k1=0.9, b=0.4)).describe()
     assert other["bm25"] == {"k1": 0.9, "b": 0.4}
 
@@ -156,11 +157,35 @@ def test_per_field_scoring_sums_each_fields_own_bm25_times_its_weight() -> None:
     assert combined.search("kettle", 1)[0].path == "b.md"
 
 
+def test_a_title_match_scores_its_own_bm25_beside_bm25f() -> None:
+    # "kettle" is in a's title (its breadcrumb) and twice in b's body. Over the weighted fields
+    # alone (BM25F), b's two occurrences outweigh a's one title occurrence; the breadcrumb's own
+    # BM25, on by default, lifts a's title match above them. The near miss: the same index with
+    # the breadcrumb scored only inside BM25F (alone = 0) ranks b first.
+    files = {
+        "a.md": "---\ntitle: Kettle\n---\n# Care\nDescale it monthly with vinegar and rinse twice.\n",
+        "b.md": "# Care\nThe kettle and the other kettle both need descaling.\n",
+    }
+    files.update({f"{name}.md": f"# Care\nThe {name} pan needs oil.\n" for name in "cdefgh"})
+    index = index_of(files)
+    assert BuiltinRetriever(index).search("kettle", 1)[0].path == "a.md"
+    without = Bm25Parameters(alone=(0.0, 0.0, 0.0))
+    assert BuiltinRetriever(index, parameters=without).search("kettle", 1)[0].path == "b.md"
+    # The alone score is the breadcrumb's BM25 times its boost: doubling the boost raises a's score
+    # by exactly that part again.
+    single = BuiltinRetriever(index).search("kettle", 1)[0].score
+    double = BuiltinRetriever(index, parameters=Bm25Parameters(alone=(0.0, 1.0, 0.0))).search("kettle", 1)[0].score
+    bm25f_only = next(h.score for h in BuiltinRetriever(index, parameters=without).search("kettle", 10) if h.path == "a.md")
+    assert double - single == pytest.approx(single - bm25f_only, rel=1e-5)
+    assert single > bm25f_only
+
+
 def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
-    # Three one-section documents; the query term is in the body of two of them.
+    # Three one-section documents; the query term is in the body of two of them (so the
+    # breadcrumb's own BM25, the documents' titles One/Two/Three, adds nothing here).
     files = {"a.md": "# One\nkettle kettle stove\n", "b.md": "# Two\nkettle pan pan pan\n", "c.md": "# Three\npan\n"}
     index = index_of(files)
-    weights = (2.0, 2.0, 1.0)
+    weights = (2.0, 1.5, 1.0)
     hits = BuiltinRetriever(index).search("kettle", 10)
     rows = index.connection.execute("SELECT heading, breadcrumb, body FROM chunks ORDER BY id").fetchall()
     lengths = [sum(w * len(analysed_terms(text)) for w, text in zip(weights, row)) for row in rows]
