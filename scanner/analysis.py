@@ -9,6 +9,10 @@
   question shares bigrams with its answer even when it shares no longer substring. A run of one
   character is kept as it is. Measured on real Japanese and Chinese questions (docs/search-quality.md),
   bigrams rank better than trigrams, which the previous default routed CJK queries to.
+- A run's Han characters (kanji, hanzi) are also terms on their own: a one-character word
+  (Chinese has many, and a kanji is often one) is otherwise found only through the bigrams it
+  forms with its neighbours, which differ between question and answer. Kana and hangul are not:
+  a kana alone is mostly a particle or part of an inflection, frequent everywhere.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import Stemmer
 
 CJK_CHARACTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f"
 _CJK_RUN = re.compile(f"[{CJK_CHARACTERS}]+")
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+"""Han characters (CJK ideographs and extension A, compatibility ideographs): the unigrams kept."""
 WORD = re.compile(r"[^\W_]+")
 """A word: letters and digits; underscore and punctuation separate words."""
 _CJK_OR_WORD = re.compile(f"([{CJK_CHARACTERS}]+)|([^\\W_{CJK_CHARACTERS}]+)")
@@ -46,7 +52,8 @@ def has_cjk(text: str) -> bool:
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-cased words, with every CJK run replaced by its bigrams (a one-character run kept)."""
+    """Lower-cased words, with every CJK run replaced by its bigrams and its Han characters (a
+    one-character run kept once)."""
     lowered = text.lower()
     if _CJK_RUN.search(lowered) is None:
         return WORD.findall(lowered)
@@ -59,6 +66,7 @@ def tokens(text: str) -> list[str]:
         else:
             # map(add, run, run[1:]) pairs each character with the next, in C.
             found.extend(map(add, run, run[1:]))
+            found.extend(_HAN.findall(run))
     return found
 
 

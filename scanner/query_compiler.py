@@ -1,7 +1,7 @@
 """Compile untrusted query text into weighted search terms; no character is syntax.
 
 The query is analysed exactly as the indexed text is (`analysis.Analyzer`: words, Snowball
-stemming, English function words left out, CJK runs as bigrams). Quotes, `*`, `-`, `:`,
+stemming, English function words left out, CJK runs as bigrams plus Han unigrams). Quotes, `*`, `-`, `:`,
 parentheses and operator words are plain text: there is no query language to escape from.
 Every term is optional (a disjunction), and BM25 rewards chunks that match more and rarer terms.
 
@@ -20,7 +20,7 @@ from .analysis import WORD, Analyzer
 QUERY_COMPILER_VERSION = 6
 """Part of the built-in retriever's description (fingerprint): a change here or in the scoring
 changes the numbers. 5: terms analysed like the index (Snowball stemmer, CJK bigrams), repeats
-kept, no phrases. 6: the breadcrumb's own BM25 added to BM25F."""
+kept, no phrases. 6: the breadcrumb's own BM25 added to BM25F; Han characters also as unigrams."""
 
 MAX_TERMS = 64
 """Distinct terms kept per query (its first ones). Each costs one posting-list read; questions

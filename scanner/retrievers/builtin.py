@@ -67,7 +67,7 @@ class BuiltinRetriever:
             "engine": "bm25-sparse",
             "query_compiler_version": QUERY_COMPILER_VERSION,
             "tokenization": self.tokenization.value,
-            "analysis": f"words, snowball {STEMMER} stemmer, english stopwords; cjk runs as bigrams",
+            "analysis": f"words, snowball {STEMMER} stemmer, english stopwords; cjk runs as bigrams, han characters as unigrams",
             "weights": {"heading": self.weights.heading, "breadcrumb": self.weights.breadcrumb, "body": self.weights.body},
             "bm25": {"k1": self.parameters.k1, "b": self.parameters.b},
             "alone": {field: boost for field, boost in zip(INDEXED_FIELDS, self.parameters.alone)},

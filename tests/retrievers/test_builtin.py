@@ -93,10 +93,24 @@ def test_the_word_a_question_repeats_decides_between_two_chunks() -> None:
     assert retriever.search("alpha beta beta", 1)[0].path == "b.md"
 
 
-def test_cjk_runs_are_searched_as_bigrams() -> None:
+def test_cjk_runs_are_searched_as_bigrams_plus_their_han_characters() -> None:
     compiled = compile_query("中文检索 の BM25")
     assert compiled is not None
-    assert [t for t, _ in compiled.terms] == ["中文", "文检", "检索", "の", "bm25"]
+    assert [t for t, _ in compiled.terms] == ["中文", "文检", "检索", "中", "文", "检", "索", "の", "bm25"]
+    # Kana (and hangul) are not unigrams: a kana alone is mostly a particle. A one-character run
+    # is one term, not two.
+    mixed = compile_query("検索のしくみ 猫")
+    assert mixed is not None
+    assert [t for t, _ in mixed.terms] == ["検索", "索の", "のし", "しく", "くみ", "検", "索", "猫"]
+
+
+def test_a_one_character_chinese_word_finds_the_text_it_is_part_of() -> None:
+    # 猫 is a word on its own; in the documents it sits inside longer runs, so only the Han
+    # unigram connects them. The near miss: a kana alone (の) is no unigram, so it finds nothing.
+    files = {"cat.md": "# 宠物\n我的猫很可爱。\n", "dog.md": "# 宠物\n我的狗很可爱。\n", "ja.md": "# 文書\n日本の文書です。\n"}
+    retriever = BuiltinRetriever(index_of(files))
+    assert [h.path for h in retriever.search("猫", 10)] == ["cat.md"]
+    assert retriever.search("の", 10) == []
 
 
 def test_english_matches_other_word_forms_through_stemming(retriever: BuiltinRetriever) -> None:
@@ -137,7 +151,9 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
     described = retriever.describe()
     assert described["query_compiler_version"] == QUERY_COMPILER_VERSION == 6
     assert described["tokenization"] == "auto"
-    assert described["analysis"] == "words, snowball english stemmer, english stopwords; cjk runs as bigrams"
+    assert described["analysis"] == (
+        "words, snowball english stemmer, english stopwords; cjk runs as bigrams, han characters as unigrams"
+    )
     assert described["weights"] == {"heading": 2.0, "breadcrumb": 1.5, "body": 1.0}
     assert described["bm25"] == {"k1": 1.5, "b": 0.75}
     assert described["alone"] == {"heading": 0.0, "breadcrumb": 0.5, "body": 0.0}
