@@ -73,7 +73,7 @@ def read_sections(kb: Path) -> list[Section]:
 # -- kb-eval -----------------------------------------------------------------------------------
 def kb_eval_system(**settings: object) -> System:
     """kb-eval's built-in retriever; `settings` are BuiltinRetriever keyword arguments
-    (weights=FieldWeights(...), parameters=Bm25Parameters(...)) or prf=(documents, terms, weight)."""
+    (weights=FieldWeights(...), parameters=Bm25Parameters(...)) or prf=(documents, terms, weight, min_terms)."""
 
     def run(kb: Path, sections: list[Section], queries: list[BenchQuery]) -> dict[str, Ranking]:
         from scanner.corpus import read_corpus
@@ -95,16 +95,17 @@ def kb_eval_system(**settings: object) -> System:
 _INDEX_CACHE: dict[Path, object] = {}
 
 
-def prf_search(retriever: object, text: str, prf: tuple[int, int, float]) -> Ranking:
+def prf_search(retriever: object, text: str, prf: tuple[int, int, float, int]) -> Ranking:
     """RM3-style pseudo-relevance feedback, tried as an experiment (not kb-eval's default):
     the top `documents` chunks of a first search vote for their terms (term frequency share,
     weighted by the chunk's normalised score); the best `terms` new terms join the query with
-    total weight `weight` relative to the original query's."""
+    total weight `weight` relative to the original query's. Only for queries of at least
+    `min_terms` distinct terms (0: every query); shorter ones are searched as they are."""
     import numpy as np
 
     from scanner.query_compiler import compile_query
 
-    documents, n_terms, weight = prf
+    documents, n_terms, weight, min_terms = prf
     index = retriever.index  # type: ignore[attr-defined]
     scorer = index.scorer(retriever.weights.as_tuple(), retriever.parameters)  # type: ignore[attr-defined]
     vocabulary = index.analyzer.vocabulary
@@ -112,7 +113,7 @@ def prf_search(retriever: object, text: str, prf: tuple[int, int, float]) -> Ran
     if compiled is None:
         return []
     query = [(vocabulary[t], float(c)) for t, c in compiled.terms if t in vocabulary]
-    first = scorer.top(query, documents)
+    first = scorer.top(query, documents) if len(compiled.terms) >= min_terms else []
     if first:
         forward = _forward_index(index)
         total = sum(s for _, s in first)
@@ -319,7 +320,11 @@ def sweep_systems(rm3: bool) -> dict[str, System]:
     systems: dict[str, System] = {}
     if rm3:
         for docs, terms, weight in ((5, 10, 0.5), (10, 10, 0.5), (10, 20, 0.3)):
-            systems[f"rm3 {docs} docs {terms} terms w={weight}"] = kb_eval_system(prf=(docs, terms, weight))
+            systems[f"rm3 {docs} docs {terms} terms w={weight}"] = kb_eval_system(prf=(docs, terms, weight, 0))
+        for terms in (5, 10):
+            for min_terms in (12, 20):
+                name = f"rm3 10 docs {terms} terms w=0.3, queries of {min_terms}+ terms"
+                systems[name] = kb_eval_system(prf=(10, terms, 0.3, min_terms))
         return systems
     for per_field in (False, True):
         for k1 in (0.9, 1.2, 1.5):
@@ -330,11 +335,11 @@ def sweep_systems(rm3: bool) -> dict[str, System]:
                         parameters=Bm25Parameters(k1, b, per_field, (0.0, 0.0, 0.0)),
                         weights=FieldWeights(heading, breadcrumb, 1.0),
                     )
-    for breadcrumb in (1.0, 1.5, 2.0):
-        for alone in (0.25, 0.5, 0.75, 1.0):
-            name = f"bm25f k1=1.5 b=0.75 w=2.0/{breadcrumb}/1 + breadcrumb alone x{alone}"
+    for breadcrumb in (1.5, 2.0, 2.5):
+        for share in (0.125, 0.25, 0.375, 0.5):
+            name = f"bm25f k1=1.5 b=0.75 w=2.0/{breadcrumb}/1, breadcrumb share {share} alone"
             systems[name] = kb_eval_system(
-                parameters=Bm25Parameters(1.5, 0.75, False, (0.0, alone, 0.0)), weights=FieldWeights(2.0, breadcrumb, 1.0)
+                parameters=Bm25Parameters(1.5, 0.75, False, (0.0, share, 0.0)), weights=FieldWeights(2.0, breadcrumb, 1.0)
             )
     return systems
 

@@ -12,8 +12,9 @@ Scoring (BM25F in its simple form, as Lucene's BM25 with a per-field boost):
   idf(term) = ln(1 + (N - df + 0.5) / (df + 0.5)) with df the chunks holding the term in any field;
 - a query's score for a chunk is the sum over its terms of query count * score(term, chunk): a
   word the question repeats counts as often as it is written.
-- to that BM25F score is added, per field with a boost in `Bm25Parameters.alone` (by default
-  the breadcrumb), the same BM25 computed over that field alone, times its boost.
+- a field with a share in `Bm25Parameters.alone` (by default the breadcrumb, a quarter) has that
+  share of its weight taken out of the sums above and scored as its own BM25 over that field
+  alone, added to the BM25F score.
 Ties are broken by chunk position (path order), so a run is reproducible.
 """
 
@@ -39,15 +40,16 @@ class Bm25Parameters:
     """False: one BM25 over the weighted sum of the fields (BM25F). True: BM25 per field, each with
     its own idf and length normalisation, the weighted scores summed (what Lucene and tantivy
     do for a query over several fields)."""
-    alone: tuple[float, float, float] = (0.0, 0.5, 0.0)
-    """With BM25F: each field's own BM25 (heading, breadcrumb, body; its own idf, length
-    normalisation and saturation) times this boost, added to the BM25F score. Default: the
-    breadcrumb (document title and parent headings) at 0.5, beside its BM25F weight of 1.5.
-    Why: in BM25F a title match is one more occurrence that saturates with the body's, so a
-    long passage that repeats a word outranks the passage whose title names it; scored alone, a
-    title match is evidence of its own, as in tantivy's per-field scoring, which led on CMRC 2018.
-    Per-field for every field lost on JSQuAD and Cranfield; the title alone, at this share,
-    is at or above every baseline on all six collections (docs/search-quality.md)."""
+    alone: tuple[float, float, float] = (0.0, 0.25, 0.0)
+    """With BM25F: the share of each field's weight (heading, breadcrumb, body) that is scored as
+    that field's own BM25 (its own idf, length normalisation and saturation) and added to the
+    BM25F score; the rest of the weight stays inside BM25F. Default: a quarter of the breadcrumb's
+    (document title and parent headings), so weights 2,2,1 mean BM25F 2/1.5/1 plus 0.5 x the
+    breadcrumb's own BM25. Why: in BM25F a title match is one more occurrence that saturates
+    with the body's, so a long passage that repeats a word outranks the passage whose title
+    names it; scored alone, a title match is evidence of its own, as in tantivy's per-field
+    scoring, which led on CMRC 2018. Every field alone lost on JSQuAD and Cranfield; the title at
+    this share is at or above every baseline on all six collections (docs/search-quality.md)."""
 
 
 @dataclass(frozen=True, slots=True)

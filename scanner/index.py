@@ -152,8 +152,11 @@ class Index:
                 fields = [self._postings(_only(f, len(weights))) for f, boost in enumerate(weights) if boost > 0]
                 self._scorers[key] = Bm25Scorer(fields, parameters, [w for w in weights if w > 0])
             else:
-                alone = [(f, boost) for f, boost in enumerate(parameters.alone) if boost > 0]
-                layers = [self._postings(weights)] + [self._postings(_only(f, len(weights))) for f, _ in alone]
+                # Each field's weight is split: its `alone` share scored as the field's own BM25,
+                # the rest inside BM25F (bm25.Bm25Parameters.alone).
+                inside = tuple(w * (1 - share) for w, share in zip(weights, parameters.alone))
+                alone = [(f, w * share) for f, (w, share) in enumerate(zip(weights, parameters.alone)) if w * share > 0]
+                layers = [self._postings(inside)] + [self._postings(_only(f, len(weights))) for f, _ in alone]
                 self._scorers[key] = Bm25Scorer(layers, parameters, [1.0] + [boost for _, boost in alone])
         return self._scorers[key]
 

@@ -30,15 +30,14 @@ class Tokenization(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class FieldWeights:
-    """How many times a term counts in each field (BM25F, scanner/bm25.py). Heading 2 and breadcrumb
-    (the document title and its parent headings) 2 in all: 1.5 here, and 0.5 as the breadcrumb's
-    own BM25 added to the BM25F score (`Bm25Parameters.alone`). On the real collections, raising
-    the breadcrumb from 1 to 2 gained 0.016 nDCG@10 on CACM (titles only, mostly) and 0.003 on
-    JSQuAD and CMRC 2018; scoring a quarter of it alone gained on CMRC 2018 and grooveseek
-    (docs/search-quality.md)."""
+    """How many times a term counts in each field (scanner/bm25.py). Heading 2 and breadcrumb (the
+    document title and its parent headings) 2: on the real collections, raising the breadcrumb
+    from 1 to 2 gained 0.016 nDCG@10 on CACM (titles only, mostly) and 0.003 on JSQuAD and CMRC
+    2018 (docs/search-quality.md). A quarter of the breadcrumb's weight is scored as its own BM25
+    beside BM25F (`Bm25Parameters.alone`)."""
 
     heading: float = 2.0
-    breadcrumb: float = 1.5
+    breadcrumb: float = 2.0
     body: float = 1.0
 
     def as_tuple(self) -> tuple[float, float, float]:
@@ -70,7 +69,7 @@ class BuiltinRetriever:
             "analysis": f"words, snowball {STEMMER} stemmer, english stopwords; cjk runs as bigrams, han characters as unigrams",
             "weights": {"heading": self.weights.heading, "breadcrumb": self.weights.breadcrumb, "body": self.weights.body},
             "bm25": {"k1": self.parameters.k1, "b": self.parameters.b},
-            "alone": {field: boost for field, boost in zip(INDEXED_FIELDS, self.parameters.alone)},
+            "alone": {field: share for field, share in zip(INDEXED_FIELDS, self.parameters.alone)},
         }
 
     def prepare(self, requests: Sequence[SearchRequest]) -> None:

@@ -154,9 +154,9 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
     assert described["analysis"] == (
         "words, snowball english stemmer, english stopwords; cjk runs as bigrams, han characters as unigrams"
     )
-    assert described["weights"] == {"heading": 2.0, "breadcrumb": 1.5, "body": 1.0}
+    assert described["weights"] == {"heading": 2.0, "breadcrumb": 2.0, "body": 1.0}
     assert described["bm25"] == {"k1": 1.5, "b": 0.75}
-    assert described["alone"] == {"heading": 0.0, "breadcrumb": 0.5, "body": 0.0}
+    assert described["alone"] == {"heading": 0.0, "breadcrumb": 0.25, "body": 0.0}
     other = BuiltinRetriever(retriever.index, parameters=Bm25Parameters(k1=0.9, b=0.4)).describe()
     assert other["bm25"] == {"k1": 0.9, "b": 0.4}
 
@@ -187,13 +187,17 @@ def test_a_title_match_scores_its_own_bm25_beside_bm25f() -> None:
     assert BuiltinRetriever(index).search("kettle", 1)[0].path == "a.md"
     without = Bm25Parameters(alone=(0.0, 0.0, 0.0))
     assert BuiltinRetriever(index, parameters=without).search("kettle", 1)[0].path == "b.md"
-    # The alone score is the breadcrumb's BM25 times its boost: doubling the boost raises a's score
-    # by exactly that part again.
-    single = BuiltinRetriever(index).search("kettle", 1)[0].score
-    double = BuiltinRetriever(index, parameters=Bm25Parameters(alone=(0.0, 1.0, 0.0))).search("kettle", 1)[0].score
-    bm25f_only = next(h.score for h in BuiltinRetriever(index, parameters=without).search("kettle", 10) if h.path == "a.md")
-    assert double - single == pytest.approx(single - bm25f_only, rel=1e-5)
-    assert single > bm25f_only
+    # The split: a quarter of the breadcrumb's weight 2 scored alone, the rest inside BM25F. a's
+    # heading and body lack "kettle", so with the whole weight alone (share 1) a's score is
+    # 2 x the breadcrumb's own BM25, and the default is BM25F at 2/1.5/1 plus a quarter of that.
+    def score_of_a(weights: FieldWeights, parameters: Bm25Parameters) -> float:
+        return next(h.score for h in BuiltinRetriever(index, weights, parameters=parameters).search("kettle", 10) if h.path == "a.md")
+
+    default = score_of_a(FieldWeights(), Bm25Parameters())
+    inside_only = score_of_a(FieldWeights(2.0, 1.5, 1.0), without)
+    all_alone = score_of_a(FieldWeights(), Bm25Parameters(alone=(0.0, 1.0, 0.0)))
+    assert default == pytest.approx(inside_only + all_alone / 4, rel=1e-5)
+    assert all_alone > 0
 
 
 def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
