@@ -120,7 +120,7 @@ def field_counts(kb: Path) -> tuple[object, Fields, Lengths]:
     from scanner.index import Index
 
     index = Index.build(read_corpus(kb, workers=1).documents, analysis_workers=1)
-    per_field = [index._postings(tuple(1.0 if g == f else 0.0 for g in range(3))) for f in range(3)]
+    per_field = index._postings([tuple(1.0 if g == f else 0.0 for g in range(3)) for f in range(3)])
     size = max(len(p.start) - 1 for p in per_field)
     fields = []
     for p in per_field:

@@ -143,7 +143,7 @@ def _forward_index(index: object) -> list[tuple[object, object]]:
 
     key = id(index)
     if key not in _FORWARD:
-        postings = index._postings((1.0, 1.0, 1.0))  # type: ignore[attr-defined]  # unweighted counts
+        (postings,) = index._postings([(1.0, 1.0, 1.0)])  # type: ignore[attr-defined]  # unweighted counts
         terms = np.repeat(np.arange(len(postings.start) - 1), np.diff(postings.start))
         chunks, counts = postings.chunks, postings.tf
         order = np.lexsort((terms, chunks))

@@ -14,7 +14,8 @@ import shutil
 import sqlite3
 import tempfile
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import groupby
@@ -149,24 +150,26 @@ class Index:
         key = (weights, parameters)
         if key not in self._scorers:
             if parameters.per_field:
-                fields = [self._postings(_only(f, len(weights))) for f, boost in enumerate(weights) if boost > 0]
+                fields = self._postings([_only(f, len(weights)) for f, boost in enumerate(weights) if boost > 0])
                 self._scorers[key] = Bm25Scorer(fields, parameters, [w for w in weights if w > 0])
             else:
                 # Each field's weight is split: its `alone` share scored as the field's own BM25,
                 # the rest inside BM25F (bm25.Bm25Parameters.alone).
                 inside = tuple(w * (1 - share) for w, share in zip(weights, parameters.alone))
                 alone = [(f, w * share) for f, (w, share) in enumerate(zip(weights, parameters.alone)) if w * share > 0]
-                layers = [self._postings(inside)] + [self._postings(_only(f, len(weights))) for f, _ in alone]
+                layers = self._postings([inside] + [_only(f, len(weights)) for f, _ in alone])
                 self._scorers[key] = Bm25Scorer(layers, parameters, [1.0] + [boost for _, boost in alone])
         return self._scorers[key]
 
-    def _postings(self, weights: tuple[float, ...]) -> Postings:
-        """Each field's terms counted `weight` times (fields of weight 0 left out), analysed from the
-        chunk table: by worker processes over consecutive chunk ranges when the KB is large enough,
+    def _postings(self, layers: Sequence[tuple[float, ...]]) -> list[Postings]:
+        """Postings for each layer (a weight per field; a field of weight 0 is left out of that
+        layer), in one pass over the chunk table: each field is analysed once, whatever the number
+        of layers. By worker processes over consecutive chunk ranges when the KB is large enough,
         merged into one vocabulary here; in this process otherwise."""
-        used = [f for f, w in enumerate(weights) if w > 0]
+        used = [f for f in range(len(INDEXED_FIELDS)) if any(layer[f] > 0 for layer in layers)]
         job = _AnalysisJob(
-            os.path.join(self.folder, "chunks.sqlite"), tuple(INDEXED_FIELDS[f] for f in used), tuple(weights[f] for f in used)
+            os.path.join(self.folder, "chunks.sqlite"), tuple(INDEXED_FIELDS[f] for f in used),
+            tuple(tuple(layer[f] for f in used) for layer in layers),
         )
         total = self.corpus.chunks
         workers = self.analysis_workers
@@ -180,14 +183,18 @@ class Index:
             with worker_pool(workers - 1) as pool:
                 answers = pool.map(job.run_in_worker, bounds[1:-1], bounds[2:])
                 own = job.run(0, bounds[1], self.analyzer, self.connection, tick)
-                parts = [(np.arange(len(own.start) - 1, dtype=np.int64), own)]  # already in this vocabulary
+                # Already in this vocabulary: its own terms map to themselves.
+                parts = [(np.arange(len(own[0].start) - 1, dtype=np.int64), own)]
                 for (first, last), (terms, part) in zip(itertools.pairwise(bounds[1:]), answers):
                     mapping = np.fromiter(
                         (vocabulary.setdefault(term, len(vocabulary)) for term in terms), dtype=np.int64, count=len(terms)
                     )
                     parts.append((mapping, part))
                     tick(last - first)
-            return merge_postings(parts, len(vocabulary))
+            return [
+                merge_postings([(mapping, part[layer]) for mapping, part in parts], len(vocabulary))
+                for layer in range(len(layers))
+            ]
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
@@ -225,26 +232,32 @@ MAX_ANALYSIS_WORKERS = 4
 
 @dataclass(frozen=True, slots=True)
 class _AnalysisJob:
-    """Analyse the chunk table's rows first+1..last into Postings (chunk positions from `first`)."""
+    """Analyse the chunk table's rows first+1..last into one Postings per layer (chunk positions
+    from `first`)."""
 
     database: str
     columns: tuple[str, ...]
-    weights: tuple[float, ...]
+    """Every field some layer uses, each analysed once."""
+    layers: tuple[tuple[float, ...], ...]
+    """Per layer, a weight per column (0: not in this layer)."""
 
     def run(
         self, first: int, last: int, analyzer: Analyzer, connection: sqlite3.Connection, tick: Callable[[int], None]
-    ) -> Postings:
-        builder = PostingsBuilder(last - first, self.weights)
+    ) -> list[Postings]:
+        fields = [[c for c, weight in enumerate(layer) if weight > 0] for layer in self.layers]
+        builders = [PostingsBuilder(last - first, [w for w in layer if w > 0]) for layer in self.layers]
         analyze = analyzer.index_ids
         rows = connection.execute(
             f"SELECT {', '.join(self.columns)} FROM chunks WHERE id > ? AND id <= ? ORDER BY id", (first, last)
         )
         for row in rows:
-            builder.add([analyze(text) for text in row])
+            ids = [array("i", analyze(text)) for text in row]
+            for builder, used in zip(builders, fields):
+                builder.add([ids[c] for c in used])
             tick(1)
-        return builder.finish(len(analyzer.vocabulary))
+        return [builder.finish(len(analyzer.vocabulary)) for builder in builders]
 
-    def run_in_worker(self, first: int, last: int) -> tuple[list[str], Postings]:
+    def run_in_worker(self, first: int, last: int) -> tuple[list[str], list[Postings]]:
         """In a worker process: its own read-only connection and vocabulary; the terms come back
         in id order, for the parent to map onto its vocabulary."""
         connection = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)

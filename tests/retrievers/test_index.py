@@ -54,12 +54,15 @@ def test_analysis_in_worker_processes_gives_the_postings_and_rankings_of_one_pro
 
     monkeypatch.setattr(index_module, "PARALLEL_MIN_CHUNKS", 1)
     monkeypatch.setattr(index_module, "merge_postings", spy)
-    one = serial._postings((2.0, 2.0, 1.0))
-    many = parallel._postings((2.0, 2.0, 1.0))
-    assert merged_parts == [3]  # the serial index never merged: one process analysed it
-    assert postings_by_term(parallel, many) == postings_by_term(serial, one)
+    layers = [(2.0, 1.5, 1.0), (0.0, 1.0, 0.0)]  # BM25F and the breadcrumb alone, in one pass
+    one = serial._postings(layers)
+    many = parallel._postings(layers)
+    assert merged_parts == [3, 3]  # one merge per layer; the serial index never merged
     assert set(parallel.analyzer.vocabulary) == set(serial.analyzer.vocabulary)
-    assert many.lengths.tolist() == one.lengths.tolist()
+    for layer in range(len(layers)):
+        assert postings_by_term(parallel, many[layer]) == postings_by_term(serial, one[layer])
+        assert many[layer].lengths.tolist() == one[layer].lengths.tolist()
+    assert one[1].lengths.tolist() != one[0].lengths.tolist()
     for query in ["kettle stove", "rollback image 7", "全文検索の索引", "中文检索 问题", "note ranking answer"]:
         a = BuiltinRetriever(serial).search(query, 20)
         b = BuiltinRetriever(parallel).search(query, 20)
@@ -113,6 +116,6 @@ def test_stopwords_are_neither_postings_nor_part_of_a_chunks_length() -> None:
     with_stopwords = build_document("x.md", "# The kettle\nthe kettle is on the stove\n", Diagnostics())
     without = build_document("y.md", "# Kettle\nkettle stove\n", Diagnostics())
     index = Index.build([with_stopwords, without], analysis_workers=1)
-    postings = index._postings((2.0, 2.0, 1.0))
+    (postings,) = index._postings([(2.0, 2.0, 1.0)])
     assert postings.lengths[0] == postings.lengths[1]
     assert not {"the", "is", "on"} & set(index.analyzer.vocabulary)
