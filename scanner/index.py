@@ -191,10 +191,11 @@ class Index:
                     )
                     parts.append((mapping, part))
                     tick(last - first)
-            return [
-                merge_postings([(mapping, part[layer]) for mapping, part in parts], len(vocabulary))
-                for layer in range(len(layers))
-            ]
+                del terms, part, mapping  # the loop's last answer, which would outlive its merge
+            # One list per layer holding the only references, which merge_postings frees as it goes.
+            by_layer = [[(mapping, part[layer]) for mapping, part in parts] for layer in range(len(layers))]
+            del parts, own
+            return [merge_postings(by_layer.pop(0), len(vocabulary)) for _ in range(len(layers))]
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
