@@ -119,9 +119,15 @@ class Index:
                         ",".join(str(len(part)) for part in chunk.breadcrumb_parts),
                     )
 
-        connection.execute("BEGIN")
-        connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
-        connection.execute("COMMIT")
+        try:
+            connection.execute("BEGIN")
+            connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+            connection.execute("COMMIT")
+        except BaseException:
+            # Reading stopped part-way (a corpus cap, an interrupt): the half-written table goes
+            # with it, as a finished index's does when it is dropped.
+            _remove_folder(folder, [connection])
+            raise
         snapshot = CorpusSnapshot(len(paths), count, "sha256:" + digest.hexdigest())
         return cls(folder, connection, snapshot, frozenset(paths), analysis_workers)
 

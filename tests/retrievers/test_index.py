@@ -3,6 +3,10 @@ source lines, and the analysis split over worker processes giving exactly one pr
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,6 +15,7 @@ from scanner.bm25 import Postings, merge_postings
 from scanner.corpus import build_document
 from scanner.diagnostics import Diagnostics
 from scanner.documents import Document
+from scanner.errors import InputError
 from scanner.index import Index
 from scanner.retrievers.builtin import BuiltinRetriever
 
@@ -119,3 +124,19 @@ def test_stopwords_are_neither_postings_nor_part_of_a_chunks_length() -> None:
     (postings,) = index._postings([(2.0, 2.0, 1.0)])
     assert postings.lengths[0] == postings.lengths[1]
     assert not {"the", "is", "on"} & set(index.analyzer.vocabulary)
+
+
+def test_a_build_stopped_part_way_leaves_no_index_folder_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def stopped() -> Iterator[Document]:
+        yield build_document("a.md", "# A\ntext\n", Diagnostics())
+        raise InputError("the KB has more than 1 indexable files", field="--kb-path")
+
+    with pytest.raises(InputError):
+        Index.build(stopped())
+    assert not list(tmp_path.glob("kb-eval-index-*"))
+    index = Index.build([build_document("a.md", "# A\ntext\n", Diagnostics())])
+    assert list(tmp_path.glob("kb-eval-index-*")) and index.corpus.chunks == 1  # kept while it lives
