@@ -20,7 +20,8 @@ def worker_pool(
     them again (spawn). The parent's objects are frozen out of the cyclic garbage collector while
     the pool lives: a collection in a worker would otherwise walk every one of them and write to
     their pages, turning memory the worker shares with its parent copy-on-write into its own copy
-    (measured at 1,000 documents: 132 MiB summed over the processes without the freeze, 106 with).
+    (measured at 1,000 bench documents, peak PSS summed over the processes of one `kb-eval` run, as
+    bench/run.py's TreeRssSampler reads it: 132 MiB without the freeze, 106 with, one run each).
     """
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     gc.freeze()
