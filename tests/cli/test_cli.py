@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import tomllib
-from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
 
 from scanner import pipeline
 from scanner.errors import ExitCode
-from scanner.render import json_report
-from scanner.render.json_report import SCHEMA_FILE, validation_errors
+from scanner.render.json_report import validation_errors
 from tests.action_cases import run_entrypoint_script
 from tests.conftest import REPO, Launch, golden_yaml, run_cli, write_tree
 
@@ -194,31 +189,3 @@ def test_the_written_report_is_readable_by_other_users(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     assert run_cli("--kb-path", small_kb(tmp_path / "kb"), "--output", out).code == 0
     assert out.stat().st_mode & 0o777 == 0o644
-
-
-def test_the_package_data_puts_the_published_schema_where_an_installed_kb_eval_reads_it() -> None:
-    # The quick half of the wheel test below: the setuptools settings that put schema/ into the
-    # wheel as scanner._schema, and the name the code reads there, without building the wheel.
-    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
-    assert "scanner._schema" in setuptools["packages"]
-    folder = REPO / setuptools["package-dir"]["scanner._schema"]
-    packaged = [path for path in folder.iterdir() if any(fnmatch(path.name, pattern)
-                for pattern in setuptools["package-data"]["scanner._schema"])]
-    assert folder / SCHEMA_FILE in packaged
-    assert json_report.SCHEMA_PATH == folder / SCHEMA_FILE  # a checkout reads the same file
-
-
-@pytest.mark.slow  # builds a wheel (pip, build isolation): seconds; the test above is the quick half
-def test_an_installed_wheel_carries_the_schema_it_validates_against(tmp_path: Path) -> None:
-    """`pip install .` (not editable) must still find schema/report.schema.json."""
-    import zipfile
-
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )
-    assert built.returncode == 0, built.stderr
-    [wheel] = tmp_path.glob("kb_eval-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        packaged = archive.read("scanner/_schema/report.schema.json")
-    assert packaged == (REPO / "schema" / "report.schema.json").read_bytes()
