@@ -88,7 +88,7 @@ def timed_run(kb: Path, golden: Path, extra: list[str]) -> tuple[float, float, d
     with tempfile.TemporaryDirectory(prefix="kb-eval-bench-") as tmp:
         output = Path(tmp) / "report.json"
         command = [
-            sys.executable, "-c", "import sys; from scanner.cli import main; sys.exit(main())",
+            sys.executable, "-c", "import sys; from scanner.cli.main import main; sys.exit(main())",
             f"--kb-path={kb}", f"--golden={golden}", "--no-history", "--format=json", f"--output={output}", *extra,
         ]
         errors = Path(tmp) / "stderr.txt"

@@ -28,14 +28,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scanner.corpus import MAX_CORPUS_BYTES, MAX_CORPUS_FILES
+from scanner.corpus.reader import MAX_CORPUS_BYTES, MAX_CORPUS_FILES
 
 sys.path.insert(0, str(REPO / "bench"))
 from run import TreeRssSampler
 
 MIB = 1024 * 1024
 GOLDEN = 'queries:\n  - id: q1\n    query: "alpha beta gamma"\n    expected: [a.md]\n'
-CLI = "import sys; from scanner.cli import main; sys.exit(main())"
+CLI = "import sys; from scanner.cli.main import main; sys.exit(main())"
 
 
 def _kb(root: Path) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scanner.evaluate import EvalOptions, run_eval
+from scanner.pipeline.evaluate import EvalOptions, run_eval
 
 
 def main() -> int:

@@ -39,9 +39,9 @@ def ndcg_at_k(ranking: Ranking, expected: Expected, k: int) -> float:
 
 
 def kb_eval_ndcg_at_k(ranking: Ranking, expected: Expected, k: int) -> float:
-    """kb-eval's own nDCG@k (scanner.metrics), fed the same (path, heading) lists."""
-    from scanner.golden import ExpectedEntry
-    from scanner.metrics import ndcg_at_k as kb_ndcg
+    """kb-eval's own nDCG@k (scanner.metrics.measures), fed the same (path, heading) lists."""
+    from scanner.golden.file import ExpectedEntry
+    from scanner.metrics.measures import ndcg_at_k as kb_ndcg
     from scanner.retrievers.base import Hit
 
     hits = [Hit(rank, path, heading, None) for rank, (path, heading) in enumerate(ranking, 1)]
@@ -51,10 +51,10 @@ def kb_eval_ndcg_at_k(ranking: Ranking, expected: Expected, k: int) -> float:
 
 def best_ndcg_function() -> tuple[Callable[[Ranking, Expected, int], float], str]:
     try:
-        import scanner.metrics  # noqa: F401
+        import scanner.metrics.measures  # noqa: F401
     except ImportError:
         return ndcg_at_k, "bench/quality.py ndcg_at_k"
-    return kb_eval_ndcg_at_k, "scanner.metrics.ndcg_at_k"
+    return kb_eval_ndcg_at_k, "scanner.metrics.measures.ndcg_at_k"
 
 
 def mean_ndcg(

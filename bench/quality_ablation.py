@@ -8,7 +8,7 @@ from kb-eval's own per-field term counts (`Index._postings`) with scipy sparse m
 variants the scanner has no setting for (Robertson's BM25F with per-field length normalisation)
 can be scored too; the first row, the default recomputed this way, must equal kb-eval's row of
 `bench/quality_table.py`, which checks the recomputation. Analysis variants (stopword list, CJK
-unigrams) patch `scanner.analysis` for their run only. Figures: docs/search-quality.md.
+unigrams) patch `scanner.search.analysis` for their run only. Figures: docs/search-quality.md.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ Lengths = list[np.ndarray]
 
 
 def bm25(tf: sp.csc_matrix, lengths: np.ndarray, k1: float, b: float) -> sp.csc_matrix:
-    """BM25 of every posting of `tf`, idf from its own document frequencies (scanner.bm25._impacts)."""
+    """BM25 of every posting of `tf`, idf from its own document frequencies (scanner.search.bm25._impacts)."""
     n = tf.shape[0]
     df = np.diff((tf > 0).tocsc().indptr)
     idf = np.log1p((n - df + 0.5) / (df + 0.5))
@@ -100,7 +100,7 @@ VARIANTS: dict[str, tuple[str, Scoring]] = {
 @contextmanager
 def analysis(variant: str) -> Iterator[None]:
     """The scanner's analysis with one rule changed, for the block only."""
-    import scanner.analysis as analysis_module
+    import scanner.search.analysis as analysis_module
 
     saved = (analysis_module.ENGLISH_STOPWORDS, analysis_module._HAN)
     if variant == "lucene stopwords":
@@ -116,8 +116,8 @@ def analysis(variant: str) -> Iterator[None]:
 
 
 def field_counts(kb: Path) -> tuple[object, Fields, Lengths]:
-    from scanner.corpus import read_corpus
-    from scanner.index import Index
+    from scanner.corpus.reader import read_corpus
+    from scanner.search.index import Index
 
     index = Index.build(read_corpus(kb, workers=1).documents, analysis_workers=1)
     per_field = index._postings([tuple(1.0 if g == f else 0.0 for g in range(3)) for f in range(3)])
@@ -130,7 +130,7 @@ def field_counts(kb: Path) -> tuple[object, Fields, Lengths]:
 
 
 def rank(index: object, impacts: sp.csc_matrix, queries: list[BenchQuery]) -> dict[str, Ranking]:
-    from scanner.query_compiler import compile_query
+    from scanner.search.query_compiler import compile_query
 
     vocabulary = index.analyzer.vocabulary  # type: ignore[attr-defined]
     located = index.connection.execute("SELECT path, heading FROM chunks ORDER BY id").fetchall()  # type: ignore[attr-defined]

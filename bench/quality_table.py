@@ -7,7 +7,7 @@
 First converts the fetched collections (bench/collections.py) when they are not there yet.
 Every system ranks the same chunks (kb-eval's own reading of each KB: heading, breadcrumb and
 body of every section) for the same queries, and is scored by kb-eval's own nDCG@10
-(scanner.metrics, binary gains at document level: a query's expected entries are documents).
+(scanner.metrics.measures, binary gains at document level: a query's expected entries are documents).
 
 Systems:
 - kb-eval: the built-in retriever with its defaults, as `kb-eval` runs it.
@@ -64,7 +64,7 @@ System = Callable[[Path, list[Section], list[BenchQuery]], dict[str, Ranking]]
 
 
 def read_sections(kb: Path) -> list[Section]:
-    from scanner.corpus import read_corpus
+    from scanner.corpus.reader import read_corpus
 
     corpus = read_corpus(kb, workers=1)
     return [Section(c.path, c.heading, c.breadcrumb, c.body) for d in corpus.documents for c in d.chunks]
@@ -76,9 +76,9 @@ def kb_eval_system(**settings: object) -> System:
     (weights=FieldWeights(...), parameters=Bm25Parameters(...)) or prf=(documents, terms, weight, min_terms)."""
 
     def run(kb: Path, sections: list[Section], queries: list[BenchQuery]) -> dict[str, Ranking]:
-        from scanner.corpus import read_corpus
-        from scanner.index import Index
+        from scanner.corpus.reader import read_corpus
         from scanner.retrievers.builtin import BuiltinRetriever
+        from scanner.search.index import Index
 
         index = _INDEX_CACHE.get(kb)
         if index is None:
@@ -103,7 +103,7 @@ def prf_search(retriever: object, text: str, prf: tuple[int, int, float, int]) -
     `min_terms` distinct terms (0: every query); shorter ones are searched as they are."""
     import numpy as np
 
-    from scanner.query_compiler import compile_query
+    from scanner.search.query_compiler import compile_query
 
     documents, n_terms, weight, min_terms = prf
     index = retriever.index  # type: ignore[attr-defined]
@@ -164,8 +164,8 @@ def previous_system(ref: str) -> System:
             script = (
                 "import json, sys\n"
                 "from pathlib import Path\n"
-                "from scanner.corpus import read_corpus\n"
-                "from scanner.index import Index\n"
+                "from scanner.corpus.reader import read_corpus\n"
+                "from scanner.search.index import Index\n"
                 "from scanner.retrievers.base import SearchRequest\n"
                 "from scanner.retrievers.builtin import BuiltinRetriever\n"
                 "queries = json.loads(sys.stdin.read())\n"
@@ -314,8 +314,8 @@ def sweep_systems(rm3: bool) -> dict[str, System]:
     """The grids the defaults were chosen on: BM25 parameters x field weights x field scoring,
     then the breadcrumb's own BM25 beside BM25F (`Bm25Parameters.alone`), and (with --rm3)
     pseudo-relevance feedback on top of the defaults."""
-    from scanner.bm25 import Bm25Parameters
     from scanner.retrievers.builtin import FieldWeights
+    from scanner.search.bm25 import Bm25Parameters
 
     systems: dict[str, System] = {}
     if rm3:

@@ -295,10 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [s for s in systems if s not in ALL_SYSTEMS]
     if unknown:
         parser.error(f"unknown systems {unknown}; choose from {', '.join(ALL_SYSTEMS)}")
-    if importlib.util.find_spec("scanner.evaluate") is None:
+    if importlib.util.find_spec("scanner.pipeline.evaluate") is None:
         skipped = [s for s in systems if s.startswith("kb-eval")]
         if skipped:
-            print(f"kb-eval's scanner.evaluate is not importable here; skipping {skipped}", file=sys.stderr)
+            print(f"kb-eval's scanner.pipeline.evaluate is not importable here; skipping {skipped}", file=sys.stderr)
         systems = [s for s in systems if s not in skipped]
 
     kb, golden = prepare_kb(args)

@@ -5,7 +5,7 @@ the same unit kb-eval indexes: one entry per section (heading + the text
 under it, up to the next heading of any level), with the document title from
 frontmatter or the file name. This is deliberately simple (no CommonMark
 edge cases beyond fences, ATX closing hashes and setext underlines) and lives
-in bench/ only; kb-eval's own parser is scanner.corpus.
+in bench/ only; kb-eval's own parser is scanner.corpus.reader.
 """
 
 from __future__ import annotations

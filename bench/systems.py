@@ -199,21 +199,21 @@ def fallback_normalise(text: str) -> str:
 def quote_normaliser() -> tuple[Callable[[str], str], str]:
     """kb-eval's own normalisation when it exists, so both scans look for the same needles."""
     try:
-        from scanner.quotes import normalise
+        from scanner.scan.quotes import normalise
     except ImportError:
         return fallback_normalise, "bench fallback (whitespace collapsed, lower-cased)"
-    return normalise, "scanner.quotes.normalise"
+    return normalise, "scanner.scan.quotes.normalise"
 
 
 def scan_fields(kb: Path) -> tuple[list[tuple[str, str, str]], str]:
     """(heading, breadcrumb, body) of every chunk: kb-eval's chunks when importable, so the
     naive scan and kb-eval's scan search exactly the same texts."""
     try:
-        from scanner.corpus import read_corpus
+        from scanner.corpus.reader import read_corpus
     except ImportError:
         return [(c.heading, c.breadcrumb, c.body) for c in read_chunks(kb)], "bench/sections.py"
     corpus = read_corpus(kb)
-    return [(c.heading, c.breadcrumb, c.body) for d in corpus.documents for c in d.chunks], "scanner.corpus.read_corpus"
+    return [(c.heading, c.breadcrumb, c.body) for d in corpus.documents for c in d.chunks], "scanner.corpus.reader.read_corpus"
 
 
 def run_naive_scan(kb: Path, golden: Path, budget_seconds: float = 120.0) -> SystemRun:
@@ -262,9 +262,9 @@ def run_naive_scan(kb: Path, golden: Path, budget_seconds: float = 120.0) -> Sys
 def run_kb_eval(kb: Path, golden: Path, tokenization: str | None = None, cache_dir: Path | None = None) -> SystemRun:
     """kb-eval's whole run; `tokenization` None keeps kb-eval's default, else a Tokenization value;
     `cache_dir` is kb-eval's parse cache (--cache-dir)."""
-    from scanner import evaluate
-    from scanner.cli import parse_cli
-    from scanner.retrievers.factory import retriever_builder
+    from scanner.cli.main import parse_cli
+    from scanner.pipeline import evaluate
+    from scanner.settings.retriever import retriever_builder
 
     run = SystemRun("kb-eval" if tokenization is None else f"kb-eval-{tokenization}")
     if cache_dir is not None:
@@ -287,7 +287,7 @@ def run_kb_eval(kb: Path, golden: Path, tokenization: str | None = None, cache_d
     outcome = evaluate.run_eval(options)
     wall = time.perf_counter() - t
     run.phases.update(outcome.phase_seconds)
-    from scanner.render.json_report import run_document
+    from scanner.report.document import run_document
 
     report = run_document(outcome.run)
     for row in report["per_query"]:  # type: ignore[union-attr]

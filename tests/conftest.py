@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from scanner.cli import main
+from scanner.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 

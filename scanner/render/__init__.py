@@ -7,5 +7,5 @@
 - `console`: stderr lines (warnings, findings, errors) and the one path every printed line takes;
 - `phrases`: every sentence more than one output uses, written once.
 
-A new output format is a new module here that takes a `scanner.run.Report`.
+A new output format is a new module here that takes a `scanner.evaluation.records.Report`.
 """

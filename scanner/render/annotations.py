@@ -1,7 +1,7 @@
 """What a run becomes as GitHub annotations: pure functions from the records to `Annotation`s.
 
 Printing them (escaping, the per-kind budget, the commands themselves) is
-scanner/github.py's job; this module only decides which annotations there
+scanner/github/workflow.py's job; this module only decides which annotations there
 are, where they point and what they say. Paths in the report are relative to
 the KB folder (documents) or as the user gave them (the golden file), while
 the runner wants them relative to the repository root, so `kb_path` (the KB
@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import posixpath
 
-from ..compare import NotComparedCause
-from ..diagnostics import Diagnostic
-from ..errors import InputError
-from ..github import Annotation, AnnotationKind, AnnotationProperties, annotation_file
-from ..quotes import CHECK_NAME, MIN_QUOTED_QUERIES
-from ..run import LocatedFinding, Report, displacing_first
-from . import phrases
+from scanner.compare.comparison import NotComparedCause
+from scanner.compare.report import Report
+from scanner.evaluation.records import LocatedFinding, displacing_first
+from scanner.foundation.diagnostics import Diagnostic
+from scanner.foundation.errors import InputError
+from scanner.github.workflow import Annotation, AnnotationKind, AnnotationProperties, annotation_file
+from scanner.render import phrases
+from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
 
 KB_RELATIVE_CODES = frozenset(
     {"file-skipped", "symlink-skipped", "folder-skipped", "frontmatter-invalid", "sections-capped"}
 )
-"""Diagnostic codes whose `file` is relative to the KB folder (scanner/corpus.py). Every other
+"""Diagnostic codes whose `file` is relative to the KB folder (scanner/corpus/reader.py). Every other
 diagnostic names its file as the user gave it, i.e. relative to the workspace in Action mode."""
 
 DIAGNOSTIC_TITLES = {

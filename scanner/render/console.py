@@ -1,7 +1,7 @@
 """What kb-eval prints on stderr, and the one path every printed line takes.
 
 The runner reads stdout and stderr line by line and runs some lines as workflow
-commands (scanner/github.py knows which, docs/runner-contract.md says why). Untrusted text is already escaped by
+commands (scanner/github/workflow.py knows which, docs/runner-contract.md says why). Untrusted text is already escaped by
 `shown()`/`defused()` where it is composed; `log_safe` is the net under
 that: whatever reaches a stream goes through it, so a text that slipped past
 (an id, a key from a history file, an exception message) still cannot become
@@ -13,17 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import IO
 
-from ..diagnostics import Diagnostic
-from ..errors import InputError
-from ..gate import GateResult
-from ..github import defuse_workflow_commands
-from ..run import LocatedFinding, displacing_first
-from ..untrusted_text import shown
-from . import phrases
+from scanner.compare.gate import GateResult
+from scanner.evaluation.records import LocatedFinding, displacing_first
+from scanner.foundation.diagnostics import Diagnostic
+from scanner.foundation.errors import InputError
+from scanner.foundation.untrusted_text import shown
+from scanner.github.workflow import defuse_workflow_commands
+from scanner.render import phrases
 
 
 def log_safe(text: str) -> str:
-    """`text` with no line the runner would run as a workflow command (scanner/github.py)."""
+    """`text` with no line the runner would run as a workflow command (scanner/github/workflow.py)."""
     return defuse_workflow_commands(text)
 
 

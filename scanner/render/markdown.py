@@ -23,11 +23,12 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..compare import MetricDelta, QueryDelta
-from ..diagnostics import Diagnostic
-from ..github import escape_markdown_text
-from ..run import LocatedFinding, Report, RunRecord, displacing_first
-from . import phrases
+from scanner.compare.comparison import MetricDelta, QueryDelta
+from scanner.compare.report import Report
+from scanner.evaluation.records import LocatedFinding, RunRecord, displacing_first
+from scanner.foundation.diagnostics import Diagnostic
+from scanner.github.workflow import escape_markdown_text
+from scanner.render import phrases
 
 MAX_CHANGED_ROWS = 50
 MAX_FINDING_ROWS = 50

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import enum
 
-from ..compare import Comparison, ComparisonStatus
-from ..gate import GateResult
-from ..quotes import CHECK_NAME, MIN_QUOTED_QUERIES
-from ..run import Report
+from scanner.compare.comparison import Comparison, ComparisonStatus
+from scanner.compare.gate import GateResult
+from scanner.compare.report import Report
+from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
 
 TWO_CAUSES = (
     "Either these notes leaked into the corpus (a note about the test makes the eval look better than search is), "

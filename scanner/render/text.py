@@ -7,10 +7,11 @@ printed through `shown()`, so none can break its line or start a workflow comman
 
 from __future__ import annotations
 
-from ..compare import ComparisonStatus
-from ..run import Report, displacing_first
-from ..untrusted_text import shown
-from . import phrases
+from scanner.compare.comparison import ComparisonStatus
+from scanner.compare.report import Report
+from scanner.evaluation.records import displacing_first
+from scanner.foundation.untrusted_text import shown
+from scanner.render import phrases
 
 MAX_IDS_LISTED = 10
 

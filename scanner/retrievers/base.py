@@ -62,7 +62,7 @@ class Retriever(Protocol):
     def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         """Answer every request; the result list is in the order of `requests`.
 
-        Raises `scanner.errors.InputError` when a query cannot be answered, so a
+        Raises `scanner.foundation.errors.InputError` when a query cannot be answered, so a
         failure is never scored as a silent miss.
         """
         ...

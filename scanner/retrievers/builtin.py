@@ -1,4 +1,4 @@
-"""The embedded default: BM25 over the chunk fields (scanner/bm25.py), one analysis for every script.
+"""The embedded default: BM25 over the chunk fields (scanner/search/bm25.py), one analysis for every script.
 
 English words are stemmed; Japanese and Chinese runs are indexed as character bigrams. The
 previous default routed queries with CJK characters to an FTS5 trigram index; on real Japanese
@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ..analysis import STEMMER
-from ..bm25 import Bm25Parameters
-from ..index import INDEXED_FIELDS, Index
-from ..progress import progress
-from ..query_compiler import QUERY_COMPILER_VERSION, compile_query
-from .base import Hit, SearchRequest
+from scanner.foundation.progress import progress
+from scanner.retrievers.base import Hit, SearchRequest
+from scanner.search.analysis import STEMMER
+from scanner.search.bm25 import Bm25Parameters
+from scanner.search.index import INDEXED_FIELDS, Index
+from scanner.search.query_compiler import QUERY_COMPILER_VERSION, compile_query
 
 
 class Tokenization(str, Enum):
@@ -30,7 +30,7 @@ class Tokenization(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class FieldWeights:
-    """How many times a term counts in each field (scanner/bm25.py). Heading 2 and breadcrumb (the
+    """How many times a term counts in each field (scanner/search/bm25.py). Heading 2 and breadcrumb (the
     document title and its parent headings) 2: on the real collections, raising the breadcrumb
     from 1 to 2 gained 0.016 nDCG@10 on CACM (titles only, mostly) and 0.003 on JSQuAD and CMRC
     2018 (docs/search-quality.md). A quarter of the breadcrumb's weight is scored as its own BM25

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from scanner.errors import InputError
+from scanner.foundation.errors import InputError
 
 Request = TypeVar("Request")
 Answer = TypeVar("Answer")

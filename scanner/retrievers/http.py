@@ -24,7 +24,7 @@ import urllib3.response
 from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
-from scanner.errors import InputError
+from scanner.foundation.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
 from scanner.retrievers.http_settings import (

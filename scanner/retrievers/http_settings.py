@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from scanner.errors import InputError
+from scanner.foundation.errors import InputError
 
 DEFAULT_BODY_TEMPLATE = '{"query": "{query}", "limit": {limit}}'
 DEFAULT_TIMEOUT_S = 30.0

@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scanner.errors import InputError
+from scanner.foundation.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
 
 DEFAULT_HITS_KEY = "results"

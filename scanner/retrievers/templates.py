@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from scanner.errors import InputError
+from scanner.foundation.errors import InputError
 
 PLACEHOLDER = re.compile(r"\{(query|limit)\}")
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

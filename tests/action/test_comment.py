@@ -16,11 +16,18 @@ from typing import Any
 
 import pytest
 
-from scanner.errors import ExitCode
-from tests.action_cases import KB, assert_only_our_commands, finding_workspace, next_step, observe, run_entrypoint
+from scanner.foundation.errors import ExitCode
 from tests.conftest import Launch
-from tests.container_support import FAKE_TOKEN, RunnerLayout, action_inputs, pull_request_event
-from tests.loopback_server import LoopbackServer, Received, Reply, running
+from tests.support.action_cases import (
+    KB,
+    assert_only_our_commands,
+    finding_workspace,
+    next_step,
+    observe,
+    run_entrypoint,
+)
+from tests.support.container import FAKE_TOKEN, RunnerLayout, action_inputs, pull_request_event
+from tests.support.loopback_server import LoopbackServer, Received, Reply, running
 
 REPO_PATH = "/repos/octo/kb"
 PR = 7

@@ -1,7 +1,7 @@
 """Action mode in the image, run the way GitHub's runner runs a Docker action.
 
 The image is built from the project's Dockerfile and started with the
-runner's layout (tests/container_support.py): --workdir /github/workspace,
+runner's layout (tests/support/container.py): --workdir /github/workspace,
 the workspace, file-command, workflow and home folders mounted, every INPUT_*
 set, GITHUB_* with container paths, no arguments. The same cases as
 tests/action/test_mode.py run both ways, and the runner-visible results
@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from scanner.errors import ExitCode
-from tests.action_cases import (
+from scanner.foundation.errors import ExitCode
+from tests.conftest import Launch
+from tests.support.action_cases import (
     KB,
     OUTPUT_NAMES,
     Observed,
@@ -30,9 +31,8 @@ from tests.action_cases import (
     observe,
     run_entrypoint,
 )
-from tests.action_docs import ROOT
-from tests.conftest import Launch
-from tests.container_support import BuiltImage, RunnerLayout, action_inputs, build_image, pull_request_event, run_action
+from tests.support.action_docs import ROOT
+from tests.support.container import BuiltImage, RunnerLayout, action_inputs, build_image, pull_request_event, run_action
 
 pytestmark = pytest.mark.container
 

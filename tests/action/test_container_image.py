@@ -1,7 +1,7 @@
 """The action's image: it builds, holds only the action, and runs under the runner's layout.
 
 The end-to-end test of entrypoint.py in Action mode comes with that mode; this
-is the smoke test of the image and of tests/container_support.py itself.
+is the smoke test of the image and of tests/support/container.py itself.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.container
 
-from tests.container_support import (
+from tests.support.container import (
     BuiltImage,
     RunnerLayout,
     action_inputs,
@@ -23,7 +23,7 @@ from tests.container_support import (
     pull_request_event,
     run_action,
 )
-from tests.runner_log import parse_env_file, parse_log
+from tests.support.runner_log import parse_env_file, parse_log
 
 PYTHON = "/opt/venv/bin/python"
 
@@ -114,7 +114,7 @@ def test_the_container_sees_the_runner_layout_and_its_file_commands_reach_the_ho
     script = textwrap.dedent("""
         import json, os, sys
         sys.path.insert(0, "/app")
-        from scanner.github import append_output, append_summary, format_command, AnnotationProperties
+        from scanner.github.workflow import append_output, append_summary, format_command, AnnotationProperties
         assert os.getcwd() == "/github/workspace", os.getcwd()
         assert os.path.isdir("kb")
         event = json.load(open(os.environ["GITHUB_EVENT_PATH"]))

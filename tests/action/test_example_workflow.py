@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 import yaml
 
-from scanner.errors import ExitCode
+from scanner.foundation.errors import ExitCode
 from tests.action.test_metadata import check_jsonschema_command
-from tests.action_cases import clean_workspace, finding_workspace, observe, run_entrypoint
-from tests.action_docs import ROOT, load_action
 from tests.conftest import Launch
-from tests.container_support import RunnerLayout, action_inputs, pull_request_event
 from tests.git.test_git_base import commit, git
-from tests.loopback_server import LoopbackServer, Received, Reply, running
+from tests.support.action_cases import clean_workspace, finding_workspace, observe, run_entrypoint
+from tests.support.action_docs import ROOT, load_action
+from tests.support.container import RunnerLayout, action_inputs, pull_request_event
+from tests.support.loopback_server import LoopbackServer, Received, Reply, running
 
 WORKFLOW = ROOT / "examples" / "workflows" / "kb-eval-pull-request.yml"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scanner.settings import SETTINGS
-from tests.action_docs import (
+from scanner.settings.declaration import SETTINGS
+from tests.support.action_docs import (
     ACTION_YML,
     ROOT,
     action_inputs,
@@ -109,7 +109,7 @@ def test_it_is_a_docker_action_built_from_the_repositorys_dockerfile() -> None:
 
 def test_action_yml_inputs_are_exactly_the_ones_derived_from_the_settings() -> None:
     text = ACTION_YML.read_text(encoding="utf-8")
-    assert with_inputs(text) == text, "action.yml inputs are stale: run `python -m tests.action_docs --write`"
+    assert with_inputs(text) == text, "action.yml inputs are stale: run `python -m tests.support.action_docs --write`"
     assert load_action()["inputs"] == {name: {**spec, "required": False} for name, spec in action_inputs().items()}
 
 
@@ -157,7 +157,7 @@ def test_readme_tables_match_the_settings_and_action_yml() -> None:
     if not readme.is_file():
         pytest.skip("README.md not written yet: nothing to compare the tables with")
     text = readme.read_text(encoding="utf-8")
-    stale = "README {} table is stale: run `python -m tests.action_docs --write`"
+    stale = "README {} table is stale: run `python -m tests.support.action_docs --write`"
     assert cli_table() in text, stale.format("command-line")
     assert inputs_table() in text, stale.format("inputs")
     assert outputs_table(load_action()) in text, stale.format("outputs")

@@ -3,7 +3,7 @@
 entrypoint.py runs as a subprocess with the environment a Docker action gets
 (workspace, file-command files, every INPUT_* with its default, a
 pull_request event), and its stdout is read the way the runner reads it
-(tests/runner_log.py): annotations, outputs, summary and exit status are
+(tests/support/runner_log.py): annotations, outputs, summary and exit status are
 asserted as GitHub would see them.
 """
 
@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from scanner.action import INPUT_DEFAULTS, ActionInputs, read_inputs, workspace_path
-from scanner.cli import execute
-from scanner.errors import ExitCode, InputError
+from scanner.action.mode import INPUT_DEFAULTS, ActionInputs, read_inputs, workspace_path
+from scanner.cli.main import execute
+from scanner.foundation.errors import ExitCode, InputError
 from scanner.render.phrases import displaced_phrase
-from tests.action_cases import (
+from tests.conftest import Launch, golden_yaml, write_tree
+from tests.support.action_cases import (
     GOLDEN,
     GUIDES,
     HEAD_SHA,
@@ -38,9 +39,8 @@ from tests.action_cases import (
     observe,
     run_entrypoint,
 )
-from tests.action_docs import load_action
-from tests.conftest import Launch, golden_yaml, write_tree
-from tests.container_support import RunnerLayout, action_inputs, pull_request_event
+from tests.support.action_docs import load_action
+from tests.support.container import RunnerLayout, action_inputs, pull_request_event
 
 BOTH_CAUSES = ("leaked into the corpus", "belong in `expected`")
 
@@ -280,7 +280,7 @@ def test_hostile_file_names_and_ids_issue_no_command_but_ours(launch: Launch, la
     assert observed.returncode == ExitCode.OK, run.stdout + run.stderr
     assert_only_our_commands(observed)
     # The hostile text did reach the log, inside the stop-commands region, and printed escaped
-    # (scanner/untrusted_text.py), so not even an ignored command appears there.
+    # (scanner/foundation/untrusted_text.py), so not even an ignored command appears there.
     text = echoed(run.stdout, observed.log.stop_tokens)
     assert "'q\\n::add-mask::m'" in text and "'notes/line\\n::warning::injected.md'" in text
     assert "\n::add-mask::m" not in run.stdout and observed.log.ignored == []

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.action_cases import next_step, observe, run_entrypoint
 from tests.conftest import Launch
-from tests.container_support import RunnerLayout, action_inputs, pull_request_event
 from tests.git.test_git_base import BASE_KB, GIT_ENV, REGRESSING_CHANGE, commit, new_repo
+from tests.support.action_cases import next_step, observe, run_entrypoint
+from tests.support.container import RunnerLayout, action_inputs, pull_request_event
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

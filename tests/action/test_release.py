@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.action.test_metadata import validate
-from tests.action_docs import ACTION_YML, ROOT, load_action
+from tests.support.action_docs import ACTION_YML, ROOT, load_action
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 IMAGE = "ghcr.io/kb-eval/kb-eval"

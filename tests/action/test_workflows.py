@@ -26,10 +26,10 @@ import yaml
 
 from tests.action.test_metadata import check_jsonschema_command, validate
 from tests.action.test_release import load_script
-from tests.action_cases import run_entrypoint
-from tests.action_docs import ROOT, load_action
 from tests.conftest import Launch
-from tests.container_support import (
+from tests.support.action_cases import run_entrypoint
+from tests.support.action_docs import ROOT, load_action
+from tests.support.container import (
     BuiltImage,
     RunnerLayout,
     action_inputs,
@@ -37,7 +37,7 @@ from tests.container_support import (
     build_image,
     podman,
 )
-from tests.runner_log import parse_env_file
+from tests.support.runner_log import parse_env_file
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 ALL_WORKFLOWS = sorted([*WORKFLOWS.glob("*.yml"), *(ROOT / "examples" / "workflows").glob("*.yml")])

@@ -1,8 +1,8 @@
-"""The import graph of scanner/ has no cycle, and its layers read top-down.
+"""The import graph of scanner/ has no cycle, and its packages are layered top-down.
 
-interface (cli, action) -> pipeline (pipeline, evaluate) -> render -> domain rules and io.
-A module may import from its own layer or any layer below, never above. Imports inside
-`if TYPE_CHECKING:` are annotations only and do not count.
+A module may import from its own package's layer or any layer below, never above. Every import
+counts: at module level, inside a function, and under `if TYPE_CHECKING:` (an annotation that
+needs a module above is the same dependency, only postponed).
 """
 
 from __future__ import annotations
@@ -14,20 +14,32 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "scanner"
 
-INTERFACE = {"scanner.cli", "scanner.action", "scanner.init"}
-PIPELINE = {"scanner.pipeline", "scanner.evaluate", "scanner.git_base"}
-"""git_base evaluates a git revision beside this run (issue 17): it runs the pipeline's evaluation."""
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"cli", "action"}),
+    frozenset({"pipeline", "git"}),
+    frozenset({"settings"}),
+    frozenset({"render", "report"}),
+    frozenset({"compare"}),
+    frozenset({"evaluation"}),
+    frozenset({"scan"}),
+    frozenset({"metrics"}),
+    frozenset({"retrievers"}),
+    frozenset({"search"}),
+    frozenset({"corpus", "golden", "github"}),
+    frozenset({"foundation"}),
+)
+"""The packages of scanner/, top to bottom, as docs/architecture.md draws them."""
 
 
 def layer(module: str) -> int:
-    """0 = interface, 1 = pipeline, 2 = render, 3 = domain rules and io."""
-    if module in INTERFACE:
-        return 0
-    if module in PIPELINE:
-        return 1
-    if module.startswith("scanner.render"):
-        return 2
-    return 3
+    """The index of the module's package in LAYERS (0 = the interface)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return len(LAYERS)  # scanner/__init__.py: the version, below everything
+    for index, packages in enumerate(LAYERS):
+        if parts[1] in packages:
+            return index
+    raise AssertionError(f"{module}: its package is in no layer; add it to LAYERS and docs/architecture.md")
 
 
 def module_name(path: Path) -> str:
@@ -35,20 +47,23 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-
-
 def imports_of(path: Path) -> set[str]:
     module = module_name(path)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    known = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    # A module's own parent packages are imported before it whatever it says, so an edge to one
+    # (`from scanner.cli import init` inside scanner.cli.main) is no dependency of its own.
+    parents = {".".join(module.split(".")[:depth]) for depth in range(1, module.count(".") + 1)}
+    imported = imports_of_source(path.read_text(encoding="utf-8"), package)
+    return {name for name in imported if name in known and name != module and name not in parents}
+
+
+def imports_of_source(source: str, package: str) -> set[str]:
+    """Every scanner module or name a source imports, wherever the import statement stands."""
     found: set[str] = set()
 
     def visit(nodes: list[ast.stmt]) -> None:
         for node in nodes:
-            if isinstance(node, ast.If) and _is_type_checking(node):
-                visit(node.orelse)
-                continue
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names if alias.name.startswith("scanner"))
             elif isinstance(node, ast.ImportFrom):
@@ -65,9 +80,8 @@ def imports_of(path: Path) -> set[str]:
                 if isinstance(child, ast.stmt):
                     visit([child])
 
-    visit(ast.parse(path.read_text(encoding="utf-8")).body)
-    known = {module_name(p) for p in PACKAGE.rglob("*.py")}
-    return {name for name in found if name in known and name != module}
+    visit(ast.parse(source).body)
+    return found
 
 
 GRAPH = {module_name(path): imports_of(path) for path in sorted(PACKAGE.rglob("*.py"))}
@@ -75,8 +89,8 @@ GRAPH = {module_name(path): imports_of(path) for path in sorted(PACKAGE.rglob("*
 
 def test_the_graph_is_read_at_all() -> None:
     # Guards the tests below against passing on an empty graph.
-    assert "scanner.render.markdown" in GRAPH["scanner.action"]
-    assert "scanner.quotes" in GRAPH["scanner.evaluate"]
+    assert "scanner.render.markdown" in GRAPH["scanner.action.mode"]
+    assert "scanner.scan.quotes" in GRAPH["scanner.pipeline.evaluate"]
 
 
 def test_the_import_graph_has_no_cycle() -> None:
@@ -103,3 +117,17 @@ def test_the_import_graph_has_no_cycle() -> None:
 def test_a_module_imports_only_from_its_layer_or_below(module: str) -> None:
     upward = sorted(target for target in GRAPH[module] if layer(target) < layer(module))
     assert upward == [], f"{module} (layer {layer(module)}) imports from a layer above: {upward}"
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    layered = set().union(*LAYERS)
+    assert packages - layered == set(), "add these packages to LAYERS and docs/architecture.md"
+    assert layered - packages == set(), "LAYERS names packages that no longer exist"
+
+
+def test_an_import_under_type_checking_counts(tmp_path: Path) -> None:
+    # The near miss of the layer test: an annotation-only import of a higher package is still upward.
+    source = tmp_path / "mod.py"
+    source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from scanner.cli.main import main\n")
+    assert "scanner.cli.main" in imports_of_source(source.read_text(), "scanner.foundation")

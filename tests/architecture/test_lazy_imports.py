@@ -19,14 +19,14 @@ def loaded_after(code: str) -> set[str]:
 
 
 def test_reading_the_settings_and_evaluating_import_none_of_them() -> None:
-    assert loaded_after("import scanner.cli, scanner.action, scanner.pipeline, scanner.evaluate") == set()
+    assert loaded_after("import scanner.cli.main, scanner.action.mode, scanner.pipeline.run, scanner.pipeline.evaluate") == set()
 
 
 def test_each_is_imported_by_the_run_that_needs_it() -> None:
     build_http = (
-        "from scanner.cli import parse_cli\nfrom scanner.retrievers.factory import build_retriever\n"
+        "from scanner.cli.main import parse_cli\nfrom scanner.settings.retriever import build_retriever\n"
         "build_retriever(parse_cli(['--http-url', 'http://127.0.0.1:9/search']), None, [])"
     )
     assert {"requests", "urllib3"} <= loaded_after(build_http)
-    assert "dulwich" in loaded_after("import scanner.git_base")
-    assert "jsonschema" in loaded_after("from scanner.render.json_report import validation_errors\nvalidation_errors({})")
+    assert "dulwich" in loaded_after("import scanner.git.base")
+    assert "jsonschema" in loaded_after("from scanner.report.document import validation_errors\nvalidation_errors({})")

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from scanner import pipeline
-from scanner.errors import ExitCode
-from scanner.render.json_report import validation_errors
-from tests.action_cases import run_entrypoint_script
+from scanner.foundation.errors import ExitCode
+from scanner.pipeline import run as pipeline
+from scanner.report.document import validation_errors
 from tests.conftest import REPO, Launch, golden_yaml, run_cli, write_tree
+from tests.support.action_cases import run_entrypoint_script
 
 EXAMPLE = REPO / "examples" / "kb"
 

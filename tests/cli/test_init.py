@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scanner.cli import main
-from scanner.errors import ExitCode
-from scanner.golden import load_golden
-from scanner.init import STARTER_TAG, WORKFLOW_PATH, render_workflow
+from scanner.cli.init import STARTER_TAG, WORKFLOW_PATH, render_workflow
+from scanner.cli.main import main
+from scanner.foundation.errors import ExitCode
+from scanner.golden.file import load_golden
 from tests.action.test_metadata import check_jsonschema_command
-from tests.action_cases import run_entrypoint_script
-from tests.action_docs import ROOT
 from tests.conftest import Launch
+from tests.support.action_cases import run_entrypoint_script
+from tests.support.action_docs import ROOT
 
 EXAMPLE_KB = ROOT / "examples" / "kb"
 EXAMPLE_WORKFLOW = ROOT / "examples" / "workflows" / "kb-eval-pull-request.yml"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from scanner.cli import main
-from scanner.errors import ExitCode
-from tests.action_cases import KB, clean_workspace, observe, run_entrypoint
+from scanner.cli.main import main
+from scanner.foundation.errors import ExitCode
 from tests.conftest import Launch
-from tests.container_support import RunnerLayout, action_inputs, pull_request_event
+from tests.support.action_cases import KB, clean_workspace, observe, run_entrypoint
+from tests.support.container import RunnerLayout, action_inputs, pull_request_event
 
 
 def kb_eval(*argv: str) -> tuple[int, str]:

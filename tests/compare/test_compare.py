@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from scanner.compare import (
+from scanner.compare.comparison import (
     Comparison,
     ComparisonStatus,
     Metric,
@@ -18,13 +18,13 @@ from scanner.compare import (
     no_previous,
     pick_comparable,
 )
-from scanner.gate import evaluate_gate
-from scanner.index import CorpusSnapshot
-from scanner.render.json_report import corpus_changed, diff_document, previous_document, report_document
+from scanner.compare.gate import evaluate_gate
+from scanner.compare.report import Report
 from scanner.render.phrases import corpus_note
-from scanner.run import Report
-from scanner.runrecord import run_from_document, run_record_problems
-from tests.run_records import fingerprint, make_record, make_run, run_with_a_finding
+from scanner.report.document import corpus_changed, diff_document, previous_document, report_document
+from scanner.report.read import run_from_document, run_record_problems
+from scanner.search.index import CorpusSnapshot
+from tests.support.run_records import fingerprint, make_record, make_run, run_with_a_finding
 
 # --- comparability --------------------------------------------------------------------
 

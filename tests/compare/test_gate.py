@@ -6,13 +6,13 @@ import math
 
 import pytest
 
-from scanner.compare import compare_runs, compare_with_history
-from scanner.errors import InputError
-from scanner.gate import GateResult, check_gate_settings, evaluate_gate
-from scanner.render.json_report import gate_document
+from scanner.compare.comparison import compare_runs, compare_with_history
+from scanner.compare.gate import GateResult, check_gate_settings, evaluate_gate
+from scanner.compare.report import Report
+from scanner.foundation.errors import InputError
 from scanner.render.text import gate_lines
-from scanner.run import Report
-from tests.run_records import make_record, uniform_aggregate
+from scanner.report.document import gate_document
+from tests.support.run_records import make_record, uniform_aggregate
 
 
 def _gate_for(previous_value: float, current_value: float, threshold: float = 0.05) -> GateResult:

@@ -9,9 +9,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from scanner.chunking import parse_document, split_lines
-from scanner.corpus import build_document
-from scanner.diagnostics import Diagnostics
+from scanner.corpus.markdown import parse_document, split_lines
+from scanner.corpus.reader import build_document
+from scanner.foundation.diagnostics import Diagnostics
 
 
 def doc(text: str):  # type: ignore[no-untyped-def]

@@ -8,23 +8,23 @@ from pathlib import Path
 
 import pytest
 
-import scanner.corpus
-from scanner.corpus import read_corpus
-from scanner.diagnostics import Diagnostics
-from scanner.parse_cache import CACHE_FILE, ParseCache
+import scanner.corpus.reader
+from scanner.corpus.parse_cache import CACHE_FILE, ParseCache
+from scanner.corpus.reader import read_corpus
+from scanner.foundation.diagnostics import Diagnostics
 from tests.conftest import golden_yaml, run_cli, write_tree
 
 
 @pytest.fixture
 def parse_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    original = scanner.corpus.build_document
+    original = scanner.corpus.reader.build_document
 
     def counting(relative, text, diagnostics):  # type: ignore[no-untyped-def]
         calls.append(relative)
         return original(relative, text, diagnostics)
 
-    monkeypatch.setattr(scanner.corpus, "build_document", counting)
+    monkeypatch.setattr(scanner.corpus.reader, "build_document", counting)
     return calls
 
 

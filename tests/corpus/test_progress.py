@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scanner import progress as progress_module
-from scanner.progress import PLAIN_INTERVAL, QUIET_SECONDS, counted, progress
+from scanner.foundation import progress as progress_module
+from scanner.foundation.progress import PLAIN_INTERVAL, QUIET_SECONDS, counted, progress
 
 
 class FakeStream(io.StringIO):
@@ -89,7 +89,7 @@ def test_counted_passes_every_item_through_in_order() -> None:
 def test_reading_the_kb_counts_files_read_skipped_ones_included(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scanner.corpus import read_corpus
+    from scanner.corpus.reader import read_corpus
 
     root = tmp_path
     for name, data in {"a.md": b"# A\ntext\n", "b.md": b"# B\ntext\n", "bad.md": b"\xff"}.items():

@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from scanner.cli import RunResult, execute, parse_cli
-from scanner.compare import BaseRequest, Comparison, NotComparedCause, Origin
-from scanner.corpus import read_corpus
-from scanner.diagnostics import Diagnostics
-from scanner.errors import ExitCode
-from scanner.git_base import (
+from scanner.cli.main import RunResult, execute, parse_cli
+from scanner.compare.comparison import BaseRequest, Comparison, NotComparedCause, Origin
+from scanner.corpus.parse_memo import ParseMemo
+from scanner.corpus.reader import read_corpus
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.errors import ExitCode
+from scanner.git.base import (
     SHALLOW_HINT,
     ResolvedBase,
     find_repository,
@@ -28,7 +29,6 @@ from scanner.git_base import (
     read_blobs,
     resolve_base,
 )
-from scanner.parse_memo import ParseMemo
 from tests.conftest import golden_yaml, write_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -503,7 +503,7 @@ def test_the_base_evaluated_in_process_where_there_is_no_fork_gives_the_same_rep
 def test_a_base_evaluation_that_fails_is_an_internal_error_not_a_missing_comparison(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import scanner.git_base
+    import scanner.git.base
 
     repo = new_repo(tmp_path / "repo")
     commit(repo, BASE_KB, "base")
@@ -511,7 +511,7 @@ def test_a_base_evaluation_that_fails_is_an_internal_error_not_a_missing_compari
     def broken(*_args: object) -> object:
         raise ZeroDivisionError("a bug in the base evaluation")
 
-    monkeypatch.setattr(scanner.git_base, "evaluate_base", broken)
+    monkeypatch.setattr(scanner.git.base, "evaluate_base", broken)
     result, _ = run(repo / "kb", "--baseline-ref=HEAD")
     assert result.exit_code == ExitCode.INTERNAL
     assert "ZeroDivisionError" in result.stderr_text

@@ -1,8 +1,8 @@
 """Workflow-command escaping, checked against the real `@actions/core` and the runner's parser.
 
 The reference is the npm package itself, run by the machine's node: the
-command lines scanner/github.py prints must equal, byte for byte, what
-`core.warning/error/notice` print for the same annotation. tests/runner_log.py
+command lines scanner/github/workflow.py prints must equal, byte for byte, what
+`core.warning/error/notice` print for the same annotation. tests/support/runner_log.py
 then reads them back the way actions/runner does.
 """
 
@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanner.errors import InputError
-from scanner.github import (
+from scanner.foundation.errors import InputError
+from scanner.github.workflow import (
     AnnotationKind,
     AnnotationProperties,
     annotation_file,
@@ -39,7 +39,7 @@ from scanner.github import (
     stop_commands,
     wrap_untrusted,
 )
-from tests.runner_log import RUNNER_COMMANDS, parse_log, parse_v2
+from tests.support.runner_log import RUNNER_COMMANDS, parse_log, parse_v2
 
 ACTIONS_CORE_VERSION = "3.0.1"
 """Latest @actions/core on the npm registry on 2026-12-02 (`npm view @actions/core version`)."""
@@ -208,7 +208,7 @@ def core_reference(actions_core: Path, tmp_path_factory: pytest.TempPathFactory)
 
 PYTHON_ANNOTATIONS = """
 import json, sys
-from scanner.github import Annotation, AnnotationKind, AnnotationProperties, write_annotations
+from scanner.github.workflow import Annotation, AnnotationKind, AnnotationProperties, write_annotations
 cases = json.load(open(sys.argv[1], encoding="utf-8"))
 write_annotations(sys.stdout, [
     Annotation(AnnotationKind(c["kind"]), c["message"], AnnotationProperties(**c["ours"])) for c in cases

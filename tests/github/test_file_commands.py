@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from scanner.github import (
+from scanner.github.workflow import (
     STEP_SUMMARY_LIMIT_BYTES,
     Annotation,
     AnnotationKind,
@@ -23,7 +23,7 @@ from scanner.github import (
     format_output,
     new_delimiter,
 )
-from tests.runner_log import FileCommandError, parse_env_file
+from tests.support.runner_log import FileCommandError, parse_env_file
 
 # --- GITHUB_OUTPUT -------------------------------------------------------------------
 

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from scanner.pr_comment import (
+from scanner.github.comment import (
     CommentRefused,
     GitHubApi,
     PullRequest,
     marker_for,
     upsert_comment,
 )
-from tests.loopback_server import LoopbackServer, Received, Reply, running
+from tests.support.loopback_server import LoopbackServer, Received, Reply, running
 
 REPO = "octo/kb"
 PR = 7

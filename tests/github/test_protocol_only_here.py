@@ -1,7 +1,7 @@
-"""Only scanner/github.py speaks the workflow protocol.
+"""Only scanner/github/workflow.py speaks the workflow protocol.
 
 A `::` command printed anywhere else would bypass the escaping and the
-stop-commands wrapping that scanner/github.py guarantees, so any string
+stop-commands wrapping that scanner/github/workflow.py guarantees, so any string
 literal that starts with `::` outside it fails this test.
 """
 
@@ -12,7 +12,7 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PROTOCOL_MODULE = ROOT / "scanner" / "github.py"
+PROTOCOL_MODULE = ROOT / "scanner" / "github" / "workflow.py"
 
 
 def checked_files() -> list[Path]:
@@ -51,7 +51,7 @@ def test_no_module_but_scanner_github_writes_workflow_commands() -> None:
         for path in checked_files()
         for line, literal in command_literals(path.read_text(encoding="utf-8"))
     ]
-    assert not offenders, "workflow commands outside scanner/github.py:\n" + "\n".join(offenders)
+    assert not offenders, "workflow commands outside scanner/github/workflow.py:\n" + "\n".join(offenders)
 
 
 def test_the_check_sees_a_command_literal_where_one_is() -> None:

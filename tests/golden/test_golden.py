@@ -6,8 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from scanner.errors import InputError
-from scanner.golden import MAX_GOLDEN_BYTES, MAX_QUERY_CHARS, _plain_decimal, cut_query, find_golden, load_golden
+from scanner.foundation.errors import InputError
+from scanner.golden.file import (
+    MAX_GOLDEN_BYTES,
+    MAX_QUERY_CHARS,
+    _plain_decimal,
+    cut_query,
+    find_golden,
+    load_golden,
+)
 
 
 def load(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]

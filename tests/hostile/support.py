@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from scanner.errors import ExitCode
-from scanner.render.json_report import validation_errors
+from scanner.foundation.errors import ExitCode
+from scanner.report.document import validation_errors
 from tests.conftest import CliResult, run_cli
 
 # The runner runs a line as a command when it starts with `::` after whitespace, and finds the

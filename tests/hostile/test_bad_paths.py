@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import scanner.retrievers.runfile
-from scanner.cli import main
-from scanner.errors import ExitCode, InputError
+from scanner.cli.main import main
+from scanner.foundation.errors import ExitCode, InputError
 from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.command import CommandRetriever, CommandSettings
 from scanner.retrievers.mapping import ResponseMapping
@@ -147,7 +147,7 @@ def test_printing_that_works_keeps_the_runs_exit_code(tmp_path: Path) -> None:
 
 
 def test_a_closed_stdout_pipe_is_exit_3_without_a_traceback(tmp_path: Path) -> None:
-    code = "import sys; from scanner.cli import main; sys.exit(main())"
+    code = "import sys; from scanner.cli.main import main; sys.exit(main())"
     child = subprocess.Popen(
         [sys.executable, "-c", code, "--kb-path", str(kb(tmp_path)), "--no-history"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

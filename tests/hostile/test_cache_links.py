@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-import scanner.parse_cache
-from scanner.corpus import read_corpus
-from scanner.diagnostics import Diagnostics
-from scanner.parse_cache import CACHE_FILE, ParseCache
-from tests.action_cases import KB, clean_workspace, observe, run_entrypoint
+import scanner.corpus.parse_cache
+from scanner.corpus.parse_cache import CACHE_FILE, ParseCache
+from scanner.corpus.reader import read_corpus
+from scanner.foundation.diagnostics import Diagnostics
 from tests.conftest import Launch, write_tree
-from tests.container_support import RunnerLayout, action_inputs, pull_request_event
+from tests.support.action_cases import KB, clean_workspace, observe, run_entrypoint
+from tests.support.container import RunnerLayout, action_inputs, pull_request_event
 
 
 def kb(root: Path) -> Path:
@@ -94,7 +94,7 @@ def test_a_crafted_cache_entry_is_a_miss_not_a_crash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, payload: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(scanner.parse_cache, "MAX_PAYLOAD_CHARS", 1000)
+    monkeypatch.setattr(scanner.corpus.parse_cache, "MAX_PAYLOAD_CHARS", 1000)
     cache = ParseCache(tmp_path / "cache")
     clean = read_corpus(kb(tmp_path / "kb"), (), workers=1, cache=cache)
     _rewrite_payloads(cache.path, payload)

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-import scanner.chunking
-import scanner.corpus
-from scanner.chunking import MAX_BREADCRUMB_PART_CHARS, MAX_FRONTMATTER_BYTES
-from scanner.corpus import build_document, read_corpus
-from scanner.diagnostics import Diagnostics
-from scanner.documents import Document
-from scanner.errors import ExitCode, InputError
-from scanner.index import Index
+import scanner.corpus.markdown
+import scanner.corpus.reader
+from scanner.corpus.documents import Document
+from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, MAX_FRONTMATTER_BYTES
+from scanner.corpus.reader import build_document, read_corpus
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.errors import ExitCode, InputError
+from scanner.search.index import Index
 from tests.conftest import run_cli, write_tree
 from tests.hostile.support import GOLDEN
 
@@ -32,7 +32,7 @@ def document(text: str, name: str = "x.md") -> tuple[list[tuple[str, str, int | 
 
 
 def test_headings_past_the_section_cap_stay_in_the_last_section_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.chunking, "MAX_SECTIONS_PER_DOCUMENT", 3)
+    monkeypatch.setattr(scanner.corpus.markdown, "MAX_SECTIONS_PER_DOCUMENT", 3)
     diagnostics = Diagnostics()
     doc = build_document("x.md", "intro\n# 1\na\n# 2\nb\n# 3\nc\n# 4\nd\n# 5\ne\n", diagnostics)
     assert [c.heading for c in doc.chunks] == ["", "1", "2", "3"]
@@ -43,14 +43,14 @@ def test_headings_past_the_section_cap_stay_in_the_last_section_with_a_warning(m
 
 
 def test_exactly_the_section_cap_is_split_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.chunking, "MAX_SECTIONS_PER_DOCUMENT", 3)
+    monkeypatch.setattr(scanner.corpus.markdown, "MAX_SECTIONS_PER_DOCUMENT", 3)
     diagnostics = Diagnostics()
     doc = build_document("x.md", "# 1\na\n# 2\nb\n# 3\nc\n", diagnostics)
     assert [c.heading for c in doc.chunks] == ["1", "2", "3"] and diagnostics.items == []
 
 
 def test_a_setext_heading_past_the_cap_is_capped_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.chunking, "MAX_SECTIONS_PER_DOCUMENT", 1)
+    monkeypatch.setattr(scanner.corpus.markdown, "MAX_SECTIONS_PER_DOCUMENT", 1)
     diagnostics = Diagnostics()
     doc = build_document("x.md", "# 1\na\n\nTwo\n===\nb\n", diagnostics)
     assert [c.heading for c in doc.chunks] == ["1"] and doc.chunks[0].body == "a\n\nTwo\n===\nb"
@@ -111,7 +111,7 @@ def test_frontmatter_past_the_cap_is_not_parsed_and_the_title_is_the_file_name()
 
 
 def test_one_file_past_the_file_count_cap_stops_the_run_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_FILES", 3)
+    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_FILES", 3)
     write_tree(tmp_path, {f"n{i}.md": "# a\n" for i in range(4)})
     with pytest.raises(InputError) as caught:
         read_corpus(tmp_path, workers=1)
@@ -120,7 +120,7 @@ def test_one_file_past_the_file_count_cap_stops_the_run_naming_it(tmp_path: Path
 
 
 def test_files_at_the_count_cap_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_FILES", 3)
+    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_FILES", 3)
     write_tree(tmp_path, {f"n{i}.md": "# a\n" for i in range(3)})
     assert len(read_corpus(tmp_path, workers=1).documents) == 3
 
@@ -129,7 +129,7 @@ def test_files_at_the_count_cap_are_read(tmp_path: Path, monkeypatch: pytest.Mon
 def test_the_byte_cap_counts_every_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sizes: tuple[int, int], refused: bool
 ) -> None:
-    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_BYTES", 100)
+    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_BYTES", 100)
     write_tree(tmp_path, {"a.md": b"a" * sizes[0], "b.md": b"b" * sizes[1]})
     if refused:
         with pytest.raises(InputError, match="more than 100 bytes; stopped at b.md"):
@@ -142,7 +142,7 @@ def test_the_byte_cap_counts_every_file(
 def test_the_section_cap_counts_every_document(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sections: int, refused: bool
 ) -> None:
-    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_SECTIONS", 5)
+    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_SECTIONS", 5)
     write_tree(tmp_path, {"a.md": "# a\n# b\n# c\n", "b.md": "# d\n" * (sections - 3)})
     if refused:
         with pytest.raises(InputError, match="more than 5 sections; stopped at b.md"):
@@ -152,15 +152,15 @@ def test_the_section_cap_counts_every_document(
 
 
 def test_the_section_cap_holds_with_parallel_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_SECTIONS", 50)
-    monkeypatch.setattr(scanner.corpus, "PARALLEL_MIN_FILES", 10)
+    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_SECTIONS", 50)
+    monkeypatch.setattr(scanner.corpus.reader, "PARALLEL_MIN_FILES", 10)
     write_tree(tmp_path, {f"n{i:02}.md": "# a\n# b\n" for i in range(30)})
     with pytest.raises(InputError, match="more than 50 sections; stopped at n25.md"):
         read_corpus(tmp_path, workers=2)
 
 
 def test_a_kb_over_a_cap_is_exit_2_from_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.corpus, "MAX_CORPUS_FILES", 2)
+    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_FILES", 2)
     kb = write_tree(tmp_path / "kb", {".kb-eval.yml": GOLDEN, "a.md": "# Alpha\nalpha beta\n", "b.md": "", "c.md": ""})
     result = run_cli("--kb-path", kb, "--no-history")
     assert result.code == ExitCode.BAD_INPUT and "more than 2 indexable files" in result.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner.corpus import MAX_DOCUMENT_BYTES
+from scanner.corpus.reader import MAX_DOCUMENT_BYTES
 from tests.conftest import write_tree
 from tests.hostile.support import ANSWER, GOLDEN, documents, run_json, top_paths, warnings
 

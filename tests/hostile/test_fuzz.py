@@ -17,15 +17,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scanner.chunking import parse_document, split_lines
-from scanner.corpus import build_document
-from scanner.diagnostics import Diagnostic, Diagnostics
-from scanner.errors import InputError
-from scanner.golden import GoldenSet, load_golden
-from scanner.index import Index
-from scanner.query_compiler import compile_query
+from scanner.corpus.markdown import parse_document, split_lines
+from scanner.corpus.reader import build_document
+from scanner.foundation.diagnostics import Diagnostic, Diagnostics
+from scanner.foundation.errors import InputError
+from scanner.foundation.untrusted_text import defused, shown
+from scanner.golden.file import GoldenSet, load_golden
 from scanner.retrievers.builtin import BuiltinRetriever, Tokenization
-from scanner.untrusted_text import defused, shown
+from scanner.search.index import Index
+from scanner.search.query_compiler import compile_query
 from tests.hostile.support import command_lines
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -195,6 +195,6 @@ def _old_atx_heading(line: str) -> tuple[int, str] | None:
 @settings(max_examples=1000, deadline=None)
 @given(st.text(st.sampled_from(list(" \t#a\x0b\u3000")), max_size=16))
 def test_the_linear_atx_heading_trim_agrees_with_the_commonmark_regexes(line: str) -> None:
-    from scanner.chunking import _atx_heading
+    from scanner.corpus.markdown import _atx_heading
 
     assert _atx_heading(line) == _old_atx_heading(line)

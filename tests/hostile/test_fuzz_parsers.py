@@ -17,15 +17,15 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scanner.corpus import build_document
-from scanner.diagnostics import Diagnostics
-from scanner.errors import InputError
-from scanner.history import read_baseline, read_history, record_run
-from scanner.render.json_report import validation_errors as iter_validation_errors
+from scanner.corpus.reader import build_document
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.errors import InputError
+from scanner.report.document import validation_errors as iter_validation_errors
+from scanner.report.history import read_baseline, read_history, record_run
 from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.mapping import ErrorContext, NotJson, ResponseMapping, loads_strict, map_response
 from scanner.retrievers.runfile import RunFileRetriever
-from tests.run_records import make_run
+from tests.support.run_records import make_run
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

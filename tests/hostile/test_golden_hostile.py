@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanner.errors import InputError
-from scanner.golden import MAX_GOLDEN_BYTES, MAX_QUERIES, MAX_QUERY_CHARS, load_golden
+from scanner.foundation.errors import InputError
+from scanner.golden.file import MAX_GOLDEN_BYTES, MAX_QUERIES, MAX_QUERY_CHARS, load_golden
 from tests.conftest import write_tree
 from tests.hostile.support import ANSWER, refused, run_json
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-import scanner.history
-from scanner.errors import InputError
-from scanner.history import (
+import scanner.report.history
+from scanner.foundation.errors import InputError
+from scanner.report.document import validation_errors as iter_validation_errors
+from scanner.report.history import (
     DETAILED_DROP_WARNINGS,
     MAX_BASELINE_PROBLEMS,
     MAX_HISTORY_RUNS,
@@ -29,8 +30,7 @@ from scanner.history import (
     record_run,
     write_history,
 )
-from scanner.render.json_report import validation_errors as iter_validation_errors
-from tests.run_records import make_run
+from tests.support.run_records import make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,8 +49,8 @@ _RECORDER = """
 import sys
 sys.path[:0] = [{root!r}]
 from pathlib import Path
-from scanner.history import record_run
-from tests.run_records import make_run
+from scanner.report.history import record_run
+from tests.support.run_records import make_run
 path, writer, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 for n in range(count):
     record_run(path, make_run(timestamp=sys.argv[4 + n]), max_runs=1000)
@@ -196,7 +196,7 @@ def test_a_hostile_k_key_drops_the_run_instead_of_crashing(tmp_path: Path, key: 
 def test_a_history_past_the_container_cap_is_not_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: int, fresh: bool
 ) -> None:
-    monkeypatch.setattr(scanner.history, "MAX_JSON_CONTAINERS", 12)  # the outer object, "runs", then the runs
+    monkeypatch.setattr(scanner.report.history, "MAX_JSON_CONTAINERS", 12)  # the outer object, "runs", then the runs
     path = tmp_path / "h.json"
     path.write_bytes(history_bytes([{}] * runs))
     read = read_history(path)

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from scanner.errors import InputError
+from scanner.foundation.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.command import (
     EXIT_GRACE_S,
@@ -29,7 +29,7 @@ from scanner.retrievers.command import (
 from scanner.retrievers.http import HttpRetriever
 from scanner.retrievers.http_settings import HttpSettings, parse_header
 from scanner.retrievers.mapping import MAX_JSON_CONTAINERS, ResponseMapping
-from tests.loopback_server import Reply, running
+from tests.support.loopback_server import Reply, running
 
 MARGIN_S = 4.0
 """Slack for a loaded 2-core machine; every bound checked is far below a hang."""

@@ -7,13 +7,13 @@ import sys
 
 import pytest
 
-from scanner.errors import InputError
+from scanner.foundation.errors import InputError
 from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.command import STDERR_TAIL_BYTES, CommandRetriever, CommandSettings
 from scanner.retrievers.http import HttpRetriever
 from scanner.retrievers.http_settings import SNIPPET_CHARS, HeaderSpec, HttpSettings
 from scanner.retrievers.mapping import ResponseMapping, scrub_and_cut
-from tests.loopback_server import Reply, running
+from tests.support.loopback_server import Reply, running
 
 TOKEN = "tok_0123456789SECRETabcdef"
 REQUEST = [SearchRequest("q1", "alpha", 5)]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner.untrusted_text import defused, shown
+from scanner.foundation.untrusted_text import defused, shown
 from tests.conftest import REPO
 from tests.hostile.support import ANSWER, command_lines, refused, run, run_json
 
@@ -127,7 +127,7 @@ def test_the_real_process_writes_hostile_and_undecodable_names_without_crashing(
         handle.write(b"# c\nalpha\n")
     for output_format in ("json", "text"):
         completed = subprocess.run(
-            [sys.executable, "-c", "import sys; from scanner.cli import main; sys.exit(main())",
+            [sys.executable, "-c", "import sys; from scanner.cli.main import main; sys.exit(main())",
              "--kb-path", str(kb), "--format", output_format],
             check=False, cwd=REPO, capture_output=True, timeout=60, env={**os.environ, "PYTHONIOENCODING": "utf-8"},
         )

@@ -9,8 +9,8 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanner.golden import ExpectedEntry
-from scanner.metrics import aggregate, hit_matches, ndcg_at_k, recall_at_k, reciprocal_rank, score_query
+from scanner.golden.file import ExpectedEntry
+from scanner.metrics.measures import aggregate, hit_matches, ndcg_at_k, recall_at_k, reciprocal_rank, score_query
 from scanner.retrievers.base import Hit
 
 

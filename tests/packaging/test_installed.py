@@ -121,7 +121,7 @@ def test_the_schema_package_is_the_published_schema_folder() -> None:
     # a checkout reads, so the installed copy validates against the published schema.
     import runpy
 
-    from scanner.render import json_report
+    from scanner.report import document as json_report
 
     declared = runpy.run_path(str(REPO / "setup.py"), run_name="setup_declarations")
     folder = REPO / declared["PACKAGE_DIR"][declared["SCHEMA_PACKAGE"]]

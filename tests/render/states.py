@@ -16,9 +16,9 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from scanner.cli import execute
-from scanner.compare import QueryDelta
-from scanner.pipeline import RunOutcome
+from scanner.cli.main import execute
+from scanner.compare.comparison import QueryDelta
+from scanner.pipeline.run import RunOutcome
 from scanner.render.markdown import SourceLinks, SummaryContext
 
 FIXTURE_KB = Path(__file__).resolve().parents[1] / "fixtures" / "redesign" / "kb"

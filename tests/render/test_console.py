@@ -8,10 +8,10 @@ import io
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scanner.github import defuse_workflow_commands
+from scanner.github.workflow import defuse_workflow_commands
 from scanner.render.console import SafeStream, findings_warning, log_safe
-from tests.run_records import run_with_a_finding
-from tests.runner_log import parse_log
+from tests.support.run_records import run_with_a_finding
+from tests.support.runner_log import parse_log
 
 # Line breaks the runner splits at, and whitespace .NET's Trim() removes before `::`.
 BREAKS = ["\n", "\r", "\r\n"]

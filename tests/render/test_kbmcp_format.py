@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from scanner.cli import main
+from scanner.cli.main import main
 
 KBMCP = json.loads((Path(__file__).parents[1] / "fixtures" / "kbmcp" / "eval-report.json").read_text())
 

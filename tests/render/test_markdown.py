@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from scanner.pipeline import RunOutcome
-from scanner.render.json_report import report_document, validation_errors
+from scanner.pipeline.run import RunOutcome
 from scanner.render.markdown import MAX_CHANGED_ROWS, render_summary
+from scanner.report.document import report_document, validation_errors
 from tests.render.states import STATES, context
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scanner.cli import main
+from scanner.cli.main import main
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "redesign"
 KB = "tests/fixtures/redesign/kb"

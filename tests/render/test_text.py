@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from scanner.cli import execute
+from scanner.cli.main import execute
 from scanner.render.text import render_text
 
 KB = Path(__file__).resolve().parents[1] / "fixtures" / "redesign" / "kb"

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanner.bm25 import Bm25Parameters
-from scanner.corpus import build_document
-from scanner.diagnostics import Diagnostics
-from scanner.index import Index
-from scanner.query_compiler import QUERY_COMPILER_VERSION, compile_query
+from scanner.corpus.reader import build_document
+from scanner.foundation.diagnostics import Diagnostics
 from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.builtin import BuiltinRetriever, FieldWeights, Tokenization
+from scanner.search.bm25 import Bm25Parameters
+from scanner.search.index import Index
+from scanner.search.query_compiler import QUERY_COMPILER_VERSION, compile_query
 
 
 def index_of(files: dict[str, str]) -> Index:
@@ -217,7 +217,7 @@ def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
 
 
 def analysed_terms(text: str) -> list[str]:
-    from scanner.analysis import Analyzer
+    from scanner.search.analysis import Analyzer
 
     return Analyzer().query_terms(text)
 

@@ -1,4 +1,4 @@
-"""The command retriever running a real program (tests/fake_kb_search.py) per query."""
+"""The command retriever running a real program (tests/support/fake_kb_search.py) per query."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from scanner.errors import InputError
+from scanner.foundation.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.command import CommandRetriever, CommandSettings
 from scanner.retrievers.mapping import ResponseMapping
 
-FAKE = Path(__file__).parents[1] / "fake_kb_search.py"
+FAKE = Path(__file__).parents[1] / "support" / "fake_kb_search.py"
 PROGRAM = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE))}"
 TEMPLATE = f"{PROGRAM} search --format json --limit {{limit}} {{query}}"
 

@@ -19,15 +19,15 @@ from typing import Any
 
 import pytest
 
-from scanner.cli import parse_cli
-from scanner.evaluate import EvalOptions, run_eval
-from scanner.render.json_report import run_document
-from scanner.retrievers.factory import retriever_builder
+from scanner.cli.main import parse_cli
+from scanner.pipeline.evaluate import EvalOptions, run_eval
+from scanner.report.document import run_document
+from scanner.settings.retriever import retriever_builder
 from tests.conftest import REPO, write_tree
-from tests.loopback_server import Received, Reply, running, serve_rankings
+from tests.support.loopback_server import Received, Reply, running, serve_rankings
 
 EXAMPLE_KB = REPO / "examples" / "kb"
-FAKE = Path(__file__).parents[1] / "fake_kb_search.py"
+FAKE = Path(__file__).parents[1] / "support" / "fake_kb_search.py"
 WHEN = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 

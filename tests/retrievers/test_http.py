@@ -1,4 +1,4 @@
-"""The http retriever against a real server on 127.0.0.1 (tests/loopback_server.py).
+"""The http retriever against a real server on 127.0.0.1 (tests/support/loopback_server.py).
 
 Timeouts, retries and backoff are kept small so the whole file runs in a few seconds.
 """
@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from scanner.errors import InputError
+from scanner.foundation.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.http import HttpRetriever
 from scanner.retrievers.http_settings import HeaderSpec, HttpMethod, HttpSettings, parse_header
 from scanner.retrievers.mapping import ResponseMapping
-from tests.loopback_server import (
+from tests.support.loopback_server import (
     Received,
     Reply,
     running,

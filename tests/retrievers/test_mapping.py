@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scanner.errors import InputError
+from scanner.foundation.errors import InputError
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.mapping import (
     ErrorContext,

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from scanner.cli import main
-from scanner.errors import ExitCode
-from scanner.golden import load_golden
-from scanner.quotes import normalise
+from scanner.cli.main import main
+from scanner.foundation.errors import ExitCode
+from scanner.golden.file import load_golden
+from scanner.scan.quotes import normalise
 
 CASES = Path(__file__).parents[1] / "cases"
 CASE_FOLDERS = sorted(path.parent for path in CASES.glob("*/*/golden.yml"))

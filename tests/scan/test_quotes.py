@@ -8,11 +8,12 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scanner.corpus import build_document
-from scanner.diagnostics import Diagnostics
-from scanner.golden import ExpectedEntry, GoldenQuery
-from scanner.index import INDEXED_FIELDS, Index, IndexedChunk
-from scanner.quotes import (
+from scanner.corpus.reader import build_document
+from scanner.evaluation.records import LocatedFinding, displacing_first
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.golden.file import ExpectedEntry, GoldenQuery
+from scanner.retrievers.base import Hit
+from scanner.scan.quotes import (
     MIN_QUOTE_CHARS,
     Finding,
     Needle,
@@ -24,8 +25,7 @@ from scanner.quotes import (
     normalise,
     scan,
 )
-from scanner.retrievers.base import Hit
-from scanner.run import LocatedFinding, displacing_first
+from scanner.search.index import INDEXED_FIELDS, Index, IndexedChunk
 from tests.conftest import golden_yaml, run_cli, write_tree
 
 Q_ROLLBACK = "how to roll back a database migration"

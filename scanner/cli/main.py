@@ -1,0 +1,244 @@
+"""Command line: parse, wire, print, return an exit code. No rule lives here.
+
+Results go to stdout, diagnostics to stderr. Exit codes are `errors.ExitCode`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from scanner import __version__
+from scanner.compare.comparison import BaseRequest
+from scanner.compare.report import Report
+from scanner.foundation.diagnostics import Diagnostic, Diagnostics
+from scanner.foundation.errors import ExitCode, InputError
+from scanner.pipeline.evaluate import EvalOptions
+from scanner.pipeline.run import RunOutcome, RunPlan, run_pipeline
+from scanner.render import console, phrases
+from scanner.render.console import SafeStream
+from scanner.render.text import render_text
+from scanner.report.document import ReportInvalid
+from scanner.retrievers.base import RetrieverKind
+from scanner.settings.declaration import Interface, RunSettings, add_arguments, in_interface_words, read_cli
+from scanner.settings.retriever import choose_kind, retriever_builder
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"kb-eval: error: {message}\n")
+        raise SystemExit(ExitCode.BAD_INPUT)
+
+
+EPILOG = """\
+exit codes:
+  0  the run completed (findings never change this)
+  1  --fail-on-regression was given and an aggregate metric regressed
+  2  bad input or usage; the message names the file, line or flag
+  3  internal error (a bug in kb-eval)
+
+examples:
+  kb-eval --kb-path docs --report kb-eval-report.json
+  kb-eval --kb-path docs --http-url http://localhost:8750/search --concurrency 4
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The CLI's parser: every flag comes from scanner/settings/declaration.py's declarations."""
+    parser = _Parser(
+        prog="kb-eval",
+        description="Measure a Markdown knowledge base's search against a golden query set.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"kb-eval {__version__}")
+    add_arguments(parser)
+    return parser
+
+
+def parse_cli(argv: Sequence[str] | None = None) -> RunSettings:
+    """The command line as checked settings.
+
+    argparse errors (an unknown flag, a missing value), --help and --version
+    raise SystemExit as argparse does; a refused value or combination raises
+    InputError naming the flag.
+    """
+    settings = read_cli(build_parser().parse_args(argv))
+    choose_kind(settings)  # a setting of another retriever stops the run before anything is read
+    return settings
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one CLI run produced, for callers that do more than print it (Action mode).
+
+    `stdout_text` and `stderr_text` are exactly what `main` prints; the other
+    fields carry the same run as records, so nothing has to be parsed back out of text.
+    """
+
+    exit_code: int
+    outcome: RunOutcome | None
+    """The run; None when it stopped before a report was built (exit 2 or 3)."""
+    diagnostics: tuple[Diagnostic, ...]
+    input_error: InputError | None
+    """Why the run was exit 2 (usage errors from the parser included), else None."""
+    args: RunSettings | None
+    """The parsed settings; None when they did not parse."""
+    stdout_text: str
+    stderr_text: str
+
+    @property
+    def report(self) -> Report | None:
+        return self.outcome.report if self.outcome is not None else None
+
+
+def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
+    """Run the CLI on `argv` without printing anything: the text goes into the result.
+
+    The Action passes the settings it read and checked itself (in its own words), so
+    nothing is turned back into text and checked a second time.
+    Every line passes through `log_safe` on its way into the result (render/console.py)."""
+    out, err = io.StringIO(), io.StringIO()
+    stdout, stderr = SafeStream(out), SafeStream(err)
+    try:
+        # argparse writes usage errors, --help and --version to the sys streams.
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):  # type: ignore[type-var]
+            args = argv if isinstance(argv, RunSettings) else parse_cli(argv)
+    except InputError as error:
+        stderr.write(console.error_lines(error))
+        stdout.flush()
+        stderr.flush()
+        return RunResult(ExitCode.BAD_INPUT, None, (), error, None, out.getvalue(), err.getvalue())
+    except SystemExit as exit_:
+        stdout.flush()
+        stderr.flush()
+        code = int(exit_.code or 0)
+        usage_error = None
+        if code == ExitCode.BAD_INPUT:
+            last = err.getvalue().strip().splitlines()[-1:] or ["usage error"]
+            usage_error = InputError(last[0].removeprefix("kb-eval: error: "))
+        return RunResult(code, None, (), usage_error, None, out.getvalue(), err.getvalue())
+    diagnostics = Diagnostics()
+
+    def finished(code: int, outcome: RunOutcome | None = None, error: InputError | None = None) -> RunResult:
+        stdout.flush()
+        stderr.flush()
+        return RunResult(code, outcome, tuple(diagnostics.items), error, args, out.getvalue(), err.getvalue())
+
+    try:
+        check_kb_folder(args.kb_path)
+        outcome = run_pipeline(options_from_args(args), plan_from_args(args), diagnostics)
+    except InputError as raised:
+        # Refusals raised below the settings name CLI flags; in a workflow the person wrote inputs.
+        worded = in_interface_words(raised, args.interface)
+        _print_diagnostics(diagnostics, stderr)
+        stderr.write(console.error_lines(worded))
+        return finished(ExitCode.BAD_INPUT, error=worded)
+    except ReportInvalid as error:
+        stderr.write(f"kb-eval: internal error: {error}\n")
+        return finished(ExitCode.INTERNAL)
+    except Exception:  # noqa: BLE001 - anything else is a bug, and must not pass for bad input
+        stderr.write("kb-eval: internal error (please report this):\n" + traceback.format_exc())
+        return finished(ExitCode.INTERNAL)
+    _print_diagnostics(diagnostics, stderr)
+    stderr.write(console.findings_warning(outcome.report.run.findings))
+    if args.format == "json":
+        stdout.write(outcome.json_text)
+    else:
+        stdout.write(render_text(outcome.report))
+    code = ExitCode.OK
+    gate = outcome.report.gate
+    if args.fail_on_regression and not gate.evaluated:  # issue 17: a gate that could not run says so
+        stderr.write(f"kb-eval: warning: {phrases.gate_not_run(gate, outcome.report.comparison)}\n")
+    if gate.tripped and args.fail_on_regression:
+        stderr.write(console.regression_line(gate))
+        code = ExitCode.REGRESSION
+    return finished(code, outcome)
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["init"]:
+        from scanner.cli import init  # the `kb-eval init` subcommand
+
+        return init.main(arguments[1:], stdout, stderr)
+    result = execute(arguments)
+    try:
+        (stderr or sys.stderr).write(result.stderr_text)
+        (stdout or sys.stdout).write(result.stdout_text)
+        (stdout or sys.stdout).flush()
+    except (OSError, ValueError):
+        # A closed pipe or stream while printing is not a regression: never let it pass as exit 1.
+        return ExitCode.INTERNAL if result.exit_code == ExitCode.OK else result.exit_code
+    return result.exit_code
+
+
+def check_kb_folder(kb_path: Path) -> None:
+    """A mistyped kb-path is said in those words, before the golden-file lookup in it
+    would report "no golden file found" and send the user looking for the wrong thing."""
+    if kb_path.is_dir():
+        return
+    raise InputError(
+        "knowledge base folder not found" if not os.path.lexists(kb_path) else "knowledge base path is not a folder",
+        file=str(kb_path),
+        hint="kb-path is relative to the current folder (in the Action, the repository root); check its spelling",
+    )
+
+
+def plan_from_args(args: RunSettings) -> RunPlan:
+    return RunPlan(
+        history=None if args.no_history else (args.history or args.kb_path / ".kb-eval-history.json"),
+        history_size=args.history_size,
+        baseline=args.baseline,
+        save_baseline=args.save_baseline,
+        output=args.output,
+        regression_threshold=args.regression_threshold,
+        alpha=args.alpha,
+        history_disabled_reason=(
+            "history disabled (--no-history) and no --baseline given" if args.interface is Interface.CLI
+            else "the history input is empty and no baseline was given"
+        ),
+        baseline_ref=baseline_request(args),
+        builtin_retriever=choose_kind(args) is RetrieverKind.BUILTIN,
+    )
+
+
+def baseline_request(args: RunSettings) -> BaseRequest | None:
+    """Issue 17: --baseline-ref, refused with --baseline (one thing to compare with)."""
+    if args.baseline_ref is not None and args.baseline is not None:
+        raise InputError(
+            "--baseline and --baseline-ref both name what to compare with",
+            field="--baseline-ref", hint="give one of them",
+        )
+    return args.baseline_ref
+
+
+def options_from_args(args: RunSettings) -> EvalOptions:
+    return EvalOptions(
+        kb_path=args.kb_path,
+        golden_path=args.golden,
+        exclude=tuple(args.exclude),
+        limit=args.limit,
+        ks=tuple(args.k),
+        cache_dir=args.cache_dir,
+        retriever=retriever_builder(args),
+    )
+
+
+def _print_diagnostics(diagnostics: Diagnostics, stderr: SafeStream) -> None:
+    for item in diagnostics.items:
+        stderr.write(console.diagnostic_line(item) + "\n")
+
+
+def run() -> None:
+    """Console-script entry point."""
+    raise SystemExit(main())

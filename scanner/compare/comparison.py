@@ -1,0 +1,467 @@
+"""Comparing this run with a previous one: only what is comparable, and what changed.
+
+Two runs are comparable when their fingerprints are equal: the fingerprint holds
+every setting that changes the numbers (the golden file's hash, the limit, the
+k values, the metric version, and the retriever's own `describe()`, which for
+the built-in search includes its query-compiler version). Equality is checked
+over every key, so a fingerprint key added later is never ignored; a run
+recorded before that key existed is not comparable (a missing setting may have
+had another value).
+
+The corpus snapshot and the findings are deliberately NOT in the fingerprint:
+a knowledge base grows every day, and if a new document made runs incomparable
+the gate would go quiet exactly when a change might have hurt retrieval. A
+changed corpus is reported instead (`CorpusChange`), so a reader knows a
+delta may come from the corpus rather than from retrieval.
+
+Pure: run records in (a record read from a file was checked by
+`scanner.report.read` first), frozen records out. How a comparison reads is
+scanner/render's job.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from scanner.evaluation.records import QueryRecord, RunRecord
+from scanner.metrics.measures import AggregateMetrics, QueryMetrics, hit_matches
+from scanner.search.index import CorpusSnapshot
+
+DELTA_DECIMALS = 10
+"""Deltas are rounded to 10 decimals: 0.80 - 0.75 is 0.05000000000000004 in floating
+point, and float noise must not decide whether a drop is over the gate threshold.
+Metrics are means over at most tens of thousands of queries, far coarser than 1e-10."""
+
+_NAMED_FINGERPRINT_KEYS = (
+    "golden_sha256",
+    "retriever",
+    "limit",
+    "k",
+    "metric_version",
+)
+"""Keys with a purpose-written reason, in the order reasons are listed."""
+
+_MAX_VALUE_CHARS = 60
+"""Values quoted in a reason are cut here: they come from files a pull request controls."""
+
+
+class ComparisonStatus(enum.Enum):
+    COMPARED = "compared"
+    """A previous run with an equal fingerprint was found and compared."""
+    NO_PREVIOUS = "no-previous"
+    """Nothing to compare with (no history yet, history disabled, or it started fresh)."""
+    INCOMPARABLE = "incomparable"
+    """Previous runs exist but none has this run's fingerprint; `reasons` say what differs."""
+
+
+class NotComparedCause(enum.Enum):
+    """Why nothing was compared, as a closed set the renderers can phrase (issue 17): a gate
+    that could not run is a warning naming one of these, never silence."""
+
+    NO_BASELINE = "no-baseline"
+    """Nothing to compare with was configured: no history, no baseline file, no git revision."""
+    NO_HISTORY = "no-history"
+    """A history is kept but holds no run yet (the first run)."""
+    INCOMPARABLE = "incomparable-fingerprint"
+    """Previous runs exist but none has this run's settings; `reasons` say what differs."""
+    SHALLOW_CLONE = "shallow-clone"
+    """The git revision to compare with is not in this checkout, which is shallow."""
+    REVISION_UNAVAILABLE = "revision-unavailable"
+    """The git revision could not be evaluated: no git, not a repository, the KB folder absent
+    at that revision, an external retriever, or git failing or over its deadline."""
+
+
+class Origin(enum.Enum):
+    FLAG = "flag"
+    """The user named the revision (`--baseline-ref`, input `baseline-ref`)."""
+    PULL_REQUEST = "pull-request"
+    """The Action chose the pull request's base commit: nothing the user set can be wrong, so
+    every problem is a warning and a reason, never exit 2."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaseRequest:
+    revision: str
+    """As given: a branch, tag or SHA (for a pull request: its base commit's SHA)."""
+    origin: Origin = Origin.FLAG
+    label: str | None = None
+    """What `previous.ref` shows; None: `revision`. The pull request's base branch name."""
+
+    @property
+    def ref(self) -> str:
+        return self.label or self.revision
+
+
+MetricFamily = Literal["mrr", "recall", "ndcg"]
+Source = Literal["history", "baseline", "git"]
+"""Where the previous run came from: the history file, a baseline report, or a git revision
+evaluated in the same job."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaseRevision:
+    """The git revision a `git` comparison evaluated (scanner.git.base)."""
+
+    commit: str
+    """The full commit SHA the revision resolved to."""
+    ref: str
+    """The revision as given (`--baseline-ref`), or the pull request's base branch name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One aggregate metric: MRR, or recall/nDCG at one k."""
+
+    family: MetricFamily
+    k: int | None
+    """The cut-off for recall and nDCG; None for MRR."""
+
+    @property
+    def label(self) -> str:
+        """How people read it: MRR, recall@5, nDCG@10."""
+        if self.family == "mrr":
+            return "MRR"
+        return f"{'recall' if self.family == 'recall' else 'nDCG'}@{self.k}"
+
+    def in_aggregate(self, aggregate: AggregateMetrics) -> float | None:
+        """The value in an aggregate, None when that run did not record it (an older run, no nDCG)."""
+        if self.family == "mrr":
+            return aggregate.mrr
+        return (aggregate.recall_at_k if self.family == "recall" else aggregate.ndcg_at_k).get(self.k or 0)
+
+    def in_query(self, metrics: QueryMetrics) -> float | None:
+        """The value for one query (MRR's per-query value is the reciprocal rank)."""
+        if self.family == "mrr":
+            # NaN: a history entry that did not record it (see scanner.report.read).
+            return None if math.isnan(metrics.reciprocal_rank) else metrics.reciprocal_rank
+        return (metrics.recall_at_k if self.family == "recall" else metrics.ndcg_at_k).get(self.k or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDelta:
+    """How one metric moved between the previous run and this one."""
+
+    metric: Metric
+    previous: float
+    current: float
+
+    @property
+    def delta(self) -> float:
+        """current - previous, rounded to DELTA_DECIMALS; negative means it got worse."""
+        return round(self.current - self.previous, DELTA_DECIMALS)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryDelta:
+    """One golden query present in both runs (matched by id) and how its metrics moved."""
+
+    query_id: str
+    query: str | None
+    """The query text as this run recorded it."""
+    deltas: tuple[MetricDelta, ...]
+    """Every metric both runs recorded for this query, in aggregate order."""
+    rank_before: int | None = None
+    """Rank of the first expected document in the previous run's list; None: not in it (or not recorded)."""
+    rank_after: int | None = None
+    """The same in this run."""
+    now_above: str | None = None
+    """A document that now ranks above the first expected one and did not before: what pushed
+    it down (None when nothing new ranks above it)."""
+
+    @property
+    def status(self) -> Literal["worse", "better", "mixed", "unchanged"]:
+        """worse: some metric fell and none rose; better: the reverse; mixed: both."""
+        fell = any(d.delta < 0 for d in self.deltas)
+        rose = any(d.delta > 0 for d in self.deltas)
+        if fell and rose:
+            return "mixed"
+        if fell:
+            return "worse"
+        if rose:
+            return "better"
+        return "unchanged"
+
+    def delta_of(self, metric: Metric) -> MetricDelta | None:
+        for delta in self.deltas:
+            if delta.metric == metric:
+                return delta
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusChange:
+    """Whether the corpus moved between the two runs (it never makes them incomparable)."""
+
+    changed: bool | None
+    """True/False when both runs recorded a corpus; None when the previous one did not (unknown)."""
+    description: str
+    """`642 -> 646 documents`, `same counts, different contents`, `unchanged`, or why unknown."""
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The result of comparing this run with a previous one (or of finding none)."""
+
+    status: ComparisonStatus
+    reasons: tuple[str, ...]
+    """Why nothing was compared (no-previous / incomparable); empty when compared."""
+    source: Source | None
+    """Where the previous run came from; None when there was nowhere to look."""
+    previous: RunRecord | None
+    """The compared run record, only when status is COMPARED."""
+    metric_deltas: tuple[MetricDelta, ...]
+    """Every aggregate metric both runs recorded: MRR, recall@k and nDCG@k for each k."""
+    query_deltas: tuple[QueryDelta, ...]
+    """Every query in both runs, in this run's order."""
+    only_in_current: tuple[str, ...]
+    """Query ids this run has and the previous one did not."""
+    only_in_previous: tuple[str, ...]
+    corpus: CorpusChange | None
+    """None when nothing was compared."""
+    revision: BaseRevision | None = None
+    """The git revision, when `source` is git (also when it could not be compared, if resolved)."""
+    cause: NotComparedCause | None = None
+    """Why nothing was compared; None when compared."""
+    hint: str | None = None
+    """What to change so that a later run compares (e.g. `fetch-depth: 0`); None if nothing helps."""
+
+    @property
+    def compared(self) -> bool:
+        return self.status is ComparisonStatus.COMPARED
+
+    def worst_queries(self, metric: Metric, limit: int = 5) -> list[tuple[str, float]]:
+        """The queries whose value of `metric` fell the most, largest drop first."""
+        drops = []
+        for query in self.query_deltas:
+            delta = query.delta_of(metric)
+            if delta is not None and delta.delta < 0:
+                drops.append((query.query_id, delta.delta))
+        drops.sort(key=lambda item: (item[1], item[0]))
+        return drops[:limit]
+
+    def paired_values(self, metric: Metric) -> tuple[list[float], list[float]]:
+        """Per-query (current, previous) values of `metric` over the matched queries."""
+        current: list[float] = []
+        previous: list[float] = []
+        for query in self.query_deltas:
+            delta = query.delta_of(metric)
+            if delta is not None:
+                current.append(delta.current)
+                previous.append(delta.previous)
+        return current, previous
+
+    def changed_queries(self) -> list[QueryDelta]:
+        """The queries whose metrics moved, the largest single drop first (what a reader needs)."""
+        moved = [query for query in self.query_deltas if query.status != "unchanged"]
+        return sorted(moved, key=lambda q: min((d.delta for d in q.deltas), default=0.0))
+
+
+# --- choosing what to compare with -----------------------------------------------
+
+
+def fingerprint_differences(
+    current: Mapping[str, object],
+    previous: Mapping[str, object],
+    against: str = "the previous run",
+) -> list[str]:
+    """Why two fingerprints are not equal, one human reason per differing key; empty if equal.
+
+    `against` names the previous run in the reasons ("the previous run", "the baseline").
+    Values are quoted as `previous vs current`.
+    """
+    reasons: list[str] = []
+    keys = [key for key in _NAMED_FINGERPRINT_KEYS if key in current or key in previous]
+    keys += sorted(key for key in {*current, *previous} if key not in _NAMED_FINGERPRINT_KEYS)
+    order = f"({against} vs this run)"
+    for key in keys:
+        if key not in previous:
+            reasons.append(f"fingerprint field {_show(key)} is not recorded in {against}")
+            continue
+        if key not in current:
+            reasons.append(f"fingerprint field {_show(key)} is recorded in {against} but not in this run")
+            continue
+        old, new = previous[key], current[key]
+        if _same(old, new):
+            continue
+        if key == "golden_sha256":
+            reasons.append(f"golden changed since {against}")
+        elif key == "limit":
+            reasons.append(f"limit differs: {_show(old)} vs {_show(new)} {order}")
+        elif key == "k":
+            reasons.append(f"k values differ: {_show(old)} vs {_show(new)} {order}")
+        elif key == "metric_version":
+            reasons.append(f"metric version differs: {_show(old)} vs {_show(new)} {order}")
+        elif key == "retriever" and isinstance(old, Mapping) and isinstance(new, Mapping):
+            for part in sorted({*old, *new}):
+                if part not in old or part not in new or not _same(old[part], new[part]):
+                    reasons.append(
+                        f"retriever differs: {part} {_show(old.get(part))} vs {_show(new.get(part))} {order}"
+                    )
+        elif key == "retriever":
+            reasons.append(f"retriever differs: {_show(old)} vs {_show(new)} {order}")
+        else:
+            reasons.append(f"fingerprint field {_show(key)} differs: {_show(old)} vs {_show(new)} {order}")
+    return reasons
+
+
+def _same(a: object, b: object) -> bool:
+    # JSON equality: 10 == 10.0 is fine, but True must not equal 1.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
+
+
+def _show(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=True)
+    if len(text) > _MAX_VALUE_CHARS:
+        text = text[: _MAX_VALUE_CHARS - 3] + "..."
+    return text
+
+
+def pick_comparable(current_fingerprint: Mapping[str, object], runs: Sequence[RunRecord]) -> RunRecord | None:
+    """The newest run (runs are newest first) whose fingerprint equals this run's, or None."""
+    for run in runs:
+        if _same(dict(run.fingerprint), dict(current_fingerprint)):
+            return run
+    return None
+
+
+def no_previous(
+    reason: str,
+    source: Source | None = None,
+    cause: NotComparedCause = NotComparedCause.NO_BASELINE,
+    *,
+    hint: str | None = None,
+    revision: BaseRevision | None = None,
+) -> Comparison:
+    """A comparison that did not happen because there was nothing to compare with."""
+    return Comparison(
+        ComparisonStatus.NO_PREVIOUS, (reason,), source, None, (), (), (), (), None, revision, cause, hint
+    )
+
+
+def compare_with_history(current: RunRecord, runs: Sequence[RunRecord]) -> Comparison:
+    """Compare with the newest comparable run of the history (newest first)."""
+    if not runs:
+        return no_previous("no previous run in the history", "history", NotComparedCause.NO_HISTORY)
+    match = pick_comparable(current.fingerprint, runs)
+    if match is not None:
+        return compare_runs(current, match, "history")
+    reasons = fingerprint_differences(current.fingerprint, runs[0].fingerprint, "the previous run")
+    if len(runs) > 1:
+        reasons.insert(
+            0,
+            f"none of the {len(runs)} runs in the history has this run's settings; the newest differs as follows",
+        )
+    return _incomparable(reasons, "history")
+
+
+def compare_runs(
+    current: RunRecord, previous: RunRecord, source: Source = "history", revision: BaseRevision | None = None
+) -> Comparison:
+    """Compare this run with one previous run: incomparable unless the fingerprints are equal."""
+    against = {"baseline": "the baseline", "git": "the base revision"}.get(source, "the previous run")
+    reasons = fingerprint_differences(current.fingerprint, previous.fingerprint, against)
+    if reasons:
+        return _incomparable(reasons, source, revision)
+
+    metrics = metrics_of(current.aggregate)
+    metric_deltas = []
+    for metric in metrics:
+        new = metric.in_aggregate(current.aggregate)
+        old = metric.in_aggregate(previous.aggregate)
+        if new is not None and old is not None:
+            metric_deltas.append(MetricDelta(metric, old, new))
+
+    previous_rows = {row.id: row for row in previous.queries or ()}
+    current_rows = current.queries or ()
+    current_ids = {row.id for row in current_rows}
+    query_deltas = []
+    for row in current_rows:
+        old_row = previous_rows.get(row.id)
+        if old_row is None:
+            continue
+        deltas = []
+        for metric in metrics:
+            new = metric.in_query(row.metrics)
+            old = metric.in_query(old_row.metrics)
+            if new is not None and old is not None:
+                deltas.append(MetricDelta(metric, old, new))
+        before, after = first_expected_rank(old_row), first_expected_rank(row)
+        query_deltas.append(
+            QueryDelta(row.id, row.text, tuple(deltas), before, after, newly_above(row, old_row, after))
+        )
+    return Comparison(
+        status=ComparisonStatus.COMPARED,
+        reasons=(),
+        source=source,
+        previous=previous,
+        metric_deltas=tuple(metric_deltas),
+        query_deltas=tuple(query_deltas),
+        only_in_current=tuple(r.id for r in current_rows if r.id not in previous_rows),
+        only_in_previous=tuple(i for i in previous_rows if i not in current_ids),
+        corpus=corpus_change(current.corpus, previous.corpus),
+        revision=revision,
+    )
+
+
+def first_expected_rank(query: QueryRecord) -> int | None:
+    """Rank of the first hit that matches any expected entry (kb-mcp's hit rule), None if none."""
+    return next((hit.rank for hit in query.hits if any(hit_matches(hit, e) for e in query.expected)), None)
+
+
+def newly_above(current: QueryRecord, previous: QueryRecord, rank_after: int | None) -> str | None:
+    """The best-ranked document above the first expected one now that was not above it before."""
+    cut = rank_after if rank_after is not None else len(current.hits) + 1
+    before = first_expected_rank(previous)
+    above_before = {h.path for h in previous.hits if before is None or h.rank < before}
+    return next((h.path for h in current.hits if h.rank < cut and h.path not in above_before), None)
+
+
+def _incomparable(reasons: list[str], source: Source, revision: BaseRevision | None = None) -> Comparison:
+    return Comparison(
+        ComparisonStatus.INCOMPARABLE, tuple(reasons), source, None, (), (), (), (), None,
+        revision, NotComparedCause.INCOMPARABLE,
+    )
+
+
+def metrics_of(aggregate: AggregateMetrics) -> list[Metric]:
+    """Every metric in an aggregate, in report order: recall@k by k, MRR, nDCG@k by k."""
+    return [
+        *(Metric("recall", k) for k in sorted(aggregate.recall_at_k)),
+        Metric("mrr", None),
+        *(Metric("ndcg", k) for k in sorted(aggregate.ndcg_at_k)),
+    ]
+
+
+def corpus_change(current: CorpusSnapshot | None, previous: CorpusSnapshot | None) -> CorpusChange:
+    """Describe how the corpus moved: counts first, then the content digest."""
+    if previous is None:
+        return CorpusChange(None, "the previous run did not record its corpus")
+    if current is None:
+        return CorpusChange(None, "this run did not record its corpus")
+    parts = [
+        f"{old} -> {new} {field}"
+        for field, old, new in (
+            ("documents", previous.documents, current.documents),
+            ("chunks", previous.chunks, current.chunks),
+        )
+        if old != new
+    ]
+    if parts:
+        return CorpusChange(True, ", ".join(parts))
+    if not previous.digest:
+        # Equal counts prove nothing about contents: an edited document keeps them.
+        return CorpusChange(None, "same counts; the previous run recorded no content digest")
+    if previous.digest != current.digest:
+        return CorpusChange(True, "same counts, different contents")
+    return CorpusChange(False, "unchanged")

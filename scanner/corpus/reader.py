@@ -1,0 +1,492 @@
+"""Read a knowledge base folder into documents and their chunks.
+
+This is the only module that touches the KB's files. Everything it cannot
+read is a recorded skip (a `Diagnostic` naming the file), never a silent drop
+and never a stopped run: a pull request can put anything into the tree.
+"""
+
+from __future__ import annotations
+
+import itertools
+import marshal
+import os
+import re
+import sqlite3
+import stat
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from scanner.corpus.documents import Chunk, Corpus, Document
+from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, ParsedDocument, parse_document
+from scanner.corpus.parse_cache import ParseCache, cache_key, lookup, pack, unpack
+from scanner.corpus.parse_memo import ParseMemo
+from scanner.foundation.diagnostics import Diagnostic, Diagnostics
+from scanner.foundation.errors import InputError
+from scanner.foundation.progress import progress
+from scanner.foundation.workers import worker_pool
+
+INDEXED_SUFFIXES = (".md", ".markdown", ".txt")
+
+MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
+"""Files larger than this are skipped with a warning. Real notes are kilobytes; the cap
+keeps a generated or hostile file (a 200 MB log renamed .md) from taking the runner's
+memory, and it is well above the largest hand-written Markdown file we have seen (~1 MB)."""
+
+
+MAX_CORPUS_FILES = 200_000
+"""Indexable files in one KB. Past it the run stops (exit 2) before anything is read, naming the
+first file over the cap. Stopping, not skipping: metrics over whichever files happened to come
+first would silently differ from the KB's, and a pull request adding files that sort early could
+push real documents out of the evaluation and move the gate. Twice the largest KB measured
+(100,000 documents, docs/performance.md): documents are streamed into the index, so a file costs
+its postings and a path, and tiny files cost far less (docs/limits-and-safety.md)."""
+
+MAX_CORPUS_BYTES = 512 * 1024 * 1024
+"""Bytes of all indexable files together (512 MiB; sizes from stat(), checked before reading), with
+the same refusal and reason as MAX_CORPUS_FILES. The 100,000-document bench KB is 446 MiB; memory
+grows with the text's terms (docs/performance.md), and this keeps a run inside a hosted runner's."""
+
+MAX_CORPUS_SECTIONS = 1_500_000
+"""Sections of all documents together. A section costs memory however little text it holds, so
+this bounds what the byte cap cannot (many short headings). Checked as documents are parsed; the
+run stops (exit 2) at the document that crosses it."""
+
+PARALLEL_MIN_FILES = 500
+"""Below this many files one process reads the KB: starting workers costs more than it saves."""
+
+
+def read_corpus(
+    root: Path,
+    exclude: Sequence[str] = (),
+    diagnostics: Diagnostics | None = None,
+    *,
+    workers: int | None = None,
+    cache: ParseCache | None = None,
+    memo: ParseMemo | None = None,
+    source: Iterable[tuple[str, bytes]] | None = None,
+) -> Corpus:
+    """Every document of the KB at once (see read_documents); for callers that need them all."""
+    return Corpus(tuple(read_documents(root, exclude, diagnostics, workers=workers, cache=cache, memo=memo, source=source)))
+
+
+def read_documents(
+    root: Path,
+    exclude: Sequence[str] = (),
+    diagnostics: Diagnostics | None = None,
+    *,
+    workers: int | None = None,
+    cache: ParseCache | None = None,
+    memo: ParseMemo | None = None,
+    source: Iterable[tuple[str, bytes]] | None = None,
+) -> Iterator[Document]:
+    """Walk `root`, then read and parse every indexable file under it, yielding documents in path order.
+
+    A generator, so a caller that indexes each document as it comes (Index.build) never holds the
+    whole parsed KB: at 10,000 documents that was 130 MiB of the run's peak. Files are parsed in
+    path order, so documents and warnings come out identical whatever the number of workers.
+
+    Parsing is split over `workers` processes (default: one per CPU) when there are enough
+    files. With a `cache`, a file whose path and bytes were parsed by an earlier run is not parsed
+    again (the cache is saved when the generator is exhausted).
+
+    With a `memo`, every parsed document is remembered by its path and bytes, and a file
+    remembered there is not parsed again (issue 17: a pull request's base read after its head).
+    With a `source`, the files are its (KB-relative path, bytes) pairs instead of the folder walk:
+    another reader (scanner.git.base) chose them and applied the per-file limits, and `root`,
+    `exclude` and `cache` are not used; they are parsed in this process, most come from the memo."""
+    diagnostics = diagnostics if diagnostics is not None else Diagnostics()
+    cache = cache if source is None else None
+    # One past the cap is enough to refuse: a tree of millions of files is not listed whole.
+    files = (
+        list(itertools.islice(_indexable_files(root, exclude, diagnostics), MAX_CORPUS_FILES + 1))
+        if source is None else []
+    )
+    _check_corpus_size(root, files)
+    files.sort()  # path order (the walk's is folder by folder), which the index's chunk ids follow
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if cache is not None and os.path.lexists(cache.path):
+        probe = cache.open_for_reading()
+        if probe is None:
+            diagnostics.warn(
+                "cache-ignored", "the parse cache is unreadable or from another kb-eval version; every file is parsed",
+                str(cache.path),
+            )
+        else:
+            probe.close()
+    # With a warm cache, reading from it in one process is faster than shipping its entries
+    # through worker processes (measured: 3.5 s serial vs 7.8 s with two workers at 10,000 files).
+    warm_cache = cache is not None and cache.path.is_file()
+    entries: dict[str, str] = {}
+    sections = 0
+
+    def collect(results: Iterable[_ReadResult]) -> Iterator[Document]:
+        # Consumed as they arrive: holding every worker's payload until the end would double
+        # the peak memory of reading a large KB.
+        nonlocal sections
+        for document, warnings, entry in results:
+            tick()
+            diagnostics.items.extend(warnings)
+            if entry is not None and cache is not None:
+                entries[entry[0]] = entry[1]
+            if isinstance(document, _Packed):
+                document = document.unpacked()
+            if document is not None:
+                sections += len(document.chunks)
+                if sections > MAX_CORPUS_SECTIONS:
+                    raise _over_cap(root, document.path, f"the KB has more than {MAX_CORPUS_SECTIONS} sections")
+                if memo is not None and entry is not None:
+                    memo.remember(entry[0], document, warnings)
+                yield document
+
+    # The memo needs each file's key, which the cache's code path computes (a worker's memo
+    # would be lost with the worker, so entries are remembered here, in the parent).
+    keyed = cache is not None or memo is not None
+    # Reading is written to the index as it goes, so this count is the run's progress until then.
+    with progress("read", total=len(files) if source is None else None, unit="files") as tick:
+        if source is not None:
+            # Another reader's order is its own (a git tree's): these are sorted here, and held,
+            # which costs nothing extra as the memo holds them anyway.
+            read = list(collect(_read_from_source(relative, data, memo) for relative, data in _capped(root, source)))
+            yield from sorted(read, key=lambda document: document.path)
+        elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
+            with worker_pool(workers, _open_worker_cache, (cache, keyed)) as pool:
+                try:
+                    yield from collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
+                except BaseException:
+                    # Past a cap, or the consumer stopped: the files not yet parsed are not parsed at all.
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise
+        else:
+            connection = cache.open_for_reading() if cache is not None else None
+            try:
+                yield from collect(_read_one(relative, absolute, connection, keyed) for relative, absolute in files)
+            finally:
+                if connection is not None:
+                    connection.close()
+    if cache is not None:
+        cache.save(entries, diagnostics)
+
+
+def _capped(root: Path, source: Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
+    """The per-KB file and byte caps for files another reader chose (a git revision's tree): the
+    same refusal as the folder walk's, so a pull request cannot slip a huge corpus in as its base."""
+    total = 0
+    for count, (relative, data) in enumerate(source, start=1):
+        total += len(data)
+        if count > MAX_CORPUS_FILES:
+            raise _over_cap(root, relative, f"the KB has more than {MAX_CORPUS_FILES} indexable files")
+        if total > MAX_CORPUS_BYTES:
+            raise _over_cap(root, relative, f"the KB's files add up to more than {MAX_CORPUS_BYTES} bytes")
+        yield relative, data
+
+
+def _check_corpus_size(root: Path, files: Sequence[tuple[str, Path]]) -> None:
+    """Refuse a KB over MAX_CORPUS_FILES or MAX_CORPUS_BYTES before any file is read."""
+    if len(files) > MAX_CORPUS_FILES:
+        raise _over_cap(root, files[MAX_CORPUS_FILES][0], f"the KB has more than {MAX_CORPUS_FILES} indexable files")
+    total = 0
+    for relative, absolute in files:
+        try:
+            total += os.stat(absolute).st_size
+        except OSError:
+            continue  # reading it will record the skip
+        if total > MAX_CORPUS_BYTES:
+            raise _over_cap(root, relative, f"the KB's files add up to more than {MAX_CORPUS_BYTES} bytes")
+
+
+def _over_cap(root: Path, relative: str, what: str) -> InputError:
+    return InputError(
+        f"{what}; stopped at {_shown(relative)} rather than evaluate part of it",
+        file=str(root),
+        field="--kb-path",
+        hint="leave generated or vendored folders out with --exclude GLOB, or point --kb-path at the notes only",
+    )
+
+
+class _Packed(NamedTuple):
+    """A worker's document on its way to the parent.
+
+    Slotted dataclasses pickle slowly (measured: ~5 s to pickle and load 51 MB of documents, as
+    long as parsing them). With a parse cache the parent needs the cache entry's JSON anyway, so
+    that is what travels; otherwise the fields travel as marshal data, which is loaded without the
+    checks an entry from a (possibly hostile) cache file needs: this one was made a moment ago by
+    our own worker."""
+
+    path: str
+    payload: str | bytes
+
+    @classmethod
+    def of(cls, document: Document, entry: tuple[str, str] | None) -> _Packed:
+        if entry is not None:
+            return cls(document.path, entry[1])
+        fields = (
+            document.title, document.title_line,
+            tuple(
+                (c.heading, c.breadcrumb_parts, c.body, c.start_line, c.end_line, c.heading_line, c.body_start_line,
+                 c.breadcrumb_lines)
+                for c in document.chunks
+            ),
+        )
+        return cls(document.path, marshal.dumps(fields))
+
+    def unpacked(self) -> Document:
+        if isinstance(self.payload, str):
+            unpacked = unpack(self.path, self.payload)
+            if unpacked is None:  # pragma: no cover - we packed it ourselves a moment ago
+                raise RuntimeError(f"a worker's document for {self.path!r} does not unpack")
+            return unpacked[0]
+        path = self.path
+        title, title_line, chunks = marshal.loads(self.payload)
+        return Document(path, title, title_line, tuple(Chunk(path, *fields) for fields in chunks))
+
+
+_ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None]
+_WORKER_CACHE: list[object] = []
+
+
+def _open_worker_cache(cache: ParseCache | None, keyed: bool) -> None:
+    _WORKER_CACHE[:] = [cache.open_for_reading() if cache is not None else None, keyed]
+
+
+def _read_in_worker(item: tuple[str, Path]) -> _ReadResult:
+    connection, enabled = _WORKER_CACHE or [None, False]
+    document, warnings, entry = _read_one(item[0], item[1], connection, bool(enabled))  # type: ignore[arg-type]
+    # Dataclasses travel back to the parent as the cache's JSON: pickling slotted dataclasses cost
+    # as much as parsing (measured: ~5 s to pickle and load 51 MB of documents).
+    if document is None:
+        return None, warnings, entry
+    return _Packed.of(document, entry), warnings, entry  # type: ignore[return-value]
+
+
+def _read_one(
+    relative: str, absolute: Path, connection: sqlite3.Connection | None, caching: bool
+) -> _ReadResult:
+    """One file: (document or None, its warnings, its cache entry or None)."""
+    local = Diagnostics()
+    data = _read_bytes(relative, absolute, local)
+    if data is None:
+        return None, local.items, None
+    key = cache_key(relative, data) if caching else ""
+    payload = lookup(connection, key) if caching else None
+    if payload is not None and (cached := unpack(relative, payload)) is not None:
+        return cached[0], cached[1], (key, payload)
+    document = _parse(relative, data, local)
+    entry = (key, pack(document, local.items)) if caching and document is not None else None
+    return document, local.items, entry
+
+
+def _read_from_source(relative: str, data: bytes, memo: ParseMemo | None) -> _ReadResult:
+    """One file given as bytes: from the memo when this path and these bytes were parsed before."""
+    key = cache_key(relative, data)
+    remembered = memo.recall(key) if memo is not None else None
+    if remembered is not None:
+        return remembered[0], remembered[1], None
+    local = Diagnostics()
+    document = _parse(relative, data, local)
+    if memo is not None and document is not None:
+        memo.remember(key, document, local.items)
+    return document, local.items, None
+
+
+def build_document(relative: str, text: str, diagnostics: Diagnostics) -> Document:
+    """Turn one file's text into a Document (pure apart from the warnings it records)."""
+    stem = relative.rsplit("/", 1)[-1]
+    stem = stem.rsplit(".", 1)[0] if "." in stem else stem
+    parsed: ParsedDocument = parse_document(text, stem)
+    for line, code, problem in parsed.problems:
+        diagnostics.warn(code, problem, relative, line)
+    frontmatter = parsed.frontmatter
+    if frontmatter is not None and frontmatter.title is not None:
+        title, title_line = frontmatter.title, frontmatter.title_line or 1
+    else:
+        title, title_line = stem, 1
+    # Breadcrumb parts are cut once per heading, not per section, and shared by every section
+    # under it (see MAX_BREADCRUMB_PART_CHARS for why they are cut at all).
+    short_title = _breadcrumb_part(title)
+    chunks = tuple(
+        Chunk(
+            path=relative,
+            heading=section.heading,
+            breadcrumb_parts=(short_title, *(_breadcrumb_part(text) for text, _ in section.ancestors)),
+            body=section.body,
+            start_line=section.start_line,
+            end_line=section.end_line,
+            heading_line=section.heading_line,
+            body_start_line=section.body_start_line,
+            breadcrumb_lines=(title_line, *(line for _, line in section.ancestors)),
+        )
+        for section in parsed.sections
+    )
+    return Document(relative, title, title_line, chunks)
+
+
+def _breadcrumb_part(text: str) -> str:
+    return text if len(text) <= MAX_BREADCRUMB_PART_CHARS else text[:MAX_BREADCRUMB_PART_CHARS]
+
+
+def compile_excludes(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    """Glob patterns over KB-relative paths: `*` and `?` stay within one folder, `**` spans
+    folders, and a pattern without `/` matches a file or folder name at any depth (as in
+    .gitignore), so `drafts` and `*.tmp.md` do what people expect."""
+    parts = []
+    for pattern in patterns:
+        pattern = pattern.strip().strip("/")
+        if not pattern:
+            continue
+        anchored = "/" in pattern
+        regex = ""
+        i = 0
+        while i < len(pattern):
+            if pattern.startswith("**/", i):
+                regex += "(?:.*/)?"
+                i += 3
+            elif pattern.startswith("**", i):
+                regex += ".*"
+                i += 2
+            elif pattern[i] == "*":
+                regex += "[^/]*"
+                i += 1
+            elif pattern[i] == "?":
+                regex += "[^/]"
+                i += 1
+            else:
+                regex += re.escape(pattern[i])
+                i += 1
+        parts.append(regex if anchored else f"(?:.*/)?{regex}")
+    if not parts:
+        return None
+    # A match on a folder excludes everything below it.
+    return re.compile(f"(?:{'|'.join(parts)})(?:/.*)?", re.DOTALL)
+
+
+def _indexable_files(
+    root: Path, exclude: Sequence[str], diagnostics: Diagnostics
+) -> Iterable[tuple[str, Path]]:
+    excluded = compile_excludes(exclude)
+    real_root = os.path.realpath(root)
+    for folder, dirnames, filenames in _walk(str(root), _walk_error(root, diagnostics)):
+        relative_folder = os.path.relpath(folder, root)
+        relative_folder = "" if relative_folder == "." else relative_folder.replace(os.sep, "/") + "/"
+        kept = []
+        for name in sorted(dirnames):
+            relative = relative_folder + name
+            # Dot-folders are tool state (.git, .github, .obsidian), never notes.
+            if name.startswith(".") or (excluded is not None and excluded.fullmatch(relative)):
+                continue
+            if os.path.islink(os.path.join(folder, name)):
+                diagnostics.warn("symlink-skipped", "symbolic link to a folder is not followed", _shown(relative))
+                continue
+            kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if not name.lower().endswith(INDEXED_SUFFIXES):
+                continue
+            relative = relative_folder + name
+            if excluded is not None and excluded.fullmatch(relative):
+                continue
+            absolute = Path(folder, name)
+            if not _is_readable_name(relative):
+                diagnostics.warn("file-skipped", "file name is not valid UTF-8; rename it", _shown(relative))
+                continue
+            if absolute.is_symlink():
+                target = os.path.realpath(absolute)
+                if os.path.commonpath([real_root, target]) != real_root:
+                    diagnostics.warn("symlink-skipped", "symbolic link points outside the KB; not followed", relative)
+                    continue
+            yield relative, absolute
+
+
+def _walk(
+    root: str, onerror: Callable[[OSError], None]
+) -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk(root, followlinks=False), top-down, without recursion.
+
+    os.walk recurses once per folder level (Python 3.11), so a tree ~1,000 folders deep, which a
+    pull request can commit, raised RecursionError and stopped the run. An explicit stack has no
+    depth limit; a path past PATH_MAX fails its scandir with ENAMETOOLONG and becomes a recorded
+    skip through `onerror`. The caller prunes `dirnames` in place, as with os.walk."""
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        dirnames: list[str] = []
+        filenames: list[str] = []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()  # follows links, as os.walk does when listing
+                    except OSError:
+                        is_dir = False
+                    (dirnames if is_dir else filenames).append(entry.name)
+        except OSError as error:
+            onerror(error)
+            continue
+        yield folder, dirnames, filenames
+        # Reversed onto the stack, so folders are visited in the order the caller left them.
+        pending.extend(
+            os.path.join(folder, name) for name in reversed(dirnames) if not os.path.islink(os.path.join(folder, name))
+        )
+
+
+def _walk_error(root: Path, diagnostics: Diagnostics):  # type: ignore[no-untyped-def]
+    def record(error: OSError) -> None:
+        name = _shown(os.path.relpath(error.filename, root).replace(os.sep, "/")) if error.filename else str(root)
+        diagnostics.warn("folder-skipped", f"folder cannot be read ({error.strerror}); its files are not indexed", name)
+
+    return record
+
+
+def _read_bytes(relative: str, absolute: Path, diagnostics: Diagnostics) -> bytes | None:
+    def skip(reason: str) -> None:
+        diagnostics.warn("file-skipped", f"{reason}; not indexed", relative)
+
+    try:
+        # stat() after the symlink check of the walk: a link inside the KB is read as its target.
+        info = os.stat(absolute)
+    except OSError as error:
+        skip(f"cannot be read ({error.strerror})")
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        skip("not a regular file (a FIFO, device or socket)")
+        return None
+    if info.st_size > MAX_DOCUMENT_BYTES:
+        skip(f"{info.st_size} bytes is over the {MAX_DOCUMENT_BYTES} byte limit per file")
+        return None
+    try:
+        with open(absolute, "rb") as handle:
+            # Read one byte past the cap: a file that grew after stat() is still refused.
+            data = handle.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as error:
+        skip(f"cannot be read ({error.strerror})")
+        return None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        skip(f"over the {MAX_DOCUMENT_BYTES} byte limit per file")
+        return None
+    return data
+
+
+def _parse(relative: str, data: bytes, diagnostics: Diagnostics) -> Document | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        diagnostics.warn("file-skipped", f"not valid UTF-8 (byte {error.start}); not indexed", relative)
+        return None
+    if "\x00" in text:
+        diagnostics.warn("file-skipped", "contains NUL bytes (binary data?); not indexed", relative)
+        return None
+    return build_document(relative, text, diagnostics)
+
+
+def _is_readable_name(relative: str) -> bool:
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes survive os.walk as lone surrogates
+        return False
+    return True
+
+
+def _shown(relative: str) -> str:
+    """A name with undecodable bytes, spelled with the bytes escaped (`caf\\xe9.md`), as the user
+    would recognise it; its lone surrogates could not be written to the report or the terminal."""
+    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

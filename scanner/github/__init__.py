@@ -1,0 +1,1 @@
+"""The GitHub Actions protocol (workflow commands, file commands, inputs) and the pull-request comment."""

@@ -1,0 +1,338 @@
+"""Load and validate the golden query set.
+
+The file is untrusted (a pull request can change it), so it is composed into
+YAML nodes and checked node by node: every error names the file, the line, the
+field and the query it belongs to. Aliases and deep nesting are refused while
+composing (see yaml_nodes.py: a 'billion laughs' file costs nothing), and only
+the standard scalar tags are accepted (a tag cannot construct an object).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from scanner.foundation.diagnostics import Diagnostic
+from scanner.foundation.errors import InputError
+from scanner.foundation.yaml_nodes import ComposeLoader
+
+DEFAULT_GOLDEN_NAMES = (".kb-eval.yml", ".kb-mcp-eval.yml", ".groove-eval.yml")
+"""Looked up in this order in the KB folder; the last two keep kb-mcp and grooveseek golden sets working unchanged."""
+
+MAX_GOLDEN_BYTES = 1024 * 1024
+MAX_QUERIES = 10_000
+MAX_QUERY_CHARS = 2_000
+"""Longer queries are searched as their first 2,000 characters, with a warning naming the line
+(`cut_query`). A golden query is usually a question a person would type, and this bounds the cost of
+compiling and matching it; but test collections hold longer ones (CISI query 90 is 2,023
+characters), and kb-mcp, which sets no limit, runs them, so a long query is cut, never refused."""
+MAX_LIMIT_DIGITS = 4
+"""`defaults.limit` is at most 1000: more digits than this is refused before it is converted."""
+ID_FROM_TEXT_CHARS = 32
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_PLAIN_DECIMAL = re.compile(f"\\+?([0-9]{{1,{MAX_LIMIT_DIGITS}}})")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedEntry:
+    path: str
+    heading: str | None
+    line: int
+    """Line of this entry in the golden file."""
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenQuery:
+    id: str
+    text: str
+    """The query as searched: the file's text, cut to MAX_QUERY_CHARS when it was longer."""
+    expected: tuple[ExpectedEntry, ...]
+    """May be empty, as kb-mcp allows: the query is searched and reported, and left out of every
+    aggregate (`metrics.aggregate`), since recall and nDCG have nothing to divide by."""
+    tags: tuple[str, ...]
+    line: int
+    """Line where this query's entry starts in the golden file."""
+    cut_from_chars: int | None = None
+    """The query's length in the file when it was cut to MAX_QUERY_CHARS; None when it was not."""
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenSet:
+    path: str
+    """The golden file as the user named it (for messages and annotations)."""
+    sha256: str
+    """Of the file's bytes: part of the fingerprint, so any edit makes runs incomparable."""
+    queries: tuple[GoldenQuery, ...]
+    default_limit: int | None
+    warnings: tuple[Diagnostic, ...] = ()
+    """What the loader accepted but the user should hear about (a query cut to MAX_QUERY_CHARS)."""
+
+
+def find_golden(kb_path: Path, explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    for name in DEFAULT_GOLDEN_NAMES:
+        candidate = kb_path / name
+        if os.path.lexists(candidate):
+            return candidate
+    looked = ", ".join(str(kb_path / name) for name in DEFAULT_GOLDEN_NAMES)
+    raise InputError(
+        "no golden file found",
+        file=str(kb_path),
+        hint=f"looked for {looked}; create one or pass --golden FILE",
+    )
+
+
+def load_golden(path: Path, shown: str | None = None) -> GoldenSet:
+    shown = shown if shown is not None else str(path)
+    data = _read_golden_bytes(path, shown)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"not valid UTF-8 at byte {error.start}", file=shown, hint="save the file as UTF-8") from None
+    try:
+        root = yaml.compose(text, Loader=ComposeLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        raise InputError(
+            f"not valid YAML: {error.problem or error.context}",
+            file=shown,
+            line=mark.line + 1 if mark is not None else None,
+            hint="fix the YAML syntax (anchors, aliases and nesting deeper than 50 levels are not accepted)",
+        ) from None
+    except yaml.YAMLError as error:
+        raise InputError(f"not valid YAML: {error}", file=shown) from None
+    return _GoldenReader(shown).read(root, hashlib.sha256(data).hexdigest())
+
+
+def _read_golden_bytes(path: Path, shown: str) -> bytes:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise InputError("golden file not found", file=shown, hint="check --golden, or create the file") from None
+    except OSError as error:
+        raise InputError(f"golden file cannot be read ({error.strerror})", file=shown) from None
+    if stat.S_ISLNK(info.st_mode):
+        raise InputError(
+            "golden file is a symbolic link; refused",
+            file=shown,
+            hint="point --golden at the real file (a link in a pull request could read any file on the runner)",
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError("golden file is not a regular file", file=shown, hint="point --golden at a YAML file")
+    if info.st_size > MAX_GOLDEN_BYTES:
+        raise InputError(
+            f"golden file is {info.st_size} bytes, over the {MAX_GOLDEN_BYTES} byte limit", file=shown,
+            hint="split the golden set or remove unused queries",
+        )
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(MAX_GOLDEN_BYTES + 1)
+    except OSError as error:
+        raise InputError(f"golden file cannot be read ({error.strerror})", file=shown) from None
+    if len(data) > MAX_GOLDEN_BYTES:
+        raise InputError(f"golden file is over the {MAX_GOLDEN_BYTES} byte limit", file=shown)
+    return data
+
+
+class _GoldenReader:
+    """Validates the composed node tree; each method knows where it is, for the message."""
+
+    def __init__(self, shown: str) -> None:
+        self.file = shown
+
+    def fail(self, node: yaml.Node | None, message: str, field: str, hint: str | None = None) -> InputError:
+        line = node.start_mark.line + 1 if node is not None else None
+        return InputError(message, file=self.file, line=line, field=field, hint=hint)
+
+    def mapping(self, node: yaml.Node, field: str, allowed: tuple[str, ...]) -> dict[str, yaml.Node]:
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, f"{field} must be a mapping", field)
+        result: dict[str, yaml.Node] = {}
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode) or key.tag != _STR:
+                raise self.fail(key, f"{field} has a key that is not a string", field)
+            key.value = self.join_surrogate_pairs(key, key.value, field, f"a key of {field}")
+            if key.value not in allowed:
+                raise self.fail(
+                    key, f"unknown key {key.value!r} in {field}", f"{field}.{key.value}",
+                    hint=f"allowed keys: {', '.join(allowed)}",
+                )
+            if key.value in result:
+                raise self.fail(key, f"key {key.value!r} appears twice in {field}", f"{field}.{key.value}")
+            result[key.value] = value
+        return result
+
+    def string(self, node: yaml.Node, field: str, *, allow_int: bool = False) -> str:
+        if isinstance(node, yaml.ScalarNode) and (node.tag == _STR or (allow_int and node.tag == _INT)):
+            return self.join_surrogate_pairs(node, str(node.value), field)
+        raise self.fail(node, f"{field} must be a string", field)
+
+    def join_surrogate_pairs(self, node: yaml.Node, text: str, field: str, subject: str | None = None) -> str:
+        """YAML's "\\ud83d\\ude00" (what a JSON writer emits for one emoji) decodes to two halves of a
+        UTF-16 pair: joined here into the character they encode. A half on its own is not a
+        character: it cannot be written as UTF-8 to the report, stderr or a search request, so it
+        would crash the run far from the golden file. Refused here, where line and field are known."""
+        if _SURROGATE.search(text) is None:
+            return text
+        try:
+            return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+        except UnicodeDecodeError:
+            raise self.fail(
+                node, f"{subject or field} holds a lone surrogate escape (\\uD800-\\uDFFF), which is not a character", field,
+                hint="write the character itself, or escape it as one \\U0001XXXX (or a high and low surrogate pair, in order)",
+            ) from None
+
+    def read(self, root: yaml.Node | None, sha256: str) -> GoldenSet:
+        if root is None:
+            raise InputError("golden file is empty", file=self.file, hint="add a `queries:` list")
+        top = self.mapping(root, "the top level", ("queries", "defaults"))
+        default_limit = self.defaults(top["defaults"]) if _given(top, "defaults") else None
+        if "queries" not in top:
+            raise self.fail(root, "missing `queries:` list", "queries")
+        items = top["queries"]
+        if not isinstance(items, yaml.SequenceNode) or not items.value:
+            raise self.fail(items, "`queries` must be a non-empty list", "queries")
+        if len(items.value) > MAX_QUERIES:
+            raise self.fail(items, f"{len(items.value)} queries is over the limit of {MAX_QUERIES}", "queries")
+        queries = [self.query(node, n) for n, node in enumerate(items.value)]
+        warnings = tuple(self.cut_warning(query) for query in queries if query.cut_from_chars is not None)
+        seen: dict[str, GoldenQuery] = {}
+        for query in queries:
+            if query.id in seen:
+                raise InputError(
+                    f"duplicate query id {query.id!r} (first at line {seen[query.id].line})",
+                    file=self.file, line=query.line, field=f"queries[{query.id}].id",
+                    hint="give each query a unique `id:`",
+                )
+            seen[query.id] = query
+        return GoldenSet(self.file, sha256, tuple(queries), default_limit, warnings)
+
+    def cut_warning(self, query: GoldenQuery) -> Diagnostic:
+        return Diagnostic(
+            "query-cut",
+            f"query {query.id!r} is {query.cut_from_chars} characters; it is searched as its first "
+            f"{MAX_QUERY_CHARS} (field: queries[{query.id}].query)",
+            self.file, query.line,
+        )
+
+    def defaults(self, node: yaml.Node) -> int | None:
+        fields = self.mapping(node, "defaults", ("limit", "rerank"))
+        if _given(fields, "rerank"):
+            value = fields["rerank"]
+            if not (isinstance(value, yaml.ScalarNode) and value.tag == _BOOL):
+                raise self.fail(value, "defaults.rerank must be true or false", "defaults.rerank")
+        if not _given(fields, "limit"):
+            return None
+        value = fields["limit"]
+        limit = _plain_decimal(value.value) if isinstance(value, yaml.ScalarNode) and value.tag == _INT else None
+        if limit is None or not 1 <= limit <= 1000:
+            raise self.fail(
+                value, "defaults.limit must be an integer from 1 to 1000", "defaults.limit",
+                hint="write it in decimal digits, e.g. `limit: 10`",
+            )
+        return limit
+
+    def query(self, node: yaml.Node, position: int) -> GoldenQuery:
+        where = f"queries[{position}]"
+        fields = self.mapping(node, where, ("id", "query", "expected", "tags"))
+        if "query" not in fields:
+            raise self.fail(node, "missing `query`", f"{where}.query")
+        text = self.string(fields["query"], f"{where}.query")
+        if not text.strip():
+            raise self.fail(fields["query"], "`query` is empty", f"{where}.query")
+        cut_from_chars = len(text) if len(text) > MAX_QUERY_CHARS else None
+        text = cut_query(text)
+        if _given(fields, "id"):
+            query_id = self.string(fields["id"], f"{where}.id", allow_int=True)
+            if not query_id.strip():
+                raise self.fail(fields["id"], "`id` is empty", f"{where}.id")
+        else:
+            query_id = text[:ID_FROM_TEXT_CHARS]
+        where = f"queries[{query_id}]"
+        if "expected" not in fields:
+            raise self.fail(node, "missing `expected`", f"{where}.expected")
+        expected_node = fields["expected"]
+        # `expected: []` is accepted as kb-mcp accepts it (reported, left out of the aggregate);
+        # a missing key is refused, as kb-mcp refuses it: forgetting it is not the same as writing it.
+        if not isinstance(expected_node, yaml.SequenceNode):
+            raise self.fail(
+                expected_node, "`expected` must be a list", f"{where}.expected",
+                hint="list the documents that answer the query, or `expected: []` for none",
+            )
+        expected = tuple(self.expected(entry, f"{where}.expected[{n}]") for n, entry in enumerate(expected_node.value))
+        tags: tuple[str, ...] = ()
+        if _given(fields, "tags"):
+            tags_node = fields["tags"]
+            if not isinstance(tags_node, yaml.SequenceNode):
+                raise self.fail(tags_node, "`tags` must be a list of strings", f"{where}.tags")
+            tags = tuple(self.string(tag, f"{where}.tags") for tag in tags_node.value)
+        return GoldenQuery(query_id, text, expected, tags, node.start_mark.line + 1, cut_from_chars)
+
+    def expected(self, node: yaml.Node, where: str) -> ExpectedEntry:
+        path_node: yaml.Node
+        if isinstance(node, yaml.ScalarNode):  # `- notes/a.md` is shorthand for `- path: notes/a.md`
+            path_node, heading = node, None
+        else:
+            fields = self.mapping(node, where, ("path", "heading"))
+            if "path" not in fields:
+                raise self.fail(node, "missing `path`", f"{where}.path")
+            path_node = fields["path"]
+            heading = self.string(fields["heading"], f"{where}.heading") if _given(fields, "heading") else None
+        path = self.string(path_node, f"{where}.path")
+        problem = _path_problem(path)
+        if problem is not None:
+            raise self.fail(path_node, problem, f"{where}.path", hint="write the path relative to the KB folder, with `/`")
+        return ExpectedEntry(path, heading, node.start_mark.line + 1)
+
+
+def _given(fields: dict[str, yaml.Node], key: str) -> bool:
+    """Whether an optional key holds a value. An explicit `null` (or `key:` with nothing after it)
+    means the same as leaving the key out, as it does for kb-mcp, whose optional fields are Rust
+    `Option`s: a kb-mcp golden file that writes `heading: null` keeps working unchanged."""
+    node = fields.get(key)
+    return node is not None and not (isinstance(node, yaml.ScalarNode) and node.tag == _NULL)
+
+
+def cut_query(text: str) -> str:
+    """A query longer than MAX_QUERY_CHARS is searched as its first MAX_QUERY_CHARS characters.
+
+    Cut, not refused: kb-mcp runs such a query (its embedder reads a prefix of it too), and one long
+    query in a test collection must not stop the run. Trailing whitespace of the cut is dropped, so
+    the searched text never ends in a space the file did not end in."""
+    if len(text) <= MAX_QUERY_CHARS:
+        return text
+    return text[:MAX_QUERY_CHARS].rstrip()
+
+
+def _plain_decimal(text: str) -> int | None:
+    """The value of a plain decimal integer, None for anything else.
+
+    YAML 1.1 also reads `0x10`, `0o17`, `0b101`, `1_000` and sexagesimal `1:30` as integers, and
+    int() takes none of them (nor more than 4,300 digits): a number a person writes as a limit is
+    decimal, so that is all this accepts, and the digit count is bounded before converting."""
+    match = _PLAIN_DECIMAL.fullmatch(text)
+    return int(match.group(1)) if match else None
+
+
+def _path_problem(path: str) -> str | None:
+    if not path.strip():
+        return "`path` is empty"
+    # A drive letter only with a separator after it: `a:b.md` is a fine file name on Linux.
+    if path.startswith(("/", "\\")) or re.match(r"[A-Za-z]:[\\/]", path):
+        return f"`path` {path!r} is absolute"
+    if ".." in path.replace("\\", "/").split("/"):
+        return f"`path` {path!r} contains `..`"
+    return None

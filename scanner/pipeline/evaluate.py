@@ -1,0 +1,195 @@
+"""One eval run: read the golden set and the corpus, index, search, score, scan, report.
+
+This module wires the stages in order and times them; it holds no rule of its
+own. The CLI (and the Action through it) calls `run_eval` and decides what to
+print and which exit code to return.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from scanner import __version__
+from scanner.corpus.parse_cache import ParseCache
+from scanner.corpus.parse_memo import ParseMemo
+from scanner.corpus.reader import read_documents
+from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.errors import InputError
+from scanner.foundation.progress import counted
+from scanner.golden.file import GoldenSet, find_golden, load_golden
+from scanner.metrics.measures import METRIC_VERSION, AggregateMetrics, aggregate, score_query
+from scanner.retrievers.base import SearchRequest
+from scanner.scan.quotes import Finding, locate, normalise, scan
+from scanner.search.index import Index
+from scanner.search.query_compiler import compile_query
+from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, default_settings
+from scanner.settings.retriever import RetrieverBuilder, retriever_builder
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    kb_path: Path
+    golden_path: Path | None = None
+    exclude: tuple[str, ...] = ()
+    limit: int | None = None
+    """None: the golden file's `defaults.limit`, else DEFAULT_LIMIT."""
+    ks: tuple[int, ...] = DEFAULT_KS
+    retriever: RetrieverBuilder = field(default_factory=lambda: retriever_builder(default_settings()))
+    """Builds the retriever over the index (retrievers/factory.py); the default is the built-in one."""
+    cache_dir: Path | None = None
+    """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
+    timestamp: datetime | None = None
+    """Fixed in tests; the current UTC time otherwise."""
+    # --- issue 17: evaluating another revision of the KB (scanner.git.base) ---
+    golden: GoldenSet | None = None
+    """Already loaded (the base side uses this run's golden set); None: load `golden_path`."""
+    parse_memo: ParseMemo | None = None
+    """Shared by both sides, so a file unchanged between them is parsed once."""
+    corpus_source: Callable[[Diagnostics], Iterable[tuple[str, bytes]]] | None = None
+    """(path, bytes) of the KB's files from elsewhere than `kb_path` (a git tree); None: walk `kb_path`."""
+    scan_quotes: bool = True
+    """False for the base side: the comparison uses its metrics, never its findings."""
+    after_read: Callable[[GoldenSet], None] | None = None
+    """Called once the corpus is read and the memo filled: the base side starts then, beside this one."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvalOutcome:
+    """One evaluation: the run record, the golden set it read, and how long each phase took."""
+
+    run: RunRecord
+    golden: GoldenSet
+    phase_seconds: Mapping[str, float] = field(default_factory=dict)
+
+
+def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> EvalOutcome:
+    diagnostics = diagnostics if diagnostics is not None else Diagnostics()
+    clock = _PhaseClock()
+    if options.golden is not None:
+        golden = options.golden
+    else:
+        golden_file = find_golden(options.kb_path, options.golden_path)
+        golden = load_golden(golden_file, shown=str(golden_file))
+    diagnostics.items.extend(golden.warnings)
+    refuse_unsearchable_queries(golden)
+    limit = options.limit or golden.default_limit or DEFAULT_LIMIT
+    ks = tuple(sorted(set(options.ks)))
+    if ks[-1] > limit:
+        diagnostics.warn("k-over-limit", f"k={ks[-1]} is larger than the limit {limit}: @{ks[-1]} sees only {limit} hits")
+
+    cache = ParseCache(options.cache_dir) if options.cache_dir is not None else None
+    source = options.corpus_source(diagnostics) if options.corpus_source is not None else None
+    documents = read_documents(
+        options.kb_path, options.exclude, diagnostics, cache=cache, memo=options.parse_memo, source=source
+    )
+    # Read, parsed and written to the chunk table document by document (never held whole).
+    index = Index.build(documents)
+    if options.after_read is not None:
+        options.after_read(golden)
+    clock.lap("walk_parse")
+    requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
+    retriever = options.retriever(index, requests)
+    clock.lap("index")
+    warn_expected_not_in_corpus(golden, index.paths, diagnostics)
+
+    with index.read_snapshot():
+        lists = retriever.search_all(requests)
+        clock.lap("search")
+        returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}
+        if options.scan_quotes:
+            chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
+            findings = scan(chunks, golden.queries, returned)
+        else:
+            findings = []
+    located = locate_findings(findings, index, golden)
+    clock.lap("scan")
+
+    queries = tuple(
+        QueryRecord(
+            id=q.id, text=q.text, tags=q.tags, line=q.line, expected=q.expected,
+            hits=tuple(returned[q.id]), metrics=score_query(returned[q.id], q.expected, ks),
+        )
+        for q in golden.queries
+    )
+    fingerprint = {
+        "retriever": retriever.describe(),
+        "limit": limit,
+        "k": list(ks),
+        "golden_sha256": golden.sha256,
+        "metric_version": METRIC_VERSION,
+    }
+    timestamp = options.timestamp or datetime.now(UTC)
+    run = RunRecord(
+        tool_version=__version__,
+        timestamp=timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        fingerprint=fingerprint,
+        corpus=index.corpus,
+        aggregate=aggregate((q.metrics for q in queries), ks),
+        by_tag=aggregate_by_tag(queries, ks),
+        queries=queries,
+        findings=tuple(located),
+        warnings=tuple(diagnostics.items),
+    )
+    clock.lap("report")
+    return EvalOutcome(run, golden, clock.seconds)
+
+
+def refuse_unsearchable_queries(golden: GoldenSet) -> None:
+    """A query from which no searchable fragment survives would score a silent zero."""
+    for query in golden.queries:
+        if compile_query(query.text) is None:
+            raise InputError(
+                f"query {query.id!r} has no letters or digits to search for",
+                file=golden.path, line=query.line, field=f"queries[{query.id}].query",
+                hint="write the query as words; punctuation and search operators alone match nothing",
+            )
+
+
+def warn_expected_not_in_corpus(golden: GoldenSet, indexed: AbstractSet[str], diagnostics: Diagnostics) -> None:
+    """A labelling mistake the person wants to see; the query is still scored (and misses)."""
+    for query in golden.queries:
+        for entry in query.expected:
+            if entry.path not in indexed:
+                diagnostics.warn(
+                    "expected-not-in-corpus",
+                    f"query {query.id!r} expects {entry.path!r}, which is not in the indexed corpus",
+                    golden.path, entry.line,
+                )
+
+
+def aggregate_by_tag(queries: Sequence[QueryRecord], ks: Sequence[int]) -> tuple[tuple[str, AggregateMetrics], ...]:
+    tags = sorted({tag for q in queries for tag in q.tags})
+    return tuple((tag, aggregate((q.metrics for q in queries if tag in q.tags), ks)) for tag in tags)
+
+
+def locate_findings(findings: Sequence[Finding], index: Index, golden: GoldenSet) -> list[LocatedFinding]:
+    if not findings:
+        return []
+    text_of = {q.id: normalise(q.text) for q in golden.queries}
+    return [
+        LocatedFinding(
+            finding,
+            tuple(
+                locate(index.chunk(quoted.first_quote_chunk), quoted.first_quote_field, text_of[quoted.query_id])
+                for quoted in finding.quoted
+            ),
+        )
+        for finding in findings
+    ]
+
+
+class _PhaseClock:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = now - self._last
+        self._last = now

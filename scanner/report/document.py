@@ -1,0 +1,338 @@
+"""The JSON report: built here alone, from records, validated, and serialised by one function.
+
+Every key is present every time (`findings: []`, `rank_in_top_k: null`): a
+consumer can tell "checked, nothing found" from output that predates a check.
+Where kb-mcp's `eval --format json` defines a key, the name and type are
+kb-mcp's (`reciprocal_rank`, a hit's `heading: null`). Every report is
+validated against the published schema before it is written or printed; one
+that fails is a bug in kb-eval (exit 3), never written.
+
+The report, the baseline (`--save-baseline`, a whole report) and each history
+entry (the run part of a report) all go through `serialise`, so no file
+kb-eval writes can carry a line break or a legacy workflow command that
+another file would not.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import math
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scanner.compare.comparison import Comparison, MetricDelta, QueryDelta
+from scanner.compare.gate import GateResult, MetricVerdict
+from scanner.compare.report import Report
+from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
+from scanner.foundation.diagnostics import Diagnostic
+from scanner.metrics.measures import AggregateMetrics, QueryMetrics
+from scanner.report.serialise import serialise
+from scanner.scan.quotes import CHECK_NAME
+from scanner.search.index import CorpusSnapshot
+
+SCHEMA_VERSION = 1
+SCHEMA_ID = "https://kb-eval.github.io/schema/report-v1.json"
+SCHEMA_FILE = "report.schema.json"
+_CHECKOUT_SCHEMA = Path(__file__).resolve().parents[2] / "schema" / SCHEMA_FILE
+# A checkout (and the Docker image, /app/schema) reads the published file itself; an installed
+# wheel carries a copy as package data (pyproject.toml maps schema/ to scanner._schema).
+if TYPE_CHECKING:
+    import jsonschema
+
+SCHEMA_PATH = (
+    _CHECKOUT_SCHEMA if _CHECKOUT_SCHEMA.is_file()
+    else Path(str(importlib.resources.files("scanner._schema").joinpath(SCHEMA_FILE)))
+)
+
+COMPARISON_KEYS = ("previous", "diff", "corpus_changed", "comparison", "gate")
+"""Report keys that describe a run's own comparison, not the run; a history entry has none."""
+
+Document = dict[str, Any]
+
+__all__ = ["ReportInvalid", "report_document", "run_document", "serialise", "validate", "validation_errors"]
+
+
+class ReportInvalid(Exception):
+    """The report does not match its own schema: a kb-eval bug (exit 3)."""
+
+
+# --- records -> JSON -------------------------------------------------------------------
+
+
+def report_document(report: Report) -> Document:
+    """The whole JSON report of a run."""
+    return {
+        **run_document(report.run),
+        "previous": previous_document(report.comparison),
+        "diff": diff_document(report.comparison),
+        "corpus_changed": corpus_changed(report.comparison),
+        "comparison": {
+            "status": report.comparison.status.value,
+            "source": report.comparison.source,
+            "reasons": list(report.comparison.reasons),
+            "cause": report.comparison.cause.value if report.comparison.cause is not None else None,
+            "hint": report.comparison.hint,
+        },
+        "gate": gate_document(report.gate),
+    }
+
+
+def run_document(run: RunRecord) -> Document:
+    """A run as the report and the history hold it (the report minus its comparison keys)."""
+    return {
+        "$schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "kb-eval", "version": run.tool_version},
+        "timestamp": run.timestamp,
+        "fingerprint": fingerprint_document(run.fingerprint),
+        "corpus": _corpus_document(run.corpus),
+        "aggregate": aggregate_document(run.aggregate),
+        "by_tag": {tag: aggregate_document(metrics) for tag, metrics in run.by_tag},
+        "per_query": [query_document(query) for query in run.queries or ()],
+        "findings": [finding_document(located) for located in run.findings],
+        "warnings": [warning_document(item) for item in run.warnings],
+    }
+
+
+def aggregate_document(metrics: AggregateMetrics) -> Document:
+    return {
+        "query_count": metrics.query_count,
+        "mrr": metrics.mrr,
+        "recall_at_k": _by_k(metrics.recall_at_k),
+        "ndcg_at_k": _by_k(metrics.ndcg_at_k),
+    }
+
+
+def query_metrics_document(metrics: QueryMetrics) -> Document:
+    return {
+        "reciprocal_rank": metrics.reciprocal_rank,
+        "recall_at_k": _by_k(metrics.recall_at_k),
+        "ndcg_at_k": _by_k(metrics.ndcg_at_k),
+    }
+
+
+def query_document(query: QueryRecord) -> Document:
+    return {
+        "id": query.id,
+        "query": query.text,
+        "tags": list(query.tags),
+        "line": query.line,
+        "expected": [{"path": e.path, "heading": e.heading} for e in query.expected],
+        "top_k": [
+            # kb-mcp writes null for a hit with no heading; the record keeps "" (Hit.heading).
+            {"rank": h.rank, "path": h.path, "heading": h.heading or None, "score": _finite_or_none(h.score)}
+            for h in query.hits
+        ],
+        "metrics": query_metrics_document(query.metrics),
+    }
+
+
+def finding_document(located: LocatedFinding) -> Document:
+    return {
+        "check": CHECK_NAME,
+        "path": located.finding.path,
+        "quoted": [
+            {
+                "query_id": quoted.query_id,
+                "rank_in_top_k": quoted.rank_in_top_k,
+                "displaces_expected": quoted.displaces_expected,
+                "field": location.field,
+                "line": location.line,
+                "column": location.column,
+            }
+            for quoted, location in zip(located.finding.quoted, located.locations)
+        ],
+    }
+
+
+def warning_document(item: Diagnostic) -> Document:
+    return {"code": item.code, "message": item.message, "file": item.file, "line": item.line}
+
+
+def previous_document(comparison: Comparison) -> Document | None:
+    previous = comparison.previous
+    if previous is None:
+        return None
+    return {
+        "source": comparison.source,
+        "timestamp": previous.timestamp,
+        "fingerprint": fingerprint_document(previous.fingerprint),
+        "corpus": _corpus_document(previous.corpus),
+        "aggregate": aggregate_document(previous.aggregate),
+        # kb-mcp's `previous` is the whole previous run; its per-query rows are what a consumer
+        # of kb-mcp's JSON reads to see which query moved.
+        "per_query": [query_document(query) for query in previous.queries or ()],
+        "commit": comparison.revision.commit if comparison.revision is not None else None,
+        "ref": comparison.revision.ref if comparison.revision is not None else None,
+    }
+
+
+def diff_document(comparison: Comparison) -> Document | None:
+    if not comparison.compared:
+        return None
+    by_status: dict[str, list[str]] = {"worse": [], "better": [], "mixed": []}
+    changed = []
+    unchanged = 0
+    for query in comparison.query_deltas:
+        if query.status == "unchanged":
+            unchanged += 1
+            continue
+        by_status[query.status].append(query.query_id)
+        changed.append(query)
+    aggregate = _deltas_document(comparison.metric_deltas, "mrr")
+    return {
+        # kb-mcp's keys: each metric's delta as a plain number (current - previous).
+        "mrr": aggregate["mrr"]["delta"] if "mrr" in aggregate else None,
+        "recall_at_k": {k: value["delta"] for k, value in aggregate.get("recall_at_k", {}).items()},
+        "ndcg_at_k": {k: value["delta"] for k, value in aggregate.get("ndcg_at_k", {}).items()},
+        "aggregate": aggregate,
+        "queries": {
+            **by_status,
+            "unchanged": unchanged,
+            "only_in_current": list(comparison.only_in_current),
+            "only_in_previous": list(comparison.only_in_previous),
+        },
+        "per_query": [_query_delta_document(query) for query in comparison.changed_queries()],
+        "corpus": (
+            {"changed": comparison.corpus.changed, "description": comparison.corpus.description}
+            if comparison.corpus is not None else None
+        ),
+    }
+
+
+def corpus_changed(comparison: Comparison) -> bool | None:
+    """True/False when compared and both corpora are known; None otherwise (never False for unknown)."""
+    if not comparison.compared or comparison.corpus is None:
+        return None
+    return comparison.corpus.changed
+
+
+def gate_document(gate: GateResult) -> Document:
+    return {
+        "tripped": gate.tripped,
+        "evaluated": gate.evaluated,
+        "reason": gate.reason,
+        "threshold": gate.threshold,
+        "alpha": gate.alpha,
+        "metrics": [_verdict_document(verdict) for verdict in gate.verdicts],
+    }
+
+
+def _verdict_document(verdict: MetricVerdict) -> Document:
+    return {
+        "metric": verdict.metric.label,
+        "previous": verdict.previous,
+        "current": verdict.current,
+        "delta": verdict.delta,
+        "over_threshold": verdict.over_threshold,
+        "p_value": verdict.significance.p_value if verdict.significance else None,
+        "test": verdict.significance.to_json() if verdict.significance else None,
+        "counts": verdict.counts,
+        "worst_queries": [{"id": qid, "delta": delta} for qid, delta in verdict.worst_queries],
+    }
+
+
+def _query_delta_document(query: QueryDelta) -> Document:
+    return {
+        "id": query.query_id,
+        "query": query.query,
+        "status": query.status,
+        "metrics": _deltas_document(query.deltas, "reciprocal_rank"),
+        "rank_before": query.rank_before,
+        "rank_after": query.rank_after,
+        "now_above": query.now_above,
+    }
+
+
+def _deltas_document(deltas: tuple[MetricDelta, ...], mrr_key: str) -> Document:
+    """`{"mrr": {...}, "recall_at_k": {"5": {...}}, ...}`; per query, MRR's key is kb-mcp's."""
+    document: Document = {}
+    for delta in deltas:
+        value = {"previous": delta.previous, "current": delta.current, "delta": delta.delta}
+        if delta.metric.family == "mrr":
+            document[mrr_key] = value
+        else:
+            document.setdefault(f"{delta.metric.family}_at_k", {})[str(delta.metric.k)] = value
+    return document
+
+
+def fingerprint_document(fingerprint: Mapping[str, object]) -> Document:
+    """kb-eval's fingerprint, plus the keys kb-mcp's fingerprint has (KB_MCP_FINGERPRINT_ALIASES), so a
+    consumer of kb-mcp's JSON reads kb-eval's unchanged. Each is derived from kb-eval's own keys."""
+    document: Document = _plain(fingerprint)
+    retriever = document.get("retriever")
+    retriever = retriever if isinstance(retriever, dict) else {}
+    compiler = retriever.get("query_compiler_version")
+    return document | {
+        "golden_hash": document.get("golden_sha256"),
+        "k_values": document.get("k"),
+        # kb-mcp names its embedding model; kb-eval's nearest is what answered the queries.
+        "model": str(retriever.get("name", "unknown")),
+        "reranker": None,
+        "fts_query_version": compiler if isinstance(compiler, int) else None,
+    }
+
+
+def _corpus_document(corpus: CorpusSnapshot | None) -> Document | None:
+    if corpus is None:
+        return None
+    return {"documents": corpus.documents, "chunks": corpus.chunks, "digest": corpus.digest}
+
+
+def _by_k(values: Mapping[int, float]) -> dict[str, float]:
+    return {str(k): values[k] for k in sorted(values)}
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    # JSON has no NaN or Infinity; an external retriever's odd score must not make the report invalid.
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _plain(value: object) -> Any:
+    """A fingerprint (possibly read-only mappings and tuples) as plain JSON types."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+# --- validation ------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema.protocols.Validator:
+    # Imported on first validation, after the evaluation: its ~9 MiB then do not add to the peak
+    # of the analysis.
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+
+
+MAX_SCHEMA_ERRORS = 5
+"""Problems listed for an invalid document: a garbage file must not materialise thousands."""
+
+
+def validation_errors(document: object, most: int = MAX_SCHEMA_ERRORS) -> list[str]:
+    """Messages for the first `most` places `document` breaks the schema (empty when valid).
+
+    The validator yields errors lazily; only the first few are taken, so a crafted file with
+    a million bad entries costs what five do."""
+    errors = []
+    for error in _validator().iter_errors(document):
+        errors.append(f"{'/'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message}")
+        if len(errors) >= most:
+            break
+    return errors
+
+
+def validate(document: Document) -> None:
+    errors = validation_errors(document, 20)
+    if errors:
+        raise ReportInvalid("the report does not match its schema:\n  " + "\n  ".join(errors))

@@ -1,0 +1,730 @@
+"""The run history and baseline files: safe reading, pruned atomic writing.
+
+The history is the only place earlier runs live, so the rule that decides
+everything here is: never write over a history that could not be read.
+
+- A history that cannot be *read* (a symbolic link, a hard link, not a regular
+  file, over the size cap, permission denied) raises `InputError` (exit 2).
+  The pipeline reads the history before evaluating, so the run stops before
+  anything is saved over it.
+- Content that kb-eval did not write is refused the same way (InputError,
+  exit 2) and never replaced: another tool's JSON object, a top-level array
+  or scalar, a different `format` value, a newer schema version, or bytes
+  that are not JSON at all (ADR 0002). Only an empty file, or a file that
+  starts the way kb-eval writes one (`{"format":"kb-eval-history"`) but is
+  damaged or of an older shape, is recorded as a warning and replaced by a
+  fresh history: there is nothing in it that anyone else could lose.
+- A run record inside a good history that cannot be compared (e.g. a metric
+  of 1e400) is dropped with a warning; the other runs are kept.
+- Saving keeps the newest runs: at most `max_runs`, and no more than fit under
+  the size cap, because a history the next read would refuse must never be
+  written. The write is atomic (temp file in the same folder, fsync, rename),
+  so a killed or concurrent writer leaves either the old or the new file,
+  never a truncated one. `write_history` holds an exclusive lock (flock on
+  `.<name>.lock` beside the history) from re-reading the file to renaming the
+  new one into place; a run saved meanwhile by a concurrent kb-eval is kept,
+  so concurrent runs on one history serialise and none loses another's run.
+
+File format (`HISTORY_FORMAT`, version `HISTORY_SCHEMA_VERSION`), compact JSON:
+
+    {"format": "kb-eval-history", "schema_version": 1, "runs": [<run record>, ...]}
+
+with runs newest first; a run record is described in `scanner.report.read`.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import itertools
+import json
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scanner.evaluation.records import RunRecord
+from scanner.foundation.diagnostics import Diagnostic
+from scanner.foundation.errors import InputError
+from scanner.report.read import run_from_document, run_record_problems
+from scanner.report.serialise import serialise
+
+HISTORY_FORMAT = "kb-eval-history"
+"""Marks the file as ours, so another tool's JSON is never mistaken for a history."""
+
+HISTORY_SCHEMA_VERSION = 1
+
+DEFAULT_HISTORY_SIZE = 10
+"""Runs kept by default (`--history-size`)."""
+
+MAX_HISTORY_BYTES = 32 * 1024 * 1024
+"""Largest history (and baseline) file read or written: 32 MiB (33,554,432 bytes).
+
+Measured with `python bench/history_size.py 100 300 500 1000 2000` (synthetic
+runs, top_k 10, paths of ~35 and headings of ~30 characters, k = 1, 5, 10,
+compact JSON as written here): 1,710 bytes per query per run, so a 10-run
+history is 5.1 MB at 300 queries, 8.6 MB at 500 and 17.1 MB at 1,000; 32 MiB
+holds 10 runs of about 1,950 queries. Reading a 32.5 MB history (1,900 queries
+x 10 runs) took 0.76 s with a peak RSS of 186 MB. A bigger file was not
+written by kb-eval, which prunes to fit."""
+
+MAX_HISTORY_RUNS = 1000
+"""Runs read from a history (the newest; the rest are left out with one warning) and the largest
+--history-size. Each run is checked before use, and a 32 MiB file of tiny invalid runs would
+otherwise be ~1.5 million checks and as many warnings."""
+
+DETAILED_DROP_WARNINGS = 3
+"""Dropped runs described one by one; the rest are counted in one summary warning."""
+
+MAX_BASELINE_PROBLEMS = 5
+"""Schema problems named when a baseline is refused; a lazy validator stops there."""
+
+MAX_JSON_CONTAINERS = 2_000_000
+"""Objects and arrays a history or baseline may hold, counted before parsing. An empty object costs
+~64 bytes for its 3 bytes of text, so 32 MiB of `{},` would be 11 million objects and ~1 GB;
+a real 32 MiB history (10 runs of ~1,950 queries, 10 hits each) holds ~300,000."""
+
+_OUR_HEAD = b'{"format":"kb-eval-history"'
+"""How every history kb-eval writes begins (compact JSON, `format` first)."""
+
+_READ_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRead:
+    """What reading the history produced."""
+
+    runs: tuple[RunRecord, ...]
+    """Comparable run records, newest first; empty when the file was absent or started fresh."""
+    documents: tuple[dict[str, Any], ...]
+    """The same runs as read, for writing back unchanged (an older entry keeps what it recorded)."""
+    warnings: tuple[Diagnostic, ...]
+    """Unparsable content (code history-unparsable) or dropped runs (history-run-dropped);
+    empty for a clean read. Add them to the run's Diagnostics."""
+    existed: bool
+    """Whether a file was at the path (False: absent, which simply means no history yet)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySaved:
+    """What saving the history did."""
+
+    kept: int
+    """Runs written."""
+    dropped_for_count: int
+    """Oldest runs left out because of max_runs (expected, not warned about)."""
+    dropped_for_size: int
+    """Oldest runs left out so the file stays under the size cap (warned about)."""
+    bytes_written: int
+    warnings: tuple[Diagnostic, ...]
+    """history-pruned when runs were dropped for size; add them to the run's Diagnostics."""
+
+
+def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
+    """Read the history at `path`; see the module docstring for what is refused and what is forgiven.
+
+    Raises InputError when the file exists but cannot be read safely.
+    """
+    data = _read_regular_file(path, "history", cap_bytes, allow_links=False)
+    if data is None:
+        return HistoryRead(runs=(), documents=(), warnings=(), existed=False)
+    if not data.strip():
+        return _fresh(path, "is empty")
+    try:
+        document = _parse_strict_json(data)
+    except _Unparsable as bad:
+        if data.startswith(_OUR_HEAD):
+            return _fresh(path, f"is damaged ({bad.reason})")
+        raise _not_ours(path, f"is not JSON ({bad.reason})", bad.line) from None
+    if not isinstance(document, dict):
+        raise _not_ours(path, f"holds a JSON {_json_kind(document)}, not a kb-eval history object")
+    if document.get("format") != HISTORY_FORMAT:
+        if "format" in document:
+            raise _not_ours(path, f'has "format": {json.dumps(document["format"])[:60]}, not "{HISTORY_FORMAT}"')
+        # Valid JSON that some other tool wrote (`--history package.json`).
+        raise _not_ours(path, f'is a JSON object without "format": "{HISTORY_FORMAT}": another tool\'s file')
+    version = document.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > HISTORY_SCHEMA_VERSION:
+        raise InputError(
+            f"was written by a newer kb-eval (history schema_version {version}); left untouched",
+            file=str(path), hint="upgrade kb-eval, or point --history at another file",
+        )
+    if version != HISTORY_SCHEMA_VERSION:
+        return _fresh(
+            path,
+            f"has history schema_version {json.dumps(version)[:40]}, "
+            f"this kb-eval reads version {HISTORY_SCHEMA_VERSION}",
+        )
+    runs = document.get("runs")
+    if not isinstance(runs, list):
+        return _fresh(path, 'has no "runs" list')
+
+    kept: list[dict[str, Any]] = []
+    warnings: list[Diagnostic] = []
+    dropped = 0
+    for index, run in enumerate(runs[:MAX_HISTORY_RUNS]):
+        problems = run_record_problems(run)
+        if not problems:
+            kept.append(run)
+            continue
+        dropped += 1
+        if dropped <= DETAILED_DROP_WARNINGS:
+            warnings.append(
+                Diagnostic(
+                    "history-run-dropped",
+                    f"history run #{index + 1} cannot be compared and was dropped: " + "; ".join(problems[:3]),
+                    str(path),
+                )
+            )
+    if dropped > DETAILED_DROP_WARNINGS:
+        # One warning for the rest: 100,000 crafted runs must not become 100,000 warnings.
+        warnings.append(
+            Diagnostic(
+                "history-run-dropped",
+                f"{dropped - DETAILED_DROP_WARNINGS} more history runs cannot be compared and were dropped "
+                f"({dropped} in all)",
+                str(path),
+            )
+        )
+    if len(runs) > MAX_HISTORY_RUNS:
+        warnings.append(
+            Diagnostic(
+                "history-run-dropped",
+                f"the history holds {len(runs)} runs; only the newest {MAX_HISTORY_RUNS} were read",
+                str(path),
+            )
+        )
+    return HistoryRead(
+        runs=tuple(run_from_document(run) for run in kept), documents=tuple(kept), warnings=tuple(warnings), existed=True
+    )
+
+
+def _not_ours(path: Path, why: str, line: int | None = None) -> InputError:
+    return InputError(
+        f"{why}; kb-eval did not write this file and left it untouched",
+        file=str(path),
+        line=line,
+        hint="point --history at a file kb-eval writes (or a new path), or delete this one to start a fresh history",
+    )
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return "number"
+
+
+def _fresh(path: Path, why: str) -> HistoryRead:
+    warning = Diagnostic(
+        "history-unparsable",
+        f"the history file {why}; starting a fresh history (it will be replaced when this run is saved)",
+        str(path),
+    )
+    return HistoryRead(runs=(), documents=(), warnings=(warning,), existed=True)
+
+
+def check_history_size(max_runs: int) -> None:
+    """Refuse a `--history-size` that keeps no run (use --no-history for that)."""
+    if max_runs < 1:
+        raise InputError(
+            f"--history-size must be at least 1, got {max_runs}",
+            field="--history-size",
+            hint="pass --no-history to keep no history at all",
+        )
+    if max_runs > MAX_HISTORY_RUNS:
+        raise InputError(
+            f"--history-size must be at most {MAX_HISTORY_RUNS}, got {max_runs}",
+            field="--history-size",
+            hint="keep older runs as --save-baseline files instead",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPlan:
+    """What saving the history will write, decided before anything is written."""
+
+    data: bytes
+    kept: int
+    """Runs written."""
+    dropped_for_count: int
+    """Oldest runs left out because of max_runs (expected, not warned about)."""
+    dropped_for_size: int
+    """Oldest runs left out so the file stays under the size cap (warned about)."""
+    warnings: tuple[Diagnostic, ...]
+    """history-pruned when runs were dropped for size; part of this run's warnings."""
+    runs: tuple[Mapping[str, Any], ...] = ()
+    """What was planned from: this run's entry, then the runs read (for re-planning under the lock)."""
+    max_runs: int = DEFAULT_HISTORY_SIZE
+
+
+def plan_history(
+    path: Path,
+    runs: Sequence[Mapping[str, Any]],
+    max_runs: int = DEFAULT_HISTORY_SIZE,
+    cap_bytes: int = MAX_HISTORY_BYTES,
+) -> HistoryPlan:
+    """The file for `runs` (newest first, this run's entry at index 0), pruned by count and size.
+
+    Pure: the pipeline plans first, so the pruning warning is in the report that is validated
+    before any file is written. Raises InputError when even the newest run alone does not fit
+    under the cap.
+    """
+    check_history_size(max_runs)
+    if not runs:
+        raise ValueError("plan_history needs at least the current run")
+    records = runs[:max_runs]
+    dropped_for_count = len(runs) - len(records)
+
+    head = (
+        json.dumps(
+            {"format": HISTORY_FORMAT, "schema_version": HISTORY_SCHEMA_VERSION},
+            separators=(",", ":"),
+        )[:-1].encode()
+        + b',"runs":['
+    )
+    tail = b"]}\n"
+    # The same serialiser as every other file kb-eval writes (one line per entry, no newline).
+    encoded = [serialise(record, compact=True).rstrip("\n").encode("utf-8") for record in records]
+    # Size of the file keeping the first `count` runs, without re-serialising each time.
+    size = len(head) + len(tail) + sum(len(text) for text in encoded) + len(encoded) - 1
+    count = len(encoded)
+    while size > cap_bytes and count > 1:
+        count -= 1
+        size -= len(encoded[count]) + 1
+    if size > cap_bytes:
+        raise InputError(
+            f"this run alone is {size} bytes as a history entry, over the "
+            f"{cap_bytes}-byte history cap, so it cannot be saved",
+            file=str(path),
+            hint="pass --no-history (and keep the JSON report as a --baseline instead), "
+            "or lower --limit so each query records fewer hits",
+        )
+    warnings: list[Diagnostic] = []
+    dropped_for_size = len(encoded) - count
+    if dropped_for_size:
+        warnings.append(
+            Diagnostic(
+                "history-pruned",
+                f"the history would exceed {cap_bytes} bytes: kept the newest {count} of {len(encoded)} runs",
+                str(path),
+            )
+        )
+    data = head + b",".join(encoded[:count]) + tail
+    return HistoryPlan(data, count, dropped_for_count, dropped_for_size, tuple(warnings), tuple(runs), max_runs)
+
+
+def write_history(path: Path, plan: HistoryPlan, cap_bytes: int = MAX_HISTORY_BYTES) -> None:
+    """Replace the history with `plan`, atomically, under the history's lock.
+
+    The file is read again under the lock: when a concurrent kb-eval saved a run since this one
+    read the history, the plan is made again from this run's entry and the runs there now, so
+    that run is kept, not overwritten. (The pruning warning of that late plan is not in this
+    run's report, which was built from the first plan.)"""
+    with history_lock(path):
+        # The pipeline read this path before the eval; reading it again also refuses a file that
+        # became unreadable or foreign meanwhile, so it never loses its runs to this write.
+        current = read_history(path, cap_bytes)
+        if plan.runs and current.documents != tuple(plan.runs[1:]):
+            plan = plan_history(path, [plan.runs[0], *current.documents], plan.max_runs, cap_bytes)
+        _check_safe_to_replace(path, "history", cap_bytes)
+        write_atomically(path, plan.data, "history")
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file beside a history: `.<name>.lock`."""
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def history_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on `lock_path(path)`, created without following a link.
+
+    The lock file is left in place: deleting it while another process waits on it would let a
+    third lock a new file of the same name, and two writers would run at once."""
+    name = lock_path(path)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(name, flags, 0o644)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise InputError(
+                "the history's lock file is a symbolic link; kb-eval does not follow it",
+                file=str(name), hint="remove the link",
+            ) from None
+        raise InputError(
+            f"cannot create the history's lock file ({error.strerror})",
+            file=str(name),
+            hint="make the history's folder exist and be writable, or point --history elsewhere",
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError("the history's lock file is not a regular file", file=str(name), hint="remove it")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def record_run(
+    path: Path,
+    run: Mapping[str, Any],
+    max_runs: int = DEFAULT_HISTORY_SIZE,
+    cap_bytes: int = MAX_HISTORY_BYTES,
+) -> HistoryPlan:
+    """Add `run` (a run document) as the newest run of the history at `path`, keeping every run
+    already there, read under the lock."""
+    check_history_size(max_runs)
+    with history_lock(path):
+        current = read_history(path, cap_bytes)
+        plan = plan_history(path, [run, *current.documents], max_runs, cap_bytes)
+        _check_safe_to_replace(path, "history", cap_bytes)
+        write_atomically(path, plan.data, "history")
+    return plan
+
+
+def save_history(
+    path: Path,
+    runs: Sequence[Mapping[str, Any]],
+    max_runs: int = DEFAULT_HISTORY_SIZE,
+    cap_bytes: int = MAX_HISTORY_BYTES,
+) -> HistoryPlan:
+    """Plan and write exactly `runs` in one step (for callers with no report to build in between,
+    such as tests and benchmarks): no lock, no merge with what is on disk; see write_history."""
+    plan = plan_history(path, runs, max_runs, cap_bytes)
+    _check_safe_to_replace(path, "history", cap_bytes)
+    write_atomically(path, plan.data, "history")
+    return plan
+
+
+def save_baseline(path: Path, document: Mapping[str, Any], cap_bytes: int = MAX_HISTORY_BYTES) -> int:
+    """Write this run's report as a frozen baseline (`--save-baseline FILE`), atomically.
+
+    The file is a whole JSON report, so `--baseline FILE` reads it like any other
+    report artifact. Returns the bytes written.
+    """
+    data = serialise(document).encode("utf-8")
+    if len(data) > cap_bytes:
+        # Never write a baseline that --baseline would then refuse.
+        raise InputError(
+            f"the report is {len(data)} bytes, over the {cap_bytes}-byte cap for a baseline",
+            file=str(path),
+            hint="lower --limit so each query records fewer hits",
+        )
+    write_atomically(path, data, "baseline")
+    return len(data)
+
+
+def read_baseline(
+    path: Path,
+    validate: Callable[[Any], Iterable[str]],
+    cap_bytes: int = MAX_HISTORY_BYTES,
+) -> RunRecord:
+    """Read a previous JSON report (`--baseline FILE`) and return its run record.
+
+    `validate` checks the parsed report against the report JSON Schema and
+    returns the problems found (empty when valid). Anything unreadable, not
+    JSON, not a valid report, or with metrics outside [0, 1] raises InputError
+    (exit 2): unlike the history, a baseline was chosen on purpose, so comparing
+    against nothing instead would hide the mistake.
+    """
+    data = _read_regular_file(path, "baseline", cap_bytes, allow_links=True)
+    if data is None:
+        raise InputError(
+            "the baseline file does not exist",
+            file=str(path),
+            hint="check the --baseline path (in CI: did the artifact download step run?)",
+        )
+    try:
+        document = _parse_strict_json(data)
+    except _Unparsable as bad:
+        raise InputError(
+            f"the baseline is not valid JSON: {bad.reason}",
+            file=str(path),
+            line=bad.line,
+            hint="pass the JSON report of an earlier kb-eval run (--format json output)",
+        ) from None
+    # Only the first few are taken: a lazy validator stops there instead of listing (and sorting)
+    # every error of a crafted file.
+    problems = list(itertools.islice(validate(document), MAX_BASELINE_PROBLEMS))
+    if not problems:
+        # The schema cannot say "finite and in [0, 1]" for every number a crafted file holds.
+        problems = run_record_problems(document)
+    if problems or not isinstance(document, dict):
+        raise InputError(
+            "the baseline is not a valid kb-eval report: " + "; ".join(problems[:MAX_BASELINE_PROBLEMS]),
+            file=str(path),
+            hint="pass the JSON report of an earlier kb-eval run (--format json output)",
+        )
+    return run_from_document(document)
+
+
+# --- reading -----------------------------------------------------------------
+
+
+def _read_regular_file(path: Path, what: str, cap_bytes: int, allow_links: bool) -> bytes | None:
+    """The bytes of `path`, None when absent; InputError when it is not safe to read.
+
+    Checked with lstat BEFORE opening, so a FIFO is never opened for a blocking
+    read; opened with O_NONBLOCK (a FIFO swapped in after the check cannot hang)
+    and O_NOFOLLOW (a symlink swapped in fails), then checked again on the open
+    descriptor, which is the file actually read.
+    """
+    name = str(path)
+    try:
+        before = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise _unreadable(name, what, error) from None
+    if stat.S_ISLNK(before.st_mode):
+        if not allow_links:
+            raise _symlink_refused(name, what)
+        try:
+            before = os.stat(path)
+        except OSError as error:
+            raise _unreadable(name, what, error) from None
+    _check_stat(before, name, what, cap_bytes, allow_links)
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not allow_links:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if error.errno == errno.ELOOP and not allow_links:
+            raise _symlink_refused(name, what) from None
+        raise _unreadable(name, what, error) from None
+    try:
+        # The descriptor is what gets read: check it again. A concurrent kb-eval may
+        # have renamed a new history into place since lstat; that file is fine to
+        # read as long as it passes the same checks.
+        _check_stat(os.fstat(fd), name, what, cap_bytes, allow_links)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= cap_bytes:
+            chunk = os.read(fd, _READ_CHUNK)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as error:
+        raise _unreadable(name, what, error) from None
+    finally:
+        os.close(fd)
+    if total > cap_bytes:
+        raise _oversized(name, what, total, cap_bytes)  # it grew after fstat
+    return b"".join(chunks)
+
+
+def _check_safe_to_replace(path: Path, what: str, cap_bytes: int) -> None:
+    """Raise InputError unless `path` is absent or a file `read_history` would accept.
+
+    Opens and closes without reading: the same refusals as reading, so what the
+    next read would refuse is never replaced either.
+    """
+    name = str(path)
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise _unreadable(name, what, error) from None
+    if stat.S_ISLNK(status.st_mode):
+        raise _symlink_refused(name, what)
+    _check_stat(status, name, what, cap_bytes, allow_links=False)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        os.close(os.open(path, flags))
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _symlink_refused(name, what) from None
+        raise _unreadable(name, what, error) from None
+
+
+def _check_stat(status: os.stat_result, name: str, what: str, cap_bytes: int, allow_links: bool) -> None:
+    if not stat.S_ISREG(status.st_mode):
+        raise InputError(
+            f"the {what} file is {_file_kind(status.st_mode)}, not a regular file; "
+            "kb-eval stopped before saving anything",
+            file=name,
+            hint=f"remove it or point --{what} at a regular file",
+        )
+    if not allow_links and status.st_nlink > 1:
+        # Replacing the file by rename would detach it from its other names, which
+        # would keep the stale copy; writing through the link would change a file
+        # elsewhere. Either surprises someone, so ask.
+        raise InputError(
+            f"the {what} file has {status.st_nlink} hard links; kb-eval will not replace a "
+            "file that is also reachable under another name, and stopped before saving anything",
+            file=name,
+            hint=f"copy it to a file of its own (cp FILE FILE.new && mv FILE.new FILE) or point --{what} elsewhere",
+        )
+    if status.st_size > cap_bytes:
+        raise _oversized(name, what, status.st_size, cap_bytes)
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
+def _symlink_refused(name: str, what: str) -> InputError:
+    return InputError(
+        f"the {what} file is a symbolic link; kb-eval does not follow it (saving would "
+        "replace the link, not its target) and stopped before saving anything",
+        file=name,
+        hint=f"point --{what} at the real file, or replace the link with the file itself",
+    )
+
+
+def _oversized(name: str, what: str, size: int, cap_bytes: int) -> InputError:
+    return InputError(
+        f"the {what} file is {size} bytes, over the {cap_bytes}-byte cap; kb-eval never writes "
+        "one this big, so it is not what it expected and it stopped before saving anything",
+        file=name,
+        hint=f"move the file away to start a fresh {what}, or pass --no-history",
+    )
+
+
+def _unreadable(name: str, what: str, error: OSError) -> InputError:
+    reason = error.strerror or type(error).__name__
+    if isinstance(error, PermissionError):
+        hint = f"make the {what} file readable by the user running kb-eval (see ls -l)"
+    else:
+        hint = f"check the {what} path"
+    return InputError(
+        f"the {what} file cannot be read ({reason}); kb-eval stopped before saving anything",
+        file=name,
+        hint=hint,
+    )
+
+
+class _Unparsable(Exception):
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+def _reject_constant(name: str) -> float:
+    raise _Unparsable(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        # 1e400 parses to inf in Python; JSON has no infinity.
+        raise _Unparsable(f"number {text[:40]} is out of range")
+    return value
+
+
+def _parse_strict_json(data: bytes) -> object:
+    """Standard JSON only: no NaN/Infinity, no overflowing numbers, UTF-8, at most
+    MAX_JSON_CONTAINERS objects and arrays."""
+    if data.count(b"{") + data.count(b"[") > MAX_JSON_CONTAINERS:
+        raise _Unparsable(f"more than {MAX_JSON_CONTAINERS} objects and arrays")
+    try:
+        text = data.decode("utf-8")
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except _Unparsable:
+        raise
+    except json.JSONDecodeError as error:
+        raise _Unparsable(f"{error.msg} at line {error.lineno} column {error.colno}", error.lineno) from None
+    except UnicodeDecodeError:
+        raise _Unparsable("not UTF-8 text") from None
+    except ValueError as error:  # an integer with too many digits
+        raise _Unparsable(str(error)[:80]) from None
+    except RecursionError:
+        raise _Unparsable("nested too deeply") from None
+
+
+# --- writing -----------------------------------------------------------------
+
+
+def _new_file_mode(path: Path) -> int:
+    try:
+        existing = os.lstat(path)
+        if stat.S_ISREG(existing.st_mode):
+            return stat.S_IMODE(existing.st_mode)
+    except OSError:
+        pass
+    # mkstemp creates 0600; a new file gets what open() would have given it. Reading the
+    # umask means setting it, which is safe here: the CLI writes from one thread.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_atomically(path: Path, data: bytes, what: str) -> None:
+    """Write `data` to a temp file beside `path`, fsync it, rename it over `path`, fsync the folder.
+
+    The one writer of every file kb-eval produces (report, baseline, history). `what` names
+    the file in errors (`report`, `baseline`, `history`).
+
+    rename(2) within one file system is atomic: a reader (or the next run after a
+    kill) sees the whole old file or the whole new one. A temp file left by a
+    killed writer is named `.<name>.*.tmp` and is never read.
+    """
+    folder = path.parent
+    mode = _new_file_mode(path)
+    try:
+        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as error:
+        raise InputError(
+            f"cannot create a file in {folder} to save the {what} ({error.strerror})",
+            file=str(path),
+            hint=f"make the folder exist and be writable, or point --{what} elsewhere",
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException as error:
+        try:
+            os.unlink(temp_name)
+        except OSError:
+            pass
+        if isinstance(error, OSError):
+            raise InputError(
+                f"cannot save the {what} ({error.strerror})",
+                file=str(path),
+                hint=f"make sure {path} is not a directory and the disk is not full",
+            ) from None
+        raise
+    _fsync_folder(folder)
+
+
+def _fsync_folder(folder: Path) -> None:
+    # Makes the rename itself durable across a power loss; not every file system
+    # allows opening a directory, and the rename is already atomic without this.
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,288 @@
+"""Reading a run back from a file a pull request controls: checked, then turned into a record.
+
+A history entry is the JSON report of a run minus the keys that describe its
+own comparison (`previous`, `diff`, `corpus_changed`, `comparison`, `gate`):
+keeping the report's shape means a baseline file (a whole report) and a
+history entry are read by the same code, here, and nowhere else reads a run
+by string key.
+
+Records come back from files the user (or a pull request) controls, so before
+any arithmetic touches one it is checked here: every metric must be a finite
+number in [0, 1], counts non-negative integers, query ids unique. A record that
+fails is never compared (a crafted NaN or 1e400 would otherwise poison every
+delta and the gate).
+
+Fields added after the first release are optional so an older history still
+loads: only `timestamp`, `fingerprint` and `aggregate` (with `mrr` and
+`recall_at_k`) are required.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, TypeGuard
+
+from scanner.evaluation.records import QueryRecord, RunRecord
+from scanner.foundation.diagnostics import Diagnostic
+from scanner.golden.file import ExpectedEntry
+from scanner.metrics.measures import AggregateMetrics, QueryMetrics
+from scanner.retrievers.base import Hit
+from scanner.search.index import CorpusSnapshot
+
+_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+"""The report's timestamp format (scanner.report writes %Y-%m-%dT%H:%M:%SZ)."""
+
+_MAX_PROBLEMS = 5
+"""Stop listing problems after this many: a garbage file would otherwise produce thousands."""
+
+
+def is_unit_number(value: object) -> bool:
+    """A finite int or float in [0, 1] (bool is not a number here)."""
+    return (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0.0 <= value <= 1.0
+    )
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def run_record_problems(run: object) -> list[str]:
+    """What is wrong with a run record, empty when it can be compared.
+
+    Messages name the field by its JSON path, so a warning can point at it.
+    """
+    problems: list[str] = []
+    if not isinstance(run, dict):
+        return [f"a run must be a JSON object, not {_json_type(run)}"]
+    timestamp = run.get("timestamp")
+    if not (isinstance(timestamp, str) and _TIMESTAMP.fullmatch(timestamp)):
+        # Printed in the text report: a crafted "x\n::error::" must not reach the log.
+        problems.append("timestamp: missing or not a UTC time like 2026-12-02T15:44:16Z")
+    if not isinstance(run.get("fingerprint"), dict):
+        problems.append("fingerprint: missing or not an object")
+    aggregate = run.get("aggregate")
+    if not isinstance(aggregate, dict):
+        problems.append("aggregate: missing or not an object")
+    else:
+        problems.extend(_aggregate_problems(aggregate, "aggregate"))
+    corpus = run.get("corpus")
+    if corpus is not None:
+        problems.extend(_corpus_problems(corpus))
+    per_query = run.get("per_query")
+    if per_query is not None:
+        problems.extend(_per_query_problems(per_query))
+    return problems[:_MAX_PROBLEMS]
+
+
+def _aggregate_problems(aggregate: Mapping[str, Any], where: str) -> list[str]:
+    problems: list[str] = []
+    if not is_unit_number(aggregate.get("mrr")):
+        problems.append(f"{where}.mrr: must be a finite number in [0, 1]")
+    problems.extend(_at_k_problems(aggregate.get("recall_at_k"), f"{where}.recall_at_k"))
+    if "ndcg_at_k" in aggregate:  # newer than the first history format
+        problems.extend(_at_k_problems(aggregate["ndcg_at_k"], f"{where}.ndcg_at_k"))
+    if "query_count" in aggregate and not _is_count(aggregate["query_count"]):
+        problems.append(f"{where}.query_count: must be a non-negative integer")
+    return problems
+
+
+def _at_k_problems(values: object, where: str) -> list[str]:
+    if not isinstance(values, dict):
+        return [f"{where}: missing or not an object"]
+    problems: list[str] = []
+    for k, value in values.items():
+        # len() first: int() of a 5,000-digit key raises ValueError (a crash, exit 3) past its digit limit.
+        if not (isinstance(k, str) and k.isdigit() and k.isascii() and len(k) <= 6 and int(k) >= 1):
+            problems.append(f"{where}: key {k!r} is not a positive integer k")
+        elif not is_unit_number(value):
+            problems.append(f"{where}.{k}: must be a finite number in [0, 1]")
+    return problems
+
+
+def _corpus_problems(corpus: object) -> list[str]:
+    if not isinstance(corpus, dict):
+        return ["corpus: not an object"]
+    problems: list[str] = []
+    for field in ("documents", "chunks"):
+        if field in corpus and not _is_count(corpus[field]):
+            problems.append(f"corpus.{field}: must be a non-negative integer")
+    if "digest" in corpus and not isinstance(corpus["digest"], str):
+        problems.append("corpus.digest: must be a string")
+    return problems
+
+
+def _per_query_problems(per_query: object) -> list[str]:
+    if not isinstance(per_query, list):
+        return ["per_query: not a list"]
+    problems: list[str] = []
+    seen: set[str] = set()
+    for index, row in enumerate(per_query):
+        where = f"per_query[{index}]"
+        if not isinstance(row, dict):
+            problems.append(f"{where}: not an object")
+            continue
+        query_id = row.get("id")
+        if not isinstance(query_id, str):
+            problems.append(f"{where}.id: missing or not a string")
+        elif query_id in seen:
+            # Deltas are matched by id; a repeated id would pair the wrong rows.
+            problems.append(f"{where}.id: {query_id!r} appears twice")
+        else:
+            seen.add(query_id)
+        metrics = row.get("metrics")
+        if not isinstance(metrics, dict):
+            problems.append(f"{where}.metrics: missing or not an object")
+            continue
+        for key in _RECIPROCAL_RANK_KEYS:
+            if key in metrics and not is_unit_number(metrics[key]):
+                problems.append(f"{where}.metrics.{key}: must be a finite number in [0, 1]")
+        for family in ("recall_at_k", "ndcg_at_k"):
+            if family in metrics:
+                problems.extend(_at_k_problems(metrics[family], f"{where}.metrics.{family}"))
+        if len(problems) >= _MAX_PROBLEMS:
+            break
+    return problems
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+KB_MCP_FINGERPRINT_ALIASES = ("golden_hash", "k_values", "model", "reranker", "fts_query_version")
+"""Written beside kb-eval's fingerprint for kb-mcp's readers (scanner/report/document.py); derived
+from kb-eval's own keys, so they are dropped here and never take part in a comparison."""
+
+_RECIPROCAL_RANK_KEYS = ("reciprocal_rank", "rr")
+"""kb-mcp's key, and the one kb-eval 0.1 wrote (a history written then still compares)."""
+
+
+def run_from_document(document: Mapping[str, Any]) -> RunRecord:
+    """The record of a run document that `run_record_problems` found no problem with.
+
+    What the comparison needs was checked there; the rest (hits, expected entries, tags) is
+    taken where well-formed and left out where not, since nothing decides on it."""
+    aggregate = document["aggregate"]
+    corpus = document.get("corpus")
+    tool = document.get("tool")
+    by_tag = document.get("by_tag")
+    per_query = document.get("per_query")
+    return RunRecord(
+        tool_version=str(tool.get("version", "")) if isinstance(tool, Mapping) else "",
+        timestamp=document["timestamp"],
+        fingerprint={
+            key: value for key, value in document["fingerprint"].items() if key not in KB_MCP_FINGERPRINT_ALIASES
+        },
+        corpus=_corpus(corpus) if isinstance(corpus, Mapping) else None,
+        aggregate=_aggregate(aggregate),
+        by_tag=tuple(
+            (tag, _aggregate(value))
+            for tag, value in (by_tag.items() if isinstance(by_tag, Mapping) else ())
+            if isinstance(tag, str) and isinstance(value, Mapping) and not _aggregate_problems(value, "")
+        ),
+        queries=tuple(_query(row) for row in per_query) if isinstance(per_query, list) else None,
+        findings=(),
+        warnings=tuple(_warnings(document.get("warnings"))),
+    )
+
+
+def _corpus(corpus: Mapping[str, Any]) -> CorpusSnapshot | None:
+    """None unless both counts were recorded: a half-recorded corpus would compare as changed
+    (`-1 -> 642 documents`) when nothing is known. A missing digest is "" (compare says unknown)."""
+    documents, chunks, digest = corpus.get("documents"), corpus.get("chunks"), corpus.get("digest")
+    if not (_is_count(documents) and _is_count(chunks)):
+        return None
+    return CorpusSnapshot(documents, chunks, digest if isinstance(digest, str) else "")
+
+
+def _aggregate(aggregate: Mapping[str, Any]) -> AggregateMetrics:
+    count = aggregate.get("query_count")
+    return AggregateMetrics(
+        query_count=count if _is_count(count) else 0,
+        mrr=float(aggregate["mrr"]),
+        recall_at_k=_by_k(aggregate.get("recall_at_k")),
+        ndcg_at_k=_by_k(aggregate.get("ndcg_at_k")),
+    )
+
+
+def _by_k(values: object) -> dict[int, float]:
+    if not isinstance(values, Mapping):
+        return {}
+    return {int(k): float(v) for k, v in values.items()}
+
+
+def _query(row: Mapping[str, Any]) -> QueryRecord:
+    metrics = row["metrics"]
+    rr = next((metrics[key] for key in _RECIPROCAL_RANK_KEYS if key in metrics), None)
+    text, line, tags = row.get("query"), row.get("line"), row.get("tags")
+    expected = tuple(_expected(row.get("expected")))
+    return QueryRecord(
+        id=row["id"],
+        text=text if isinstance(text, str) else "",
+        tags=tuple(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else (),
+        line=line if _is_count(line) and line else None,
+        expected=expected,
+        hits=tuple(_hits(row.get("top_k"))),
+        metrics=QueryMetrics(
+            reciprocal_rank=float(rr) if rr is not None else math.nan,
+            recall_at_k=_by_k(metrics.get("recall_at_k")),
+            ndcg_at_k=_by_k(metrics.get("ndcg_at_k")),
+            # `expected: []` is reported and left out of the aggregate (kb-mcp); an old row
+            # without `expected` counted.
+            counted=bool(expected) or not isinstance(row.get("expected"), list),
+        ),
+    )
+
+
+def _expected(entries: object) -> list[ExpectedEntry]:
+    if not isinstance(entries, list):
+        return []
+    return [
+        ExpectedEntry(e["path"], e.get("heading") if isinstance(e.get("heading"), str) else None, 0)
+        for e in entries
+        if isinstance(e, Mapping) and isinstance(e.get("path"), str)
+    ]
+
+
+def _hits(entries: object) -> list[Hit]:
+    if not isinstance(entries, list):
+        return []
+    hits = []
+    for entry in entries:
+        if not (isinstance(entry, Mapping) and _is_count(entry.get("rank")) and isinstance(entry.get("path"), str)):
+            continue
+        heading, score = entry.get("heading"), entry.get("score")
+        hits.append(
+            Hit(
+                entry["rank"], entry["path"], heading if isinstance(heading, str) else "",
+                float(score) if isinstance(score, (int, float)) and not isinstance(score, bool)
+                and math.isfinite(score) else None,
+            )
+        )
+    return hits
+
+
+def _warnings(entries: object) -> list[Diagnostic]:
+    if not isinstance(entries, list):
+        return []
+    return [
+        Diagnostic(
+            w["code"], w["message"],
+            w.get("file") if isinstance(w.get("file"), str) else None,
+            w.get("line") if _is_count(w.get("line")) else None,
+        )
+        for w in entries
+        if isinstance(w, Mapping) and isinstance(w.get("code"), str) and isinstance(w.get("message"), str)
+    ]

@@ -1,0 +1,31 @@
+"""The one JSON serialiser: every file kb-eval writes (report, baseline, history) and its stdout JSON.
+
+Paths and ids from the pull request may hold what a log reader takes for a
+line break or a command: json.dumps escapes C0 controls but leaves U+0085,
+U+2028 and U+2029 raw, and `##[` anywhere in a line is a legacy workflow
+command to the runner. Each is written as a JSON escape instead (`#` as
+\\u0023 before `[`), so any JSON reader decodes the same text and no line of
+the output holds a break or a command. These characters occur only inside
+strings, and no JSON escape sequence contains one, so the rewrite cannot cut
+an escape.
+"""
+
+from __future__ import annotations
+
+import json
+
+from scanner.foundation.untrusted_text import LEGACY_COMMAND
+
+_LINE_BREAKS_ESCAPED = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def serialise(document: object, *, compact: bool = False) -> str:
+    """JSON text ending in a newline; `compact` for one-line history entries.
+
+    `allow_nan=False`: a NaN that slipped through is a crash here, not an invalid file downstream.
+    """
+    if compact:
+        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    else:
+        text = json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False)
+    return LEGACY_COMMAND.sub(r"#\\u0023[", text.translate(_LINE_BREAKS_ESCAPED)) + "\n"

@@ -1,0 +1,313 @@
+"""golden-queries-quoted: documents that quote two or more golden queries verbatim.
+
+The specification is docs/decisions/0006-report-a-corpus-that-quotes-the-golden-set.md. Each of
+its rules is one function or constant below, with the reason beside it, and `scan` applies them in
+the order the original implementation does (grooveseek, formerly kb-mcp: `grooveseek/src/eval.rs`,
+`quote_needles` then `detect_quoted_queries`).
+The scan decides with no I/O: it is given the indexed chunks (read inside the
+same snapshot the searches used) and each query's returned list, and returns
+findings. Rendering the warning is separate (scanner/render/console.py), so is locating
+the quote in the source file (`locate`).
+
+The finding reports an observation, never a cause: a note about the test and
+the source a query was written from look identical, and only the person who
+wrote the golden set can tell them apart. It never changes the exit status.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import ahocorasick
+
+from scanner.corpus.documents import Chunk
+from scanner.corpus.markdown import BREADCRUMB_SEPARATOR
+from scanner.golden.file import GoldenQuery
+from scanner.metrics.measures import hit_matches
+from scanner.retrievers.base import Hit
+from scanner.search.index import INDEXED_FIELDS, IndexedChunk
+
+CHECK_NAME = "golden-queries-quoted"
+
+MIN_QUOTE_CHARS = 12
+"""Queries shorter than this (in characters, after normalisation) are not matched: short queries
+appear in many documents by chance and only add noise to the count the rule depends on. Measured
+on the reference corpus (662 documents, 26 queries): 8 and 12 give identical results, 16 loses the
+one true finding, because golden queries skew short. Not configurable, by decision."""
+
+MIN_QUOTED_QUERIES = 2
+"""A document is a finding only when it quotes at least this many distinct queries. One verbatim
+match is what a document about a topic looks like (a one-quote rule gave 8 findings, all false,
+on the reference corpus); quoting several is what a note about the test looks like (exactly the
+one true finding). Not configurable, by decision: no threshold option, no allow-list."""
+
+# Fields are joined with NUL for one pass per document. It is not whitespace (normalisation keeps
+# it), corpus text never holds it (files with NUL bytes are skipped), and needles holding it are
+# not searched, so no match can span two fields or two chunks: the seam rule holds by construction.
+_SEAM = "\x00"
+_SEAM_PATTERN = re.compile(_SEAM)
+
+
+def normalise(text: str) -> str:
+    """Runs of any Unicode whitespace become one space, ends are trimmed, text is lower-cased.
+    Applied identically to queries and to field text."""
+    return " ".join(text.split()).lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Needle:
+    """One distinct normalised query wording, standing for every golden entry that has it."""
+
+    text: str
+    representative: GoldenQuery
+    """The first golden entry with this wording: its id and its ranks are reported."""
+    order: int
+    """Golden-file position of the representative, for reporting in golden order."""
+    exempt_paths: frozenset[str]
+    """Documents that are a labelled answer for this wording (in any folded entry's `expected`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteLocation:
+    field: str
+    """`heading`, `breadcrumb` or `body`."""
+    line: int
+    column: int | None
+    """1-based column in the source line, when the quote maps onto one line's text."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuotedQuery:
+    query_id: str
+    rank_in_top_k: int | None
+    """Best rank of any chunk of this document in the query's returned list; None when the
+    document is not in it (a measured fact, not missing data)."""
+    first_quote_chunk: int
+    """Index-chunk id holding the first quotation (resolved to a source line by `locate`)."""
+    first_quote_field: str
+    best_expected_rank: int | None
+    """Best rank of any hit in the query's returned list that matches one of its expected entries
+    (`metrics.hit_matches`, so a pinned heading must match); None when none reached the list."""
+    displaces_expected: bool | None
+    """True when this document ranked above every expected document of the query in this run
+    (also when no expected document reached the list), False when an expected document ranked
+    above it, None when this document is not in the list. Reported beside the rank, never part of
+    the rule: the finding set, the exit status and the fingerprint do not depend on it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    path: str
+    quoted: tuple[QuotedQuery, ...]
+    """In golden order."""
+
+
+def fold_needles(queries: Sequence[GoldenQuery]) -> list[Needle]:
+    """Entries whose wording normalises to the same text become one needle before counting.
+
+    The golden loader accepts duplicate wording, and counting near-duplicates separately would let
+    one quotation satisfy the two-query threshold on its own. The needle is exempt for a document if
+    any folded entry expects it: same wording, same 'this is a labelled answer'."""
+    by_text: dict[str, tuple[GoldenQuery, int, set[str]]] = {}
+    for order, query in enumerate(queries):
+        text = normalise(query.text)
+        if not is_long_enough(text):
+            continue
+        _, _, exempt = by_text.setdefault(text, (query, order, set()))
+        exempt.update(entry.path for entry in query.expected)
+    return [
+        Needle(text, representative, first, frozenset(exempt))
+        for text, (representative, first, exempt) in by_text.items()
+    ]
+
+
+def is_long_enough(normalised_query: str) -> bool:
+    return len(normalised_query) >= MIN_QUOTE_CHARS
+
+
+def is_exempt(needle: Needle, path: str) -> bool:
+    """A document listed in the query's `expected` contains the wording because it is the answer.
+    The exemption covers the whole document even when the entry pins a heading: narrowing it to
+    the section would start counting 'a topic name appears in another section of the document
+    about that topic', the population that made the one-quote rule useless."""
+    return path in needle.exempt_paths
+
+
+def drop_explained_matches(matched: Sequence[Needle]) -> list[Needle]:
+    """A match whose text is a substring of another match in the same document is dropped: one
+    quotation of 'how does cross-encoder reranking work?' also matches 'cross-encoder reranking',
+    and is still one piece of evidence. Without occurrence positions this also drops a shorter
+    query quoted elsewhere, erring toward under-counting, the same trade the threshold makes.
+
+    `matched` must be every match in the document, exempt ones included: a longer match that is
+    exempt (the document answers it) still explains the shorter one inside it (see `scan`)."""
+    return [n for n in matched if not any(n is not m and n.text in m.text for m in matched)]
+
+
+def is_finding(independent: Sequence[Needle]) -> bool:
+    return len(independent) >= MIN_QUOTED_QUERIES
+
+
+class QuoteScanner:
+    """Multi-pattern search over every field of every indexed chunk in one pass per document.
+
+    Aho-Corasick makes the cost linear in the corpus text plus the matches, whatever the number of
+    golden queries; a loop of `needle in text` grows with queries x corpus (the reference in tests)."""
+
+    def __init__(self, queries: Sequence[GoldenQuery]) -> None:
+        self.needles = fold_needles(queries)
+        self.automaton = ahocorasick.Automaton(ahocorasick.STORE_INTS)
+        self.by_order = {needle.order: needle for needle in self.needles}
+        for needle in self.needles:
+            # A needle holding the seam character could match across two fields; corpus text
+            # never holds it (files with NUL bytes are skipped), so such a needle can't be quoted.
+            if _SEAM not in needle.text:
+                self.automaton.add_word(needle.text, needle.order)
+        if len(self.automaton):
+            self.automaton.make_automaton()
+
+    def matches_in_document(self, chunks: Sequence[IndexedChunk]) -> dict[int, tuple[int, str]]:
+        """needle order -> (chunk id, field) of its first occurrence in this document."""
+        if not len(self.automaton):
+            return {}
+        # One normalisation and one automaton pass per document, over its fields joined by the
+        # seam. Normalising the joined text equals normalising each field: the seam is not
+        # whitespace, so it survives, and no needle holds it, so no match crosses it.
+        # chunk[2:5] is (heading, breadcrumb, body): INDEXED_FIELDS, in IndexedChunk's order.
+        text = normalise(_SEAM.join([field for chunk in chunks for field in chunk[2:5]]))
+        first: dict[int, int] = {}
+        for end, order in self.automaton.iter(text):
+            if order not in first:
+                first[order] = end - len(self.by_order[order].text) + 1
+        if not first:
+            return {}
+        seams = [m.start() for m in _SEAM_PATTERN.finditer(text)]
+        where = [(chunk[0], field) for chunk in chunks for field in INDEXED_FIELDS]
+        return {order: where[bisect_right(seams, start)] for order, start in first.items()}
+
+
+def scan(
+    chunks_by_document: Iterable[tuple[str, Sequence[IndexedChunk]]],
+    queries: Sequence[GoldenQuery],
+    returned: Mapping[str, Sequence[Hit]],
+) -> list[Finding]:
+    """Scan every indexed document once. `returned` maps query id to the list that query got.
+
+    The rules apply in grooveseek's order (`grooveseek/src/eval.rs`: `quote_needles` folds and
+    floors, `scan_quoted_documents` matches per field, `detect_quoted_queries` drops explained
+    matches first and exempts second, then counts). Explained matches go first because a
+    quotation is evidence whatever the document is: a labelled answer for 'how does cross-encoder
+    reranking work?' that mentions one other golden query holds one quotation of the long query,
+    and exempting first would let its 'cross-encoder reranking' count as a second one."""
+    scanner = QuoteScanner(queries)  # fold_needles: the length floor, then folded wording
+    findings = []
+    for path, chunks in chunks_by_document:
+        matches = scanner.matches_in_document(chunks)  # per field, never across a seam
+        independent = drop_explained_matches([scanner.by_order[order] for order in matches])
+        counted = [needle for needle in independent if not is_exempt(needle, path)]
+        if not is_finding(counted):
+            continue
+        quoted = tuple(
+            quoted_query(needle, path, matches[needle.order], returned.get(needle.representative.id, ()))
+            for needle in sorted(counted, key=lambda n: n.order)
+        )
+        findings.append(Finding(path, quoted))
+    findings.sort(key=lambda f: f.path)
+    return findings
+
+
+def quoted_query(needle: Needle, path: str, first_quote: tuple[int, str], hits: Sequence[Hit]) -> QuotedQuery:
+    """The report line for one counted needle, with the representative entry's id, list and
+    expected entries (the same entry `rank_in_top_k` has always been read from)."""
+    rank = best_rank(hits, path)
+    expected_rank = best_expected_rank(hits, needle.representative)
+    return QuotedQuery(
+        query_id=needle.representative.id,
+        rank_in_top_k=rank,
+        first_quote_chunk=first_quote[0],
+        first_quote_field=first_quote[1],
+        best_expected_rank=expected_rank,
+        displaces_expected=displaces_expected(rank, expected_rank),
+    )
+
+
+def best_rank(hits: Sequence[Hit], path: str) -> int | None:
+    return min((hit.rank for hit in hits if hit.path == path), default=None)
+
+
+def best_expected_rank(hits: Sequence[Hit], query: GoldenQuery) -> int | None:
+    """Best rank of a hit that the metrics would credit to this query (same matching rule), so
+    'the labelled answer ranked above it' means what recall and MRR mean by a labelled answer."""
+    return min((hit.rank for hit in hits if any(hit_matches(hit, e) for e in query.expected)), default=None)
+
+
+def displaces_expected(rank: int | None, expected_rank: int | None) -> bool | None:
+    """Whether the quoting document took a place above every labelled answer: the harm decision
+    0006 exists to reveal. Unknown (None) when the document is not in the list at all; True when
+    no labelled answer reached the list, since the document then ranks above all of them."""
+    if rank is None:
+        return None
+    return expected_rank is None or rank < expected_rank
+
+
+def is_displacing(finding: Finding) -> bool:
+    """A finding that displaced a labelled answer for at least one of the queries it quotes."""
+    return any(quoted.displaces_expected is True for quoted in finding.quoted)
+
+
+def locate_in_text(raw: str, needle: str) -> tuple[int, int] | None:
+    """(line offset, 0-based column) of the first occurrence of a normalised needle in raw text.
+
+    Normalisation is rebuilt here with a map back to raw offsets; this runs only for findings."""
+    normalised: list[str] = []
+    origin: list[int] = []
+    pending_space = False
+    for position, char in enumerate(raw):
+        if char.isspace():
+            pending_space = bool(normalised)
+            continue
+        if pending_space:
+            normalised.append(" ")
+            origin.append(position)
+            pending_space = False
+        for lowered in char.lower():
+            normalised.append(lowered)
+            origin.append(position)
+    found = "".join(normalised).find(needle)
+    if found < 0:
+        return None
+    raw_offset = origin[found]
+    before = raw[:raw_offset]
+    line_offset = before.count("\n")
+    column = raw_offset - (before.rfind("\n") + 1)
+    return line_offset, column
+
+
+def locate(chunk: Chunk, field: str, needle_text: str) -> QuoteLocation:
+    """Where in the source file the first quotation in `field` of `chunk` is.
+
+    Body text is the source lines unchanged, so line and column are exact. A heading gives its
+    line. A breadcrumb match points at the part it starts in: an enclosing heading's line, the
+    frontmatter `title:` line, or line 1 when the title is the file name."""
+    if field == "body":
+        found = locate_in_text(chunk.body, needle_text)
+        if found is not None:
+            return QuoteLocation(field, chunk.body_start_line + found[0], found[1] + 1)
+        return QuoteLocation(field, chunk.body_start_line, None)
+    if field == "heading":
+        found = locate_in_text(chunk.heading, needle_text)
+        line = chunk.heading_line if chunk.heading_line is not None else chunk.start_line
+        return QuoteLocation(field, line + (found[0] if found else 0), None)
+    found = locate_in_text(chunk.breadcrumb, needle_text)
+    part = 0
+    if found is not None:
+        offset = found[1]  # the breadcrumb is one line
+        end = 0
+        for part, text in enumerate(chunk.breadcrumb_parts):
+            end += len(text) + len(BREADCRUMB_SEPARATOR)
+            if offset < end:
+                break
+    return QuoteLocation(field, chunk.breadcrumb_lines[part], None)

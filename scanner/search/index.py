@@ -1,0 +1,299 @@
+"""The index: the chunk table in SQLite, and BM25 postings analysed from that same table.
+
+The `chunks` table is the single copy of the indexed text. The postings (`bm25.py`) are
+computed from its rows, so the text the quote scan reads is, by construction, the text search
+ranks: the seed decision makes that equality the scan's selection rule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import shutil
+import sqlite3
+import tempfile
+import weakref
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
+from typing import NamedTuple
+
+import numpy as np
+
+from scanner.corpus.documents import Chunk, Document
+from scanner.corpus.markdown import BREADCRUMB_SEPARATOR
+from scanner.foundation.progress import progress
+from scanner.foundation.workers import worker_pool
+from scanner.search.analysis import Analyzer
+from scanner.search.bm25 import Bm25Parameters, Bm25Scorer, Postings, PostingsBuilder, merge_postings
+
+INDEXED_FIELDS = ("heading", "breadcrumb", "body")
+"""Exactly the fields search indexes, in field-weight order."""
+
+
+class IndexedChunk(NamedTuple):
+    """A chunk as the index holds it: what the searches ranked and the scan reads.
+
+    A named tuple, so the scan can take SQLite's rows as they come (same field order) instead
+    of building an object per chunk: at 100,000 chunks that was a tenth of the scan."""
+
+    id: int
+    path: str
+    heading: str
+    breadcrumb: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusSnapshot:
+    documents: int
+    chunks: int
+    digest: str
+    """sha256 over every indexed chunk's path and fields, in index order."""
+
+
+class Index:
+    """The chunk table in a private temporary SQLite database; searches and the scan run inside one
+    read snapshot of it.
+
+    On disk rather than in memory: the indexed text then lives in the page cache, not in the
+    process, which keeps a 100,000-document KB inside the runner's memory. The chunk table is
+    always built (the quote scan reads it, whatever retriever answers); the postings are built
+    the first time a search needs them, before the read snapshot starts."""
+
+    def __init__(
+        self, folder: str, connection: sqlite3.Connection, snapshot: CorpusSnapshot, paths: frozenset[str],
+        analysis_workers: int | None = None,
+    ) -> None:
+        self.folder = folder
+        self.connection = connection
+        self.corpus = snapshot
+        self.paths = paths
+        """Every indexed document's path."""
+        self.analysis_workers = min(analysis_workers or os.cpu_count() or 1, MAX_ANALYSIS_WORKERS)
+        """Processes that analyse the chunk table when it has PARALLEL_MIN_CHUNKS or more (one per CPU)."""
+        self.analyzer = Analyzer()
+        """Its vocabulary holds every term of the built scorers; queries are analysed with it."""
+        self._scorers: dict[tuple[tuple[float, float, float], Bm25Parameters], Bm25Scorer] = {}
+        weakref.finalize(self, _remove_folder, folder, [connection])
+
+    @classmethod
+    def build(cls, documents: Iterable[Document], *, analysis_workers: int | None = None) -> Index:
+        """Index documents as they come, in path order (read_documents' order): each is written to
+        the chunk table and dropped, so the parsed KB is never held whole. The table keeps each
+        chunk's source lines too, so a finding is located from it (Index.chunk)."""
+        folder = tempfile.mkdtemp(prefix="kb-eval-index-")
+        connection = _connect(os.path.join(folder, "chunks.sqlite"))
+        connection.execute(
+            "CREATE TABLE chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
+            " heading TEXT NOT NULL, breadcrumb TEXT NOT NULL, body TEXT NOT NULL,"
+            " start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, heading_line INTEGER,"
+            " body_start_line INTEGER NOT NULL, breadcrumb_lines TEXT NOT NULL, breadcrumb_part_lengths TEXT NOT NULL)"
+        )
+        digest = hashlib.sha256()
+        count = 0
+        paths: list[str] = []
+
+        def rows() -> Iterator[tuple[object, ...]]:
+            nonlocal count
+            for document in documents:
+                if paths and document.path <= paths[-1]:
+                    # Chunk ids are positions in path order (chunks_by_document, the postings).
+                    raise RuntimeError(f"documents out of path order: {document.path!r} after {paths[-1]!r}")
+                paths.append(document.path)
+                for chunk in document.chunks:
+                    breadcrumb = chunk.breadcrumb
+                    count += 1
+                    for value in (chunk.path, chunk.heading, breadcrumb, chunk.body):
+                        encoded = value.encode("utf-8", "surrogatepass")
+                        # Length-prefixed, so no two different corpora share a digest by moving a seam.
+                        digest.update(len(encoded).to_bytes(8, "big"))
+                        digest.update(encoded)
+                    yield (
+                        count, chunk.path, chunk.heading, breadcrumb, chunk.body, chunk.start_line, chunk.end_line,
+                        chunk.heading_line, chunk.body_start_line, ",".join(map(str, chunk.breadcrumb_lines)),
+                        ",".join(str(len(part)) for part in chunk.breadcrumb_parts),
+                    )
+
+        try:
+            connection.execute("BEGIN")
+            connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+            connection.execute("COMMIT")
+        except BaseException:
+            # Reading stopped part-way (a corpus cap, an interrupt): the half-written table goes
+            # with it, as a finished index's does when it is dropped.
+            _remove_folder(folder, [connection])
+            raise
+        snapshot = CorpusSnapshot(len(paths), count, "sha256:" + digest.hexdigest())
+        return cls(folder, connection, snapshot, frozenset(paths), analysis_workers)
+
+    def chunk(self, chunk_id: int) -> Chunk:
+        """The chunk with this id, with its source lines, as it was indexed."""
+        row = self.connection.execute(
+            "SELECT path, heading, breadcrumb, body, start_line, end_line, heading_line, body_start_line,"
+            " breadcrumb_lines, breadcrumb_part_lengths FROM chunks WHERE id = ?",
+            (chunk_id,),
+        ).fetchone()
+        if row is None:
+            raise KeyError(chunk_id)
+        path, heading, breadcrumb, body, start, end, heading_line, body_start, lines, lengths = row
+        parts, offset = [], 0
+        for length in map(int, lengths.split(",")):
+            parts.append(breadcrumb[offset : offset + length])
+            offset += length + len(BREADCRUMB_SEPARATOR)
+        return Chunk(
+            path, heading, tuple(parts), body, start, end, heading_line, body_start, tuple(map(int, lines.split(",")))
+        )
+
+    def scorer(self, weights: tuple[float, float, float], parameters: Bm25Parameters) -> Bm25Scorer:
+        """The BM25 scorer for these field weights and parameters, analysed on first use (an external
+        retriever never pays for it) from the chunk table itself: search ranks exactly the text the
+        quote scan reads. Built once per combination."""
+        key = (weights, parameters)
+        if key not in self._scorers:
+            if parameters.per_field:
+                fields = self._postings([_only(f, len(weights)) for f, boost in enumerate(weights) if boost > 0])
+                self._scorers[key] = Bm25Scorer(fields, parameters, [w for w in weights if w > 0])
+            else:
+                # Each field's weight is split: its `alone` share scored as the field's own BM25,
+                # the rest inside BM25F (bm25.Bm25Parameters.alone).
+                inside = tuple(w * (1 - share) for w, share in zip(weights, parameters.alone))
+                alone = [(f, w * share) for f, (w, share) in enumerate(zip(weights, parameters.alone)) if w * share > 0]
+                layers = self._postings([inside] + [_only(f, len(weights)) for f, _ in alone])
+                self._scorers[key] = Bm25Scorer(layers, parameters, [1.0] + [boost for _, boost in alone])
+        return self._scorers[key]
+
+    def _postings(self, layers: Sequence[tuple[float, ...]]) -> list[Postings]:
+        """Postings for each layer (a weight per field; a field of weight 0 is left out of that
+        layer), in one pass over the chunk table: each field is analysed once, whatever the number
+        of layers. By worker processes over consecutive chunk ranges when the KB is large enough,
+        merged into one vocabulary here; in this process otherwise."""
+        used = [f for f in range(len(INDEXED_FIELDS)) if any(layer[f] > 0 for layer in layers)]
+        job = _AnalysisJob(
+            os.path.join(self.folder, "chunks.sqlite"), tuple(INDEXED_FIELDS[f] for f in used),
+            tuple(tuple(layer[f] for f in used) for layer in layers),
+        )
+        total = self.corpus.chunks
+        workers = self.analysis_workers
+        with progress("indexed", total=total, unit="sections") as tick:
+            if workers < 2 or total < PARALLEL_MIN_CHUNKS:
+                return job.run(0, total, self.analyzer, self.connection, tick)
+            bounds = [total * i // workers for i in range(workers + 1)]
+            vocabulary = self.analyzer.vocabulary
+            # This process analyses the first range itself while workers-1 processes do the others:
+            # as fast as a worker per range, one process's memory less.
+            with worker_pool(workers - 1) as pool:
+                answers = pool.map(job.run_in_worker, bounds[1:-1], bounds[2:])
+                own = job.run(0, bounds[1], self.analyzer, self.connection, tick)
+                # Already in this vocabulary: its own terms map to themselves.
+                parts = [(np.arange(len(own[0].start) - 1, dtype=np.int64), own)]
+                for (first, last), (terms, part) in zip(itertools.pairwise(bounds[1:]), answers):
+                    mapping = np.fromiter(
+                        (vocabulary.setdefault(term, len(vocabulary)) for term in terms), dtype=np.int64, count=len(terms)
+                    )
+                    parts.append((mapping, part))
+                    tick(last - first)
+                del terms, part, mapping  # the loop's last answer, which would outlive its merge
+            # One list per layer holding the only references, which merge_postings frees as it goes.
+            by_layer = [[(mapping, part[layer]) for mapping, part in parts] for layer in range(len(layers))]
+            del parts, own
+            return [merge_postings(by_layer.pop(0), len(vocabulary)) for _ in range(len(layers))]
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """One read transaction: every search and the quote scan see the same index state."""
+        self.connection.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.connection.execute("COMMIT")
+
+    def chunks_by_document(self) -> Iterator[tuple[str, list[IndexedChunk]]]:
+        """Every indexed chunk, grouped by document, in path order."""
+        # Ids were given in path order (Index.build walks the sorted corpus): no sort needed.
+        cursor = self.connection.execute("SELECT id, path, heading, breadcrumb, body FROM chunks ORDER BY id")
+        for path, rows in groupby(cursor, key=itemgetter(1)):
+            yield path, list(rows)
+
+    def locate_chunks(self, chunk_ids: list[int]) -> dict[int, tuple[str, str]]:
+        """chunk id -> (path, heading)."""
+        if not chunk_ids:
+            return {}
+        marks = ",".join("?" * len(chunk_ids))
+        rows = self.connection.execute(f"SELECT id, path, heading FROM chunks WHERE id IN ({marks})", chunk_ids)
+        return {chunk_id: (path, heading) for chunk_id, path, heading in rows}
+
+
+PARALLEL_MIN_CHUNKS = 5_000
+"""Below this many chunks one process analyses them: starting a worker and merging vocabularies
+costs more than the second core saves. At 1,000 bench documents (11,052 chunks) the split was
+already faster than one process (bench/speed_table.py)."""
+
+MAX_ANALYSIS_WORKERS = 4
+"""Each worker holds its share of the postings and a vocabulary; more than a few add memory, not speed."""
+
+
+@dataclass(frozen=True, slots=True)
+class _AnalysisJob:
+    """Analyse the chunk table's rows first+1..last into one Postings per layer (chunk positions
+    from `first`)."""
+
+    database: str
+    columns: tuple[str, ...]
+    """Every field some layer uses, each analysed once."""
+    layers: tuple[tuple[float, ...], ...]
+    """Per layer, a weight per column (0: not in this layer)."""
+
+    def run(
+        self, first: int, last: int, analyzer: Analyzer, connection: sqlite3.Connection, tick: Callable[[int], None]
+    ) -> list[Postings]:
+        fields = [[c for c, weight in enumerate(layer) if weight > 0] for layer in self.layers]
+        builders = [PostingsBuilder(last - first, [w for w in layer if w > 0]) for layer in self.layers]
+        analyze = analyzer.index_ids
+        rows = connection.execute(
+            f"SELECT {', '.join(self.columns)} FROM chunks WHERE id > ? AND id <= ? ORDER BY id", (first, last)
+        )
+        for row in rows:
+            ids = [array("i", analyze(text)) for text in row]
+            for builder, used in zip(builders, fields):
+                builder.add([ids[c] for c in used])
+            tick(1)
+        return [builder.finish(len(analyzer.vocabulary)) for builder in builders]
+
+    def run_in_worker(self, first: int, last: int) -> tuple[list[str], list[Postings]]:
+        """In a worker process: its own read-only connection and vocabulary; the terms come back
+        in id order, for the parent to map onto its vocabulary."""
+        connection = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
+        try:
+            analyzer = Analyzer()
+            postings = self.run(first, last, analyzer, connection, lambda _: None)
+        finally:
+            connection.close()
+        return list(analyzer.vocabulary), postings
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # A private scratch database: nothing to recover after a crash, so no journal and no fsync.
+    connection.execute("PRAGMA journal_mode = OFF")
+    connection.execute("PRAGMA synchronous = OFF")
+    # 8 MiB of page cache: the table is written once in id order and read in id order, which the
+    # operating system's file cache serves as well; a larger cache only adds to the run's memory
+    # (64 MiB was a fifth of the peak at 10,000 documents).
+    connection.execute("PRAGMA cache_size = -8192")
+    return connection
+
+
+def _remove_folder(folder: str, connections: list[sqlite3.Connection]) -> None:
+    for connection in connections:
+        connection.close()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _only(field: int, count: int) -> tuple[float, ...]:
+    """Field weights that count one field once and leave the others out."""
+    return tuple(1.0 if f == field else 0.0 for f in range(count))

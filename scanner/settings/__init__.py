@@ -1,0 +1,1 @@
+"""Every setting declared once: its flag, its Action input, its default, its check."""

@@ -1,0 +1,183 @@
+"""Choosing and building the retriever: the one place that knows every kind.
+
+`choose_kind` decides which retriever a run uses and refuses a setting that
+belongs to another one (for every kind, the built-in one included: a setting
+that would silently do nothing is a mistake the person wants to hear about).
+`build_retriever` builds it; the built-in one needs the index the pipeline
+built, the others ignore it. Which setting belongs to which retriever is
+declared once, in scanner/settings/declaration.py.
+
+Adding a retriever: a module in this package, a `RetrieverKind` member
+(base.py), its settings in scanner/settings/declaration.py, and a branch in
+`build_retriever`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+from scanner.foundation.errors import InputError
+from scanner.retrievers import command as command_module
+from scanner.retrievers import http_settings
+from scanner.retrievers.base import Retriever, RetrieverKind, SearchRequest
+from scanner.retrievers.builtin import BuiltinRetriever
+from scanner.retrievers.mapping import ResponseMapping, validate_dotted_path
+from scanner.retrievers.runfile import RunFileRetriever
+from scanner.search.index import Index
+from scanner.settings.declaration import SETTINGS, RunSettings, Setting, display_name, in_interface_words, setting
+
+__all__ = ["RetrieverBuilder", "RetrieverKind", "build_retriever", "choose_kind", "retriever_builder"]
+
+RetrieverBuilder = Callable[[Index, Sequence[SearchRequest]], Retriever]
+"""Builds the run's retriever over the pipeline's index, ready for these requests."""
+
+SOURCE_SETTING: Mapping[RetrieverKind, str] = {
+    RetrieverKind.HTTP: "http-url",
+    RetrieverKind.COMMAND: "command",
+    RetrieverKind.RUN: "run-file",
+}
+"""The setting without which a retriever has nothing to ask; giving it alone chooses that retriever."""
+
+
+def choose_kind(settings: RunSettings) -> RetrieverKind:
+    """The retriever given, or the one implied by its source setting, or builtin.
+
+    Refused (InputError naming the settings as the person wrote them): two
+    source settings without a choice, a chosen retriever without its source,
+    and any setting given that belongs to another retriever.
+    """
+    interface = settings.interface
+    retriever = setting("retriever")
+    if settings.retriever is not None:
+        kind = settings.retriever
+    else:
+        implied = [kind for kind, name in SOURCE_SETTING.items() if name in settings.given]
+        if len(implied) > 1:
+            names = ", ".join(display_name(setting(SOURCE_SETTING[kind]), interface) for kind in implied)
+            raise InputError(
+                f"more than one retriever source is given: {names}",
+                field=display_name(retriever, interface),
+                hint=f"keep one, or say which with {display_name(retriever, interface)}",
+            )
+        kind = implied[0] if implied else RetrieverKind.BUILTIN
+    refuse_settings_of_other_retrievers(settings, kind)
+    source = SOURCE_SETTING.get(kind)
+    if source is not None and source not in settings.given:
+        needed = display_name(setting(source), interface)
+        raise InputError(
+            f"{display_name(retriever, interface)} {kind.value} needs {needed}",
+            field=needed,
+            hint=f"give {needed}, or choose another retriever",
+        )
+    return kind
+
+
+def refuse_settings_of_other_retrievers(settings: RunSettings, kind: RetrieverKind) -> None:
+    """A retriever's setting given for another retriever would do nothing and be recorded nowhere."""
+    stray = [s for s in SETTINGS if s.retrievers and kind not in s.retrievers and s.name in settings.given]
+    if not stray:
+        return
+    names = ", ".join(display_name(s, settings.interface) for s in stray)
+    owners = "; ".join(f"{display_name(s, settings.interface)}: {_kinds(s)}" for s in stray)
+    raise InputError(
+        f"{names} {'does' if len(stray) == 1 else 'do'} not apply to "
+        f"{display_name(setting('retriever'), settings.interface)} {kind.value}",
+        field=display_name(stray[0], settings.interface),
+        hint=f"remove {'it' if len(stray) == 1 else 'them'}, or choose the retriever "
+        f"{'it belongs' if len(stray) == 1 else 'each belongs'} to ({owners})",
+    )
+
+
+def _kinds(spec: Setting) -> str:
+    return " or ".join(kind.value for kind in RetrieverKind if kind in spec.retrievers)
+
+
+def retriever_builder(settings: RunSettings, env: Mapping[str, str] | None = None) -> RetrieverBuilder:
+    """`build_retriever` for these settings, to be called once the index exists.
+
+    The choice is checked now, so a usage error stops the run before the corpus is read.
+    """
+    choose_kind(settings)
+
+    def build(index: Index, requests: Sequence[SearchRequest]) -> Retriever:
+        return build_retriever(settings, index, requests, env)
+
+    return build
+
+
+def build_retriever(
+    settings: RunSettings,
+    index: Index,
+    requests: Sequence[SearchRequest],
+    env: Mapping[str, str] | None = None,
+) -> Retriever:
+    """The retriever the settings ask for, ready to answer `requests`.
+
+    `index` is the pipeline's index of the KB (only the built-in retriever
+    reads it). `env` resolves `${ENV_NAME}` in the http settings (default os.environ).
+    """
+    kind = choose_kind(settings)
+    try:
+        return _build(kind, settings, index, requests, env)
+    except InputError as error:
+        # The retriever modules word their refusals for the command line.
+        raise in_interface_words(error, settings.interface) from None
+
+
+def _build(
+    kind: RetrieverKind,
+    settings: RunSettings,
+    index: Index,
+    requests: Sequence[SearchRequest],
+    env: Mapping[str, str] | None,
+) -> Retriever:
+    if kind is RetrieverKind.BUILTIN:
+        builtin = BuiltinRetriever(index, settings.weights, settings.tokenization)
+        # Its full-text tables are built now, before the pipeline opens the read snapshot.
+        builtin.prepare(requests)
+        return builtin
+    if kind is RetrieverKind.RUN:
+        assert settings.run is not None  # choose_kind refused a missing run-file
+        return RunFileRetriever(settings.run)
+    mapping = _mapping(settings)
+    if kind is RetrieverKind.HTTP:
+        assert settings.http_url is not None  # choose_kind refused a missing http-url
+        http = http_settings.HttpSettings(
+            url=settings.http_url,
+            method=http_settings.parse_method(settings.http_method),
+            body_template=settings.http_body or http_settings.DEFAULT_BODY_TEMPLATE,
+            headers=tuple(
+                http_settings.parse_header(text, number) for number, text in enumerate(settings.http_headers, start=1)
+            ),
+            timeout_s=settings.http_timeout,
+            retries=settings.http_retries,
+            concurrency=settings.concurrency,
+        )
+        from scanner.retrievers.http import HttpRetriever  # requests is imported by the runs that use it
+
+        return HttpRetriever(http, mapping, os.environ if env is None else env)
+    if kind is RetrieverKind.COMMAND:
+        assert settings.command is not None  # choose_kind refused a missing command
+        return command_module.CommandRetriever(
+            command_module.CommandSettings(
+                template=settings.command, timeout_s=settings.command_timeout, concurrency=settings.concurrency,
+                env_names=settings.command_env,
+            ),
+            mapping,
+            env,
+        )
+    raise AssertionError(f"unhandled retriever kind {kind}")
+
+
+def _mapping(settings: RunSettings) -> ResponseMapping:
+    def dotted(value: str, name: str) -> str:
+        return validate_dotted_path(value, display_name(setting(name), settings.interface))
+
+    return ResponseMapping(
+        hits_path=None if settings.hits_path is None else dotted(settings.hits_path, "hits-path"),
+        path_field=dotted(settings.path_field, "path-field"),
+        heading_field=dotted(settings.heading_field, "heading-field"),
+        score_field=dotted(settings.score_field, "score-field"),
+        path_prefix_strip=settings.path_prefix_strip,
+    )

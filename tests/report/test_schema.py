@@ -1,0 +1,80 @@
+"""The comparison and gate fragments validate against the published report schema."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from scanner.compare.comparison import Comparison, compare_runs, compare_with_history, no_previous
+from scanner.compare.gate import GateResult, evaluate_gate
+from scanner.compare.report import Report
+from scanner.evaluation.records import RunRecord
+from scanner.report.document import SCHEMA_PATH, report_document
+from scanner.report.read import run_from_document
+from tests.support.run_records import make_record, make_run
+
+SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def _report(current: RunRecord, comparison: Comparison, gate: GateResult) -> dict[str, Any]:
+    return report_document(Report(current, comparison, gate))
+
+
+def _assert_valid(report: dict[str, Any]) -> None:
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(report)]
+    assert errors == []
+
+
+def test_a_compared_report_with_a_tripped_gate_and_p_values_is_valid() -> None:
+    previous = make_record(
+        {"q1": 1.0, "q2": 1.0, "q3": 0.5}, corpus={"documents": 1, "chunks": 2, "digest": "sha256:" + "2" * 64}
+    )
+    current = make_record({"q1": 1.0, "q2": 0.0, "q3": 0.75})
+    comparison = compare_runs(current, previous)
+    gate = evaluate_gate(comparison, 0.05, alpha=0.5)
+    report = _report(current, comparison, gate)
+    _assert_valid(report)
+    assert report["corpus_changed"] is True and report["gate"]["metrics"][0]["p_value"] is not None
+
+
+def test_incomparable_and_no_previous_reports_are_valid() -> None:
+    current = make_record()
+    for comparison in (
+        compare_with_history(current, [make_record(fingerprint_changes={"limit": 20})]),
+        compare_with_history(current, []),
+        no_previous("history disabled (--no-history)"),
+    ):
+        _assert_valid(_report(current, comparison, evaluate_gate(comparison, 0.05)))
+
+
+def test_a_comparison_with_an_old_run_without_ndcg_is_valid() -> None:
+    old = {
+        "timestamp": "2026-01-01T00:00:00Z",
+        "fingerprint": make_run()["fingerprint"],
+        "aggregate": {"mrr": 0.5, "recall_at_k": {"1": 0.5, "5": 0.5, "10": 0.5}},
+        "per_query": [{"id": "q1", "metrics": {"rr": 1.0}}],
+    }
+    current = make_record()
+    comparison = compare_runs(current, run_from_document(old))
+    _assert_valid(_report(current, comparison, evaluate_gate(comparison, 0.05)))
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"comparison": {"status": "maybe", "source": None, "reasons": []}},
+        {"comparison": {"status": "compared", "source": "history"}},
+        {"gate": {"tripped": "yes"}},
+        {"diff": {"aggregate": {"mrr": {"previous": 2, "current": 0, "delta": -2}}}},
+    ],
+    ids=["unknown status", "no reasons", "gate shape", "delta out of range"],
+)
+def test_the_schema_rejects_a_broken_comparison(broken: dict[str, Any]) -> None:
+    current = make_record()
+    comparison = compare_runs(current, make_record())
+    report = _report(current, comparison, evaluate_gate(comparison, 0.05)) | broken
+    assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(report)) != []

@@ -1,0 +1,142 @@
+"""The index: documents streamed into the chunk table in path order, chunks read back with their
+source lines, and the analysis split over worker processes giving exactly one process's postings."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scanner.corpus.documents import Document
+from scanner.corpus.reader import build_document
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.errors import InputError
+from scanner.retrievers.builtin import BuiltinRetriever
+from scanner.search import index as index_module
+from scanner.search.bm25 import Postings, merge_postings
+from scanner.search.index import Index
+
+WORDS = ["kettle", "stove", "pan", "rollback", "image", "migration", "ranking", "section", "index", "query", "answer", "note"]
+CJK = ["全文検索", "日本語の文書", "中文检索", "索引を作る", "问题回答"]
+
+
+def documents(count: int) -> tuple[Document, ...]:
+    """Varied English and CJK sections, so the worker ranges hold different vocabularies."""
+    texts = {}
+    for n in range(count):
+        words = " ".join(WORDS[(n * k) % len(WORDS)] for k in range(1, 2 + n % 9))
+        texts[f"d{n % 5}/note-{n:03d}.md"] = (
+            f"---\ntitle: Note {n} {WORDS[n % len(WORDS)]}\n---\n# {WORDS[(n + 3) % len(WORDS)]} {n}\n{words}\n"
+            f"## {CJK[n % len(CJK)]}\n{CJK[(n * 7) % len(CJK)]} {words} {n % 13}\n"
+        )
+    return tuple(build_document(path, text, Diagnostics()) for path, text in sorted(texts.items()))
+
+
+def postings_by_term(index: Index, postings: Postings) -> dict[str, tuple[list[int], list[float]]]:
+    out = {}
+    for term, term_id in index.analyzer.vocabulary.items():
+        if term_id + 1 < len(postings.start):
+            lo, hi = postings.start[term_id], postings.start[term_id + 1]
+            out[term] = (postings.chunks[lo:hi].tolist(), postings.tf[lo:hi].tolist())
+    return out
+
+
+def test_analysis_in_worker_processes_gives_the_postings_and_rankings_of_one_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    corpus = documents(240)
+    serial = Index.build(corpus, analysis_workers=1)
+    parallel = Index.build(corpus, analysis_workers=3)
+    merged_parts = []
+    real_merge = index_module.merge_postings
+
+    def spy(parts: list[tuple[np.ndarray, Postings]], size: int) -> Postings:
+        merged_parts.append(len(parts))
+        return real_merge(parts, size)
+
+    monkeypatch.setattr(index_module, "PARALLEL_MIN_CHUNKS", 1)
+    monkeypatch.setattr(index_module, "merge_postings", spy)
+    layers = [(2.0, 1.5, 1.0), (0.0, 1.0, 0.0)]  # BM25F and the breadcrumb alone, in one pass
+    one = serial._postings(layers)
+    many = parallel._postings(layers)
+    assert merged_parts == [3, 3]  # one merge per layer; the serial index never merged
+    assert set(parallel.analyzer.vocabulary) == set(serial.analyzer.vocabulary)
+    for layer in range(len(layers)):
+        assert postings_by_term(parallel, many[layer]) == postings_by_term(serial, one[layer])
+        assert many[layer].lengths.tolist() == one[layer].lengths.tolist()
+    assert one[1].lengths.tolist() != one[0].lengths.tolist()
+    for query in ["kettle stove", "rollback image 7", "全文検索の索引", "中文检索 问题", "note ranking answer"]:
+        a = BuiltinRetriever(serial).search(query, 20)
+        b = BuiltinRetriever(parallel).search(query, 20)
+        assert a and [(h.path, h.heading, h.score) for h in a] == [(h.path, h.heading, h.score) for h in b]
+
+
+def test_merging_maps_each_parts_terms_onto_one_vocabulary_in_chunk_order() -> None:
+    # Part one (chunks 0-1) knows terms [x, y]; part two (chunks 2-3) knows [y, z, x].
+    part_one = Postings(
+        start=np.array([0, 2, 3]), chunks=np.array([0, 1, 1], dtype=np.int32),
+        tf=np.array([1, 2, 3], dtype=np.float32), lengths=np.array([5, 6], dtype=np.float32),
+    )
+    part_two = Postings(
+        start=np.array([0, 1, 2, 4]), chunks=np.array([0, 1, 0, 1], dtype=np.int32),
+        tf=np.array([4, 5, 6, 7], dtype=np.float32), lengths=np.array([7, 8], dtype=np.float32),
+    )
+    x, y, z = 0, 1, 2
+    merged = merge_postings([(np.array([x, y]), part_one), (np.array([y, z, x]), part_two)], 3)
+    assert merged.start.tolist() == [0, 4, 6, 7]
+    assert merged.chunks.tolist() == [0, 1, 2, 3, 1, 2, 3]  # x: 0, 1 (part one), 2, 3 (part two)
+    assert merged.tf.tolist() == [1, 2, 6, 7, 3, 4, 5]
+    assert merged.lengths.tolist() == [5, 6, 7, 8]
+
+
+def test_a_chunk_is_read_back_with_its_source_lines_as_it_was_indexed() -> None:
+    text = (
+        "---\ntitle: Ops > runbook ユニコード\n---\nintro line\n\n# Deploy > steps\nfirst\n\n## Roll back\n"
+        "body one\nbody two\n\nSetext heading\n--------------\nunder it\n"
+    )
+    document = build_document("ops/run.md", text, Diagnostics())
+    index = Index.build([document])
+    assert len(document.chunks) == 4
+    for position, chunk in enumerate(document.chunks, start=1):
+        assert index.chunk(position) == chunk
+    assert document.chunks[0].heading_line is None  # the part before the first heading
+    assert len(document.chunks[2].breadcrumb_parts) == 2 and " > " in document.chunks[2].breadcrumb_parts[1]
+    with pytest.raises(KeyError):
+        index.chunk(5)
+
+
+def test_documents_out_of_path_order_are_refused_before_ids_are_misassigned() -> None:
+    a, b = (build_document(path, "# H\ntext\n", Diagnostics()) for path in ("a.md", "b.md"))
+    assert Index.build([a, b]).corpus.chunks == 2
+    with pytest.raises(RuntimeError, match="out of path order"):
+        Index.build([b, a])
+    with pytest.raises(RuntimeError, match="out of path order"):
+        Index.build([a, a])
+
+
+def test_stopwords_are_neither_postings_nor_part_of_a_chunks_length() -> None:
+    with_stopwords = build_document("x.md", "# The kettle\nthe kettle is on the stove\n", Diagnostics())
+    without = build_document("y.md", "# Kettle\nkettle stove\n", Diagnostics())
+    index = Index.build([with_stopwords, without], analysis_workers=1)
+    (postings,) = index._postings([(2.0, 2.0, 1.0)])
+    assert postings.lengths[0] == postings.lengths[1]
+    assert not {"the", "is", "on"} & set(index.analyzer.vocabulary)
+
+
+def test_a_build_stopped_part_way_leaves_no_index_folder_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def stopped() -> Iterator[Document]:
+        yield build_document("a.md", "# A\ntext\n", Diagnostics())
+        raise InputError("the KB has more than 1 indexable files", field="--kb-path")
+
+    with pytest.raises(InputError):
+        Index.build(stopped())
+    assert not list(tmp_path.glob("kb-eval-index-*"))
+    index = Index.build([build_document("a.md", "# A\ntext\n", Diagnostics())])
+    assert list(tmp_path.glob("kb-eval-index-*")) and index.corpus.chunks == 1  # kept while it lives
