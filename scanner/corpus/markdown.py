@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from scanner.foundation.diagnostics import DiagnosticCode
 from scanner.foundation.yaml_nodes import refuse_deep_nesting
 
 BREADCRUMB_SEPARATOR = " > "
@@ -22,8 +23,6 @@ BREADCRUMB_SEPARATOR = " > "
 # -- budgets: what one file may cost is bounded by what it is, not by what it expands to ----------
 # Measured with bench/peak_rss.py (docs/limits-and-safety.md has the table and the command).
 
-FRONTMATTER_INVALID = "frontmatter-invalid"
-SECTIONS_CAPPED = "sections-capped"
 
 MAX_SECTIONS_PER_DOCUMENT = 10_000
 """Headed sections one file is split into (plus the text before its first heading). Past this, later headings stay in the text of the last section
@@ -93,7 +92,7 @@ class Frontmatter:
 class ParsedDocument:
     frontmatter: Frontmatter | None
     sections: tuple[Section, ...]
-    problems: tuple[tuple[int, str, str], ...]
+    problems: tuple[tuple[int, DiagnosticCode, str], ...]
     """(line, diagnostic code, message) for broken or oversized frontmatter and for a section cap
     reached; the document is still indexed."""
 
@@ -110,7 +109,7 @@ def parse_document(text: str, title: str) -> ParsedDocument:
     """Parse a document; `title` is the fallback title (the file name without extension)."""
     text = text.removeprefix("\ufeff")
     lines = split_lines(text)
-    problems: list[tuple[int, str, str]] = []
+    problems: list[tuple[int, DiagnosticCode, str]] = []
     frontmatter, first_body = _parse_frontmatter(lines, problems)
     if frontmatter is not None and frontmatter.title is not None:
         title = frontmatter.title
@@ -118,7 +117,7 @@ def parse_document(text: str, title: str) -> ParsedDocument:
     return ParsedDocument(frontmatter, tuple(sections), tuple(problems))
 
 
-def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str, str]]) -> tuple[Frontmatter | None, int]:
+def _parse_frontmatter(lines: list[str], problems: list[tuple[int, DiagnosticCode, str]]) -> tuple[Frontmatter | None, int]:
     """Return the frontmatter (if any) and the index of the first body line."""
     if not lines or lines[0].rstrip() != "---":
         return None, 0
@@ -126,14 +125,14 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str, str]]) -
     if closing is None:
         # Without a closing line the block cannot be told apart from a thematic break
         # followed by text; indexing it all as body loses nothing.
-        problems.append((1, FRONTMATTER_INVALID, "frontmatter starts with '---' but is never closed; indexed as body text"))
+        problems.append((1, DiagnosticCode.FRONTMATTER_INVALID, "frontmatter starts with '---' but is never closed; indexed as body text"))
         return None, 0
     block = "\n".join(lines[1:closing])
     title: str | None = None
     title_line: int | None = None
     if len(block.encode("utf-8", "surrogatepass")) > MAX_FRONTMATTER_BYTES:
         message = f"frontmatter is over {MAX_FRONTMATTER_BYTES} bytes and is not read; title taken from the file name"
-        problems.append((1, FRONTMATTER_INVALID, message))
+        problems.append((1, DiagnosticCode.FRONTMATTER_INVALID, message))
         return Frontmatter(None, None, 1, closing + 1), closing + 1
     try:
         # Composed, never constructed: an alias is a shared node, so a 'billion laughs' block
@@ -146,7 +145,7 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str, str]]) -
         mark = getattr(exc, "problem_mark", None)
         line = 2 + mark.line if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        problems.append((line, FRONTMATTER_INVALID, f"frontmatter is not valid YAML ({problem}); title taken from the file name"))
+        problems.append((line, DiagnosticCode.FRONTMATTER_INVALID, f"frontmatter is not valid YAML ({problem}); title taken from the file name"))
         node = None
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
@@ -157,7 +156,7 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, str, str]]) -
                 title = " ".join(value.value.split())
                 title_line = 2 + value.start_mark.line
     elif node is not None and not (isinstance(node, yaml.ScalarNode) and node.value == ""):
-        problems.append((2, FRONTMATTER_INVALID, "frontmatter is not a mapping; title taken from the file name"))
+        problems.append((2, DiagnosticCode.FRONTMATTER_INVALID, "frontmatter is not a mapping; title taken from the file name"))
     return Frontmatter(title, title_line, 1, closing + 1), closing + 1
 
 
@@ -185,7 +184,7 @@ def _atx_heading(line: str) -> tuple[int, str] | None:
 
 
 def _split_sections(
-    lines: list[str], start: int, title: str, problems: list[tuple[int, str, str]] | None = None
+    lines: list[str], start: int, title: str, problems: list[tuple[int, DiagnosticCode, str]] | None = None
 ) -> list[Section]:
     # Pass 1: find heading starts (index, level, text, number of lines the heading occupies).
     headings: list[tuple[int, int, str, int]] = []
@@ -277,10 +276,10 @@ def _split_sections(
     return sections
 
 
-def _note_section_cap(problems: list[tuple[int, str, str]] | None, index: int) -> None:
+def _note_section_cap(problems: list[tuple[int, DiagnosticCode, str]] | None, index: int) -> None:
     if problems is not None:
         message = (
             f"more than {MAX_SECTIONS_PER_DOCUMENT} sections: this heading and the rest of the file "
             "are indexed as part of the last section"
         )
-        problems.append((index + 1, SECTIONS_CAPPED, message))
+        problems.append((index + 1, DiagnosticCode.SECTIONS_CAPPED, message))

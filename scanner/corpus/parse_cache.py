@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from scanner.corpus.documents import Chunk, Document
-from scanner.foundation.diagnostics import Diagnostic, Diagnostics
+from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 
 PARSER_VERSION = "1"
 """Bump when chunking or frontmatter handling changes what a file parses into."""
@@ -77,7 +77,7 @@ def unpack(relative: str, payload: str) -> tuple[Document, list[Diagnostic]] | N
                 for heading, parts, body, start, end, heading_line, body_start, lines in chunks
             ),
         )
-        notes = [Diagnostic(_str(code), _str(message), relative, None if line is None else _int(line))
+        notes = [Diagnostic(DiagnosticCode(_str(code)), _str(message), relative, None if line is None else _int(line))
                  for code, message, line in warnings]
     except (ValueError, TypeError, RecursionError):  # RecursionError: a crafted, deeply nested entry
         return None
@@ -163,7 +163,7 @@ class ParseCache:
             os.replace(temporary, self.path)
             temporary = None
         except (OSError, sqlite3.Error, _LinkedFolder) as error:
-            diagnostics.warn("cache-not-saved", f"the parse cache could not be written ({error}); the next run parses every file", str(self.path))
+            diagnostics.warn(DiagnosticCode.CACHE_NOT_SAVED, f"the parse cache could not be written ({error}); the next run parses every file", str(self.path))
         finally:
             if temporary is not None:
                 try:

@@ -21,7 +21,7 @@ from scanner.corpus.documents import Chunk, Corpus, Document
 from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, ParsedDocument, parse_document
 from scanner.corpus.parse_cache import ParseCache, cache_key, lookup, pack, unpack
 from scanner.corpus.parse_memo import ParseMemo
-from scanner.foundation.diagnostics import Diagnostic, Diagnostics
+from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.foundation.progress import progress
 from scanner.foundation.workers import worker_pool
@@ -109,7 +109,7 @@ def read_documents(
         probe = cache.open_for_reading()
         if probe is None:
             diagnostics.warn(
-                "cache-ignored", "the parse cache is unreadable or from another kb-eval version; every file is parsed",
+                DiagnosticCode.CACHE_IGNORED, "the parse cache is unreadable or from another kb-eval version; every file is parsed",
                 str(cache.path),
             )
         else:
@@ -375,7 +375,7 @@ def _indexable_files(
             if name.startswith(".") or (excluded is not None and excluded.fullmatch(relative)):
                 continue
             if os.path.islink(os.path.join(folder, name)):
-                diagnostics.warn("symlink-skipped", "symbolic link to a folder is not followed", _shown(relative))
+                diagnostics.warn(DiagnosticCode.SYMLINK_SKIPPED, "symbolic link to a folder is not followed", _shown(relative))
                 continue
             kept.append(name)
         dirnames[:] = kept
@@ -387,12 +387,12 @@ def _indexable_files(
                 continue
             absolute = Path(folder, name)
             if not _is_readable_name(relative):
-                diagnostics.warn("file-skipped", "file name is not valid UTF-8; rename it", _shown(relative))
+                diagnostics.warn(DiagnosticCode.FILE_SKIPPED, "file name is not valid UTF-8; rename it", _shown(relative))
                 continue
             if absolute.is_symlink():
                 target = os.path.realpath(absolute)
                 if os.path.commonpath([real_root, target]) != real_root:
-                    diagnostics.warn("symlink-skipped", "symbolic link points outside the KB; not followed", relative)
+                    diagnostics.warn(DiagnosticCode.SYMLINK_SKIPPED, "symbolic link points outside the KB; not followed", relative)
                     continue
             yield relative, absolute
 
@@ -432,14 +432,14 @@ def _walk(
 def _walk_error(root: Path, diagnostics: Diagnostics):  # type: ignore[no-untyped-def]
     def record(error: OSError) -> None:
         name = _shown(os.path.relpath(error.filename, root).replace(os.sep, "/")) if error.filename else str(root)
-        diagnostics.warn("folder-skipped", f"folder cannot be read ({error.strerror}); its files are not indexed", name)
+        diagnostics.warn(DiagnosticCode.FOLDER_SKIPPED, f"folder cannot be read ({error.strerror}); its files are not indexed", name)
 
     return record
 
 
 def _read_bytes(relative: str, absolute: Path, diagnostics: Diagnostics) -> bytes | None:
     def skip(reason: str) -> None:
-        diagnostics.warn("file-skipped", f"{reason}; not indexed", relative)
+        diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"{reason}; not indexed", relative)
 
     try:
         # stat() after the symlink check of the walk: a link inside the KB is read as its target.
@@ -470,10 +470,10 @@ def _parse(relative: str, data: bytes, diagnostics: Diagnostics) -> Document | N
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        diagnostics.warn("file-skipped", f"not valid UTF-8 (byte {error.start}); not indexed", relative)
+        diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"not valid UTF-8 (byte {error.start}); not indexed", relative)
         return None
     if "\x00" in text:
-        diagnostics.warn("file-skipped", "contains NUL bytes (binary data?); not indexed", relative)
+        diagnostics.warn(DiagnosticCode.FILE_SKIPPED, "contains NUL bytes (binary data?); not indexed", relative)
         return None
     return build_document(relative, text, diagnostics)
 

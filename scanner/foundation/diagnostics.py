@@ -8,14 +8,65 @@ stderr, into the JSON report, and (in Action mode) into an annotation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from scanner.foundation.untrusted_text import defused, shown
 
 
+class DiagnosticCode(StrEnum):
+    """Every warning's stable machine name: the `code` of the JSON report's warnings."""
+
+    FILE_SKIPPED = "file-skipped"
+    SYMLINK_SKIPPED = "symlink-skipped"
+    FOLDER_SKIPPED = "folder-skipped"
+    FRONTMATTER_INVALID = "frontmatter-invalid"
+    SECTIONS_CAPPED = "sections-capped"
+    CACHE_IGNORED = "cache-ignored"
+    CACHE_NOT_SAVED = "cache-not-saved"
+    EXPECTED_NOT_IN_CORPUS = "expected-not-in-corpus"
+    K_OVER_LIMIT = "k-over-limit"
+    QUERY_CUT = "query-cut"
+    HISTORY_PRUNED = "history-pruned"
+    HISTORY_RUN_DROPPED = "history-run-dropped"
+    HISTORY_UNPARSABLE = "history-unparsable"
+
+    @property
+    def annotation_title(self) -> str:
+        """What an annotation's title calls a warning of this kind."""
+        return _TITLES[self]
+
+    @property
+    def names_a_kb_file(self) -> bool:
+        """True when the warning's `file` is relative to the KB folder (a file the corpus walk met);
+        every other warning names its file as the user gave it (relative to the workspace)."""
+        return self in _KB_RELATIVE
+
+
+# Warnings about the run rather than a file are titled by their code.
+_TITLES: dict[DiagnosticCode, str] = {
+    DiagnosticCode.FILE_SKIPPED: "file skipped",
+    DiagnosticCode.SYMLINK_SKIPPED: "symbolic link skipped",
+    DiagnosticCode.FOLDER_SKIPPED: "folder skipped",
+    DiagnosticCode.FRONTMATTER_INVALID: "frontmatter ignored",
+    DiagnosticCode.SECTIONS_CAPPED: "too many sections in one file",
+    DiagnosticCode.CACHE_IGNORED: "cache-ignored",
+    DiagnosticCode.CACHE_NOT_SAVED: "cache-not-saved",
+    DiagnosticCode.EXPECTED_NOT_IN_CORPUS: "expected document not in the corpus",
+    DiagnosticCode.K_OVER_LIMIT: "k-over-limit",
+    DiagnosticCode.QUERY_CUT: "query-cut",
+    DiagnosticCode.HISTORY_PRUNED: "history-pruned",
+    DiagnosticCode.HISTORY_RUN_DROPPED: "history-run-dropped",
+    DiagnosticCode.HISTORY_UNPARSABLE: "history-unparsable",
+}
+_KB_RELATIVE = frozenset({
+    DiagnosticCode.FILE_SKIPPED, DiagnosticCode.SYMLINK_SKIPPED, DiagnosticCode.FOLDER_SKIPPED,
+    DiagnosticCode.FRONTMATTER_INVALID, DiagnosticCode.SECTIONS_CAPPED,
+})
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
-    code: str
-    """Stable machine name, e.g. `file-skipped`, `frontmatter-invalid`, `expected-not-in-corpus`."""
+    code: DiagnosticCode
     message: str
     file: str | None = None
     """Path as the user wrote it or KB-relative; None when the warning is about the run."""
@@ -29,9 +80,6 @@ class Diagnostic:
             where = shown(self.file) + (f":{self.line}" if self.line is not None else "") + ": "
         return f"kb-eval: warning: {where}{defused(self.message)}"
 
-    def to_json(self) -> dict[str, object]:
-        return {"code": self.code, "message": self.message, "file": self.file, "line": self.line}
-
 
 @dataclass(slots=True)
 class Diagnostics:
@@ -39,5 +87,5 @@ class Diagnostics:
 
     items: list[Diagnostic] = field(default_factory=list)
 
-    def warn(self, code: str, message: str, file: str | None = None, line: int | None = None) -> None:
+    def warn(self, code: DiagnosticCode, message: str, file: str | None = None, line: int | None = None) -> None:
         self.items.append(Diagnostic(code, message, file, line))

@@ -65,7 +65,7 @@ from scanner.compare.comparison import (
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.corpus.reader import INDEXED_SUFFIXES, MAX_DOCUMENT_BYTES, compile_excludes
 from scanner.evaluation.records import RunRecord
-from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.golden.file import GoldenSet
 from scanner.pipeline.evaluate import EvalOptions, run_eval
@@ -436,7 +436,7 @@ def _kept_files(order: Iterable[str], tree: _Tree, exclude: Sequence[str], diagn
         parts = path.split("/")
         if any(part in ("", ".", "..") for part in parts):
             # git fsck refuses such a tree and no checkout can hold it.
-            diagnostics.warn("file-skipped", "path is not a valid file name in git; not indexed", _shown(path))
+            diagnostics.warn(DiagnosticCode.FILE_SKIPPED, "path is not a valid file name in git; not indexed", _shown(path))
             continue
         # Dot-folders and excluded folders are pruned by the walk, silently.
         if any(part.startswith(".") or is_excluded("/".join(parts[: i + 1])) for i, part in enumerate(parts[:-1])):
@@ -448,28 +448,28 @@ def _kept_files(order: Iterable[str], tree: _Tree, exclude: Sequence[str], diagn
         if link_target == _FOLDER:
             # The walk lists a link to a folder with the folders, whatever its name's suffix.
             if not (name.startswith(".") or is_excluded(path)):
-                diagnostics.warn("symlink-skipped", "symbolic link to a folder is not followed", _shown(path))
+                diagnostics.warn(DiagnosticCode.SYMLINK_SKIPPED, "symbolic link to a folder is not followed", _shown(path))
             continue
         if not name.lower().endswith(INDEXED_SUFFIXES) or is_excluded(path):
             continue
         if not _is_utf8(path):
-            diagnostics.warn("file-skipped", "file name is not valid UTF-8; rename it", _shown(path))
+            diagnostics.warn(DiagnosticCode.FILE_SKIPPED, "file name is not valid UTF-8; rename it", _shown(path))
             continue
         if mode == "120000":
             if link_target == _OUTSIDE:
-                diagnostics.warn("symlink-skipped", "symbolic link points outside the KB; not followed", path)
+                diagnostics.warn(DiagnosticCode.SYMLINK_SKIPPED, "symbolic link points outside the KB; not followed", path)
                 continue
             if link_target in (_DANGLING, _LOOP) or link_target is None:
                 # The walk's words for the same link on disk (os.stat's strerror).
                 why = "Too many levels of symbolic links" if link_target == _LOOP else "No such file or directory"
-                diagnostics.warn("file-skipped", f"cannot be read ({why}); not indexed", path)
+                diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"cannot be read ({why}); not indexed", path)
                 continue
             mode, blob, size = tree.entries[link_target]
         elif mode not in ("100644", "100755"):
             continue
         if size > MAX_DOCUMENT_BYTES:
             diagnostics.warn(
-                "file-skipped", f"{size} bytes is over the {MAX_DOCUMENT_BYTES} byte limit per file; not indexed", path
+                DiagnosticCode.FILE_SKIPPED, f"{size} bytes is over the {MAX_DOCUMENT_BYTES} byte limit per file; not indexed", path
             )
             continue
         yield TreeFile(path, blob, size)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scanner.foundation.retry_after import retry_after_seconds
 from scanner.github.workflow import bound_summary
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ MAX_PAGES = 50
 API_VERSION = "2022-11-28"
 
 _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
-_ASCII_SECONDS = re.compile(r"[0-9]{1,6}")
 
 ACTIONS_BOT = ("github-actions[bot]", "Bot")
 """Who the workflow's GITHUB_TOKEN writes as. That token cannot call GET /user (403 "Resource not
@@ -291,10 +291,9 @@ def _carries_state(comment: Mapping[str, Any], marker: str, state: str) -> bool:
 
 
 def _wait_seconds(response: requests.Response, attempt: int) -> float:
-    retry_after = response.headers.get("Retry-After", "").strip()
-    # ASCII digits only: str.isdigit() accepts '²', which int() refuses.
-    if _ASCII_SECONDS.fullmatch(retry_after):
-        return min(float(retry_after), MAX_RETRY_AFTER_S)
+    wish = retry_after_seconds(response.headers.get("Retry-After"))
+    if wish is not None:
+        return min(wish, MAX_RETRY_AFTER_S)
     return float(BACKOFF_BASE_S * 2**attempt)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from scanner.foundation.diagnostics import Diagnostic
+from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
 from scanner.foundation.yaml_nodes import ComposeLoader
 
@@ -222,7 +222,7 @@ class _GoldenReader:
 
     def cut_warning(self, query: GoldenQuery) -> Diagnostic:
         return Diagnostic(
-            "query-cut",
+            DiagnosticCode.QUERY_CUT,
             f"query {query.id!r} is {query.cut_from_chars} characters; it is searched as its first "
             f"{MAX_QUERY_CHARS} (field: queries[{query.id}].query)",
             self.file, query.line,

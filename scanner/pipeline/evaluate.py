@@ -19,7 +19,7 @@ from scanner.corpus.parse_cache import ParseCache
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.corpus.reader import read_documents
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
-from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.foundation.progress import counted
 from scanner.golden.file import GoldenSet, find_golden, load_golden
@@ -81,7 +81,7 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     limit = options.limit or golden.default_limit or DEFAULT_LIMIT
     ks = tuple(sorted(set(options.ks)))
     if ks[-1] > limit:
-        diagnostics.warn("k-over-limit", f"k={ks[-1]} is larger than the limit {limit}: @{ks[-1]} sees only {limit} hits")
+        diagnostics.warn(DiagnosticCode.K_OVER_LIMIT, f"k={ks[-1]} is larger than the limit {limit}: @{ks[-1]} sees only {limit} hits")
 
     cache = ParseCache(options.cache_dir) if options.cache_dir is not None else None
     source = options.corpus_source(diagnostics) if options.corpus_source is not None else None
@@ -157,7 +157,7 @@ def warn_expected_not_in_corpus(golden: GoldenSet, indexed: AbstractSet[str], di
         for entry in query.expected:
             if entry.path not in indexed:
                 diagnostics.warn(
-                    "expected-not-in-corpus",
+                    DiagnosticCode.EXPECTED_NOT_IN_CORPUS,
                     f"query {query.id!r} expects {entry.path!r}, which is not in the indexed corpus",
                     golden.path, entry.line,
                 )

@@ -15,26 +15,11 @@ import posixpath
 from scanner.compare.comparison import NotComparedCause
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, displacing_first
-from scanner.foundation.diagnostics import Diagnostic
+from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
 from scanner.github.workflow import Annotation, AnnotationKind, AnnotationProperties, annotation_file
 from scanner.render import phrases
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
-
-KB_RELATIVE_CODES = frozenset(
-    {"file-skipped", "symlink-skipped", "folder-skipped", "frontmatter-invalid", "sections-capped"}
-)
-"""Diagnostic codes whose `file` is relative to the KB folder (scanner/corpus/reader.py). Every other
-diagnostic names its file as the user gave it, i.e. relative to the workspace in Action mode."""
-
-DIAGNOSTIC_TITLES = {
-    "expected-not-in-corpus": "expected document not in the corpus",
-    "file-skipped": "file skipped",
-    "symlink-skipped": "symbolic link skipped",
-    "folder-skipped": "folder skipped",
-    "frontmatter-invalid": "frontmatter ignored",
-    "sections-capped": "too many sections in one file",
-}
 
 INPUT_ERROR_TITLE = "kb-eval: input error"
 
@@ -78,12 +63,12 @@ def diagnostic_annotation(warning: Diagnostic, kb_path: str) -> Annotation:
     """One warning per report warning, on its file and line when it has them."""
     where = None
     if warning.file is not None:
-        where = repository_path(warning.file, kb_path if warning.code in KB_RELATIVE_CODES else ".")
+        where = repository_path(warning.file, kb_path if warning.code.names_a_kb_file else ".")
     return Annotation(
         AnnotationKind.WARNING,
         warning.message if where is not None or warning.file is None else f"{warning.file}: {warning.message}",
         AnnotationProperties(
-            title=f"kb-eval: {DIAGNOSTIC_TITLES.get(warning.code, warning.code)}",
+            title=f"kb-eval: {warning.code.annotation_title}",
             file=where,
             line=warning.line if where is not None else None,
         ),
@@ -127,7 +112,7 @@ def report_annotations(report: Report, kb_path: str) -> list[Annotation]:
     """Findings first, those that displaced a labelled answer leading (they are what the check is
     for), then warnings, golden-file ones first, then the corpus-change notice."""
     findings = [finding_annotation(located, kb_path) for located in displacing_first(report.run.findings)]
-    warnings = sorted(report.run.warnings, key=lambda w: w.code != "expected-not-in-corpus")
+    warnings = sorted(report.run.warnings, key=lambda w: w.code != DiagnosticCode.EXPECTED_NOT_IN_CORPUS)
     corpus_note = corpus_change_annotation(report)
     return (
         findings

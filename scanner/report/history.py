@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from scanner.evaluation.records import RunRecord
-from scanner.foundation.diagnostics import Diagnostic
+from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
 from scanner.report.read import run_from_document, run_record_problems
 from scanner.report.serialise import serialise
@@ -176,7 +176,7 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
         if dropped <= DETAILED_DROP_WARNINGS:
             warnings.append(
                 Diagnostic(
-                    "history-run-dropped",
+                    DiagnosticCode.HISTORY_RUN_DROPPED,
                     f"history run #{index + 1} cannot be compared and was dropped: " + "; ".join(problems[:3]),
                     str(path),
                 )
@@ -185,7 +185,7 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
         # One warning for the rest: 100,000 crafted runs must not become 100,000 warnings.
         warnings.append(
             Diagnostic(
-                "history-run-dropped",
+                DiagnosticCode.HISTORY_RUN_DROPPED,
                 f"{dropped - DETAILED_DROP_WARNINGS} more history runs cannot be compared and were dropped "
                 f"({dropped} in all)",
                 str(path),
@@ -194,7 +194,7 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
     if len(runs) > MAX_HISTORY_RUNS:
         warnings.append(
             Diagnostic(
-                "history-run-dropped",
+                DiagnosticCode.HISTORY_RUN_DROPPED,
                 f"the history holds {len(runs)} runs; only the newest {MAX_HISTORY_RUNS} were read",
                 str(path),
             )
@@ -225,7 +225,7 @@ def _json_kind(value: object) -> str:
 
 def _fresh(path: Path, why: str) -> HistoryRead:
     warning = Diagnostic(
-        "history-unparsable",
+        DiagnosticCode.HISTORY_UNPARSABLE,
         f"the history file {why}; starting a fresh history (it will be replaced when this run is saved)",
         str(path),
     )
@@ -313,7 +313,7 @@ def plan_history(
     if dropped_for_size:
         warnings.append(
             Diagnostic(
-                "history-pruned",
+                DiagnosticCode.HISTORY_PRUNED,
                 f"the history would exceed {cap_bytes} bytes: kept the newest {count} of {len(encoded)} runs",
                 str(path),
             )

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from scanner.evaluation.records import QueryRecord, RunRecord
-from scanner.foundation.diagnostics import Diagnostic
+from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.golden.file import ExpectedEntry
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics
 from scanner.retrievers.base import Hit
@@ -274,15 +274,19 @@ def _hits(entries: object) -> list[Hit]:
     return hits
 
 
+KNOWN_CODES = frozenset(code.value for code in DiagnosticCode)
+
+
 def _warnings(entries: object) -> list[Diagnostic]:
     if not isinstance(entries, list):
         return []
     return [
         Diagnostic(
-            w["code"], w["message"],
+            DiagnosticCode(w["code"]), w["message"],
             w.get("file") if isinstance(w.get("file"), str) else None,
             w.get("line") if _is_count(w.get("line")) else None,
         )
         for w in entries
-        if isinstance(w, Mapping) and isinstance(w.get("code"), str) and isinstance(w.get("message"), str)
+        # A code this version does not know (a newer kb-eval's) is left out, like any malformed entry.
+        if isinstance(w, Mapping) and w.get("code") in KNOWN_CODES and isinstance(w.get("message"), str)
     ]

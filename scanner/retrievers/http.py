@@ -9,7 +9,6 @@ removed and header NAMES only, and every message that could echo them
 from __future__ import annotations
 
 import base64
-import email.utils
 import re
 import socket
 import threading
@@ -25,6 +24,7 @@ from requests.adapters import HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
 from scanner.foundation.errors import InputError
+from scanner.foundation.retry_after import retry_after_seconds
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
 from scanner.retrievers.http_settings import (
@@ -173,7 +173,7 @@ class HttpRetriever:
         with response:
             status = response.status_code
             if status == 429 or 500 <= status <= 599:
-                wait = _retry_after_s(response.headers.get("Retry-After")) if status == 429 else None
+                wait = retry_after_seconds(response.headers.get("Retry-After")) if status == 429 else None
                 raise _Retry(f"HTTP {status}", wait)
             if 300 <= status <= 399:
                 location = self._scrub(redact_url(response.headers.get("Location", "")))
@@ -309,25 +309,6 @@ class HttpRetriever:
 
 _ASCII_NUMBER = re.compile(r"[0-9]+")
 _CAP_HINT = "check that --http-url is the search endpoint and --http-body asks for {limit} hits"
-
-
-def _retry_after_s(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP-date); None when unusable."""
-    if value is None:
-        return None
-    value = value.strip()
-    if _ASCII_NUMBER.fullmatch(value):
-        # Thousands of digits would pass int()'s limit check only to overflow float(): any
-        # wish past a day is simply "a long time", which the cap then bounds.
-        return float(value) if len(value) <= 6 else 86_400.0
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, OverflowError, IndexError):
-        return None
-    try:
-        return max(0.0, when.timestamp() - time.time())
-    except (OverflowError, ValueError, OSError):
-        return None
 
 
 def _as_params(rendered: object) -> list[tuple[str, str]]:

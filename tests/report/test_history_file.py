@@ -265,7 +265,7 @@ def test_bad_content_starts_a_fresh_history_when_ours_and_stops_the_run_untouche
         read = read_history(path)
         assert read.documents == () and read.existed is True
         assert [w.code for w in read.warnings] == ["history-unparsable"]
-        assert read.warnings[0].to_json()["file"] == str(path)
+        assert read.warnings[0].file == str(path)
         # and the next save replaces it with a good history
         save_history(path, [make_run()])
         assert len(read_history(path).documents) == 1
