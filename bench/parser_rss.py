@@ -36,7 +36,7 @@ print("read")
 _RUN_JSONL_LINE = """
 import sys
 from pathlib import Path
-from scanner.retrievers.mapping import MAX_JSON_CONTAINERS
+from scanner.foundation.strict_json import MAX_JSON_CONTAINERS
 from scanner.retrievers.runfile import MAX_RUN_FILE_BYTES, RunFileRetriever
 path = Path(sys.argv[1]) / "run.jsonl"
 # One line holding the most objects a line may: each hit an empty-ish object (refused by the mapping,
@@ -54,7 +54,8 @@ except Exception as error:
 _ANSWER = """
 import sys
 from scanner.retrievers.base import SearchRequest
-from scanner.retrievers.mapping import MAX_JSON_CONTAINERS, ErrorContext, ResponseMapping, loads_strict, map_response
+from scanner.foundation.strict_json import MAX_JSON_CONTAINERS, loads_strict
+from scanner.retrievers.mapping import ErrorContext, ResponseMapping, map_response
 data = b'{"results":[' + b",".join([b"{}"] * (MAX_JSON_CONTAINERS - 2)) + b"]}"
 print(len(data), file=sys.stderr)
 body = loads_strict(data)

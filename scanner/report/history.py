@@ -38,7 +38,6 @@ import errno
 import fcntl
 import itertools
 import json
-import math
 import os
 import stat
 import tempfile
@@ -51,6 +50,7 @@ from typing import Any
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
+from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.report.read import run_from_document, run_record_problems
 from scanner.report.serialise import serialise
 
@@ -83,11 +83,6 @@ DETAILED_DROP_WARNINGS = 3
 
 MAX_BASELINE_PROBLEMS = 5
 """Schema problems named when a baseline is refused; a lazy validator stops there."""
-
-MAX_JSON_CONTAINERS = 2_000_000
-"""Objects and arrays a history or baseline may hold, counted before parsing. An empty object costs
-~64 bytes for its 3 bytes of text, so 32 MiB of `{},` would be 11 million objects and ~1 GB;
-a real 32 MiB history (10 runs of ~1,950 queries, 10 hits each) holds ~300,000."""
 
 _OUR_HEAD = b'{"format":"kb-eval-history"'
 """How every history kb-eval writes begins (compact JSON, `format` first)."""
@@ -136,8 +131,8 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
     if not data.strip():
         return _fresh(path, "is empty")
     try:
-        document = _parse_strict_json(data)
-    except _Unparsable as bad:
+        document = loads_strict(data)
+    except NotJson as bad:
         if data.startswith(_OUR_HEAD):
             return _fresh(path, f"is damaged ({bad.reason})")
         raise _not_ours(path, f"is not JSON ({bad.reason})", bad.line) from None
@@ -444,8 +439,8 @@ def read_baseline(
             hint="check the --baseline path (in CI: did the artifact download step run?)",
         )
     try:
-        document = _parse_strict_json(data)
-    except _Unparsable as bad:
+        document = loads_strict(data)
+    except NotJson as bad:
         raise InputError(
             f"the baseline is not valid JSON: {bad.reason}",
             file=str(path),
@@ -615,45 +610,6 @@ def _unreadable(name: str, what: str, error: OSError) -> InputError:
         file=name,
         hint=hint,
     )
-
-
-class _Unparsable(Exception):
-    def __init__(self, reason: str, line: int | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.line = line
-
-
-def _reject_constant(name: str) -> float:
-    raise _Unparsable(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        # 1e400 parses to inf in Python; JSON has no infinity.
-        raise _Unparsable(f"number {text[:40]} is out of range")
-    return value
-
-
-def _parse_strict_json(data: bytes) -> object:
-    """Standard JSON only: no NaN/Infinity, no overflowing numbers, UTF-8, at most
-    MAX_JSON_CONTAINERS objects and arrays."""
-    if data.count(b"{") + data.count(b"[") > MAX_JSON_CONTAINERS:
-        raise _Unparsable(f"more than {MAX_JSON_CONTAINERS} objects and arrays")
-    try:
-        text = data.decode("utf-8")
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-    except _Unparsable:
-        raise
-    except json.JSONDecodeError as error:
-        raise _Unparsable(f"{error.msg} at line {error.lineno} column {error.colno}", error.lineno) from None
-    except UnicodeDecodeError:
-        raise _Unparsable("not UTF-8 text") from None
-    except ValueError as error:  # an integer with too many digits
-        raise _Unparsable(str(error)[:80]) from None
-    except RecursionError:
-        raise _Unparsable("nested too deeply") from None
 
 
 # --- writing -----------------------------------------------------------------

@@ -19,13 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scanner.foundation.errors import InputError
+from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
 from scanner.retrievers.mapping import (
     ErrorContext,
-    NotJson,
     ResponseMapping,
-    loads_strict,
     map_response,
     scrub_and_cut,
 )

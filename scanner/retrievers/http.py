@@ -25,6 +25,7 @@ from requests.structures import CaseInsensitiveDict
 
 from scanner.foundation.errors import InputError
 from scanner.foundation.retry_after import retry_after_seconds
+from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
 from scanner.retrievers.http_settings import (
@@ -37,9 +38,7 @@ from scanner.retrievers.http_settings import (
 )
 from scanner.retrievers.mapping import (
     ErrorContext,
-    NotJson,
     ResponseMapping,
-    loads_strict,
     map_response,
     redact_url,
     scrub_and_cut,

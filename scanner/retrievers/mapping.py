@@ -8,7 +8,6 @@ URLs become the KB-relative paths the golden file uses.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import urllib.parse
@@ -98,60 +97,6 @@ def validate_dotted_path(dotted: str, flag: str) -> str:
             hint="write field names separated by dots, e.g. hits.hits or _source.path",
         )
     return dotted
-
-
-class NotJson(ValueError):
-    """An answer that is not one strict JSON document; `reason` says why, `line` where (1-based)."""
-
-    def __init__(self, reason: str, line: int | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.line = line
-
-
-MAX_JSON_CONTAINERS = 500_000
-"""Objects and arrays one answer or run-file line may hold (a one-line JSONL run of 1,000,000 hits
-peaked at 438 MiB in bench/parser_rss.py). An empty object costs ~64 bytes of memory
-for its 3 bytes of text (`{},`), so container count, not size, is what amplifies; a search answer
-of `limit` hits has tens. Counted with bytes.count before parsing (an upper bound: braces inside
-strings count too)."""
-
-
-def loads_strict(data: bytes | str, max_containers: int = MAX_JSON_CONTAINERS) -> object:
-    """One JSON document from an external answer or file, or NotJson; never another exception.
-
-    Standard JSON only: NaN/Infinity and numbers that overflow a float (1e400) are refused, as
-    are integers past Python's 4,300-digit limit and nesting deep enough to exhaust the
-    recursion limit (the C decoder raises RecursionError there, which would be exit 3)."""
-    containers = (
-        data.count(b"{") + data.count(b"[") if isinstance(data, bytes) else data.count("{") + data.count("[")
-    )
-    if containers > max_containers:
-        raise NotJson(f"more than {max_containers} objects and arrays")
-    try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-    except NotJson:
-        raise
-    except json.JSONDecodeError as error:
-        raise NotJson(f"{error.msg} at line {error.lineno} column {error.colno}", error.lineno) from None
-    except UnicodeDecodeError as error:
-        raise NotJson(f"not UTF-8 (byte {error.start})") from None
-    except ValueError:  # an integer with more digits than int() converts
-        raise NotJson("a number has too many digits") from None
-    except RecursionError:
-        raise NotJson("nested too deeply") from None
-
-
-def _reject_constant(name: str) -> float:
-    raise NotJson(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise NotJson(f"number {text[:40]} is out of range")
-    return value
 
 
 def locate_hit_list(

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scanner.foundation.errors import InputError
+from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.retrievers.base import Hit, SearchRequest
-from scanner.retrievers.mapping import ErrorContext, NotJson, ResponseMapping, loads_strict, map_hits
+from scanner.retrievers.mapping import ErrorContext, ResponseMapping, map_hits
 
 TREC_FIELD_COUNT = 6
 MAX_RUN_FILE_BYTES = 32 * 1024 * 1024

@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from scanner.corpus.reader import build_document
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import InputError
+from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.report.document import validation_errors as iter_validation_errors
 from scanner.report.history import read_baseline, read_history, record_run
 from scanner.retrievers.base import SearchRequest
-from scanner.retrievers.mapping import ErrorContext, NotJson, ResponseMapping, loads_strict, map_response
+from scanner.retrievers.mapping import ErrorContext, ResponseMapping, map_response
 from scanner.retrievers.runfile import RunFileRetriever
 from tests.support.run_records import make_run
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import scanner.foundation.strict_json
 import scanner.report.history
 from scanner.foundation.errors import InputError
 from scanner.report.document import validation_errors as iter_validation_errors
@@ -196,7 +197,7 @@ def test_a_hostile_k_key_drops_the_run_instead_of_crashing(tmp_path: Path, key: 
 def test_a_history_past_the_container_cap_is_not_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: int, fresh: bool
 ) -> None:
-    monkeypatch.setattr(scanner.report.history, "MAX_JSON_CONTAINERS", 12)  # the outer object, "runs", then the runs
+    monkeypatch.setattr(scanner.foundation.strict_json, "MAX_JSON_CONTAINERS", 12)  # the outer object, "runs", then the runs
     path = tmp_path / "h.json"
     path.write_bytes(history_bytes([{}] * runs))
     read = read_history(path)

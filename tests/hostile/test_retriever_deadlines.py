@@ -18,6 +18,7 @@ from contextlib import contextmanager
 import pytest
 
 from scanner.foundation.errors import InputError
+from scanner.foundation.strict_json import MAX_JSON_CONTAINERS
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.command import (
     EXIT_GRACE_S,
@@ -28,7 +29,7 @@ from scanner.retrievers.command import (
 )
 from scanner.retrievers.http import HttpRetriever
 from scanner.retrievers.http_settings import HttpSettings, parse_header
-from scanner.retrievers.mapping import MAX_JSON_CONTAINERS, ResponseMapping
+from scanner.retrievers.mapping import ResponseMapping
 from tests.support.loopback_server import Reply, running
 
 MARGIN_S = 4.0

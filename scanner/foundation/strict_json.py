@@ -1,0 +1,68 @@
+"""The one reader of JSON that kb-eval did not write itself this run: a search service's answer,
+a command's output, a run file's line, a history or baseline file.
+
+Standard JSON only, bounded before it is parsed, and one exception type for every way it can be
+wrong, so no input reaches the caller as a crash (exit 3).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+MAX_JSON_CONTAINERS = 1_000_000
+"""Objects and arrays one document may hold, counted with bytes.count before parsing (an upper
+bound: braces inside strings count too). Container count, not size, is what amplifies: an empty
+object costs ~64 bytes of memory for its 3 bytes of text (`{},`). What real inputs hold: a search
+answer of `limit` hits has tens; a 32 MiB history (10 runs of ~1,950 queries, 10 hits each)
+~300,000. Peak memory at the cap, per reader: docs/limits-and-safety.md (bench/parser_rss.py)."""
+
+
+class NotJson(ValueError):
+    """A document that is not one strict JSON value; `reason` says why, `line` where (1-based)."""
+
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = line
+
+
+def loads_strict(data: bytes | str, max_containers: int | None = None) -> object:
+    """One JSON document, or NotJson; never another exception.
+
+    Refused: NaN/Infinity and numbers that overflow a float (1e400), integers past Python's
+    4,300-digit limit, text that is not UTF-8, more than `max_containers` objects and arrays, and
+    nesting deep enough to exhaust the recursion limit (the C decoder raises RecursionError there).
+    `max_containers` defaults to MAX_JSON_CONTAINERS."""
+    if max_containers is None:
+        max_containers = MAX_JSON_CONTAINERS
+    containers = (
+        data.count(b"{") + data.count(b"[") if isinstance(data, bytes) else data.count("{") + data.count("[")
+    )
+    if containers > max_containers:
+        raise NotJson(f"more than {max_containers} objects and arrays")
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except NotJson:
+        raise
+    except json.JSONDecodeError as error:
+        raise NotJson(f"{error.msg} at line {error.lineno} column {error.colno}", error.lineno) from None
+    except UnicodeDecodeError as error:
+        raise NotJson(f"not UTF-8 (byte {error.start})") from None
+    except ValueError:  # an integer with more digits than int() converts
+        raise NotJson("a number has too many digits") from None
+    except RecursionError:
+        raise NotJson("nested too deeply") from None
+
+
+def _reject_constant(name: str) -> float:
+    raise NotJson(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        # 1e400 parses to inf in Python; JSON has no infinity.
+        raise NotJson(f"number {text[:40]} is out of range")
+    return value
