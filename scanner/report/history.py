@@ -50,6 +50,7 @@ from typing import Any
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
+from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, check_replaceable, read_capped
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.report.read import run_from_document, run_record_problems
 from scanner.report.serialise import serialise
@@ -466,149 +467,42 @@ def read_baseline(
 
 
 def _read_regular_file(path: Path, what: str, cap_bytes: int, allow_links: bool) -> bytes | None:
-    """The bytes of `path`, None when absent; InputError when it is not safe to read.
-
-    Checked with lstat BEFORE opening, so a FIFO is never opened for a blocking
-    read; opened with O_NONBLOCK (a FIFO swapped in after the check cannot hang)
-    and O_NOFOLLOW (a symlink swapped in fails), then checked again on the open
-    descriptor, which is the file actually read.
-    """
-    name = str(path)
+    """The bytes of `path`, None when absent; InputError when it is not safe to read
+    (scanner/foundation/files.py). A history is replaced by rename, so it may be neither a link
+    nor hard-linked; a baseline is only read, and is read through a link."""
+    links = LinkPolicy.FOLLOW if allow_links else LinkPolicy.REFUSE
     try:
-        before = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        raise _unreadable(name, what, error) from None
-    if stat.S_ISLNK(before.st_mode):
-        if not allow_links:
-            raise _symlink_refused(name, what)
-        try:
-            before = os.stat(path)
-        except OSError as error:
-            raise _unreadable(name, what, error) from None
-    _check_stat(before, name, what, cap_bytes, allow_links)
-
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not allow_links:
-        flags |= os.O_NOFOLLOW
-    try:
-        fd = os.open(path, flags)
-    except OSError as error:
-        if error.errno == errno.ELOOP and not allow_links:
-            raise _symlink_refused(name, what) from None
-        raise _unreadable(name, what, error) from None
-    try:
-        # The descriptor is what gets read: check it again. A concurrent kb-eval may
-        # have renamed a new history into place since lstat; that file is fine to
-        # read as long as it passes the same checks.
-        _check_stat(os.fstat(fd), name, what, cap_bytes, allow_links)
-        chunks: list[bytes] = []
-        total = 0
-        while total <= cap_bytes:
-            chunk = os.read(fd, _READ_CHUNK)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    except OSError as error:
-        raise _unreadable(name, what, error) from None
-    finally:
-        os.close(fd)
-    if total > cap_bytes:
-        raise _oversized(name, what, total, cap_bytes)  # it grew after fstat
-    return b"".join(chunks)
+        return read_capped(path, cap_bytes, links, refuse_hard_links=not allow_links)
+    except FileRefused as refused:
+        if refused.refusal is Refusal.MISSING:
+            return None
+        raise _refused(str(path), what, refused) from None
 
 
 def _check_safe_to_replace(path: Path, what: str, cap_bytes: int) -> None:
-    """Raise InputError unless `path` is absent or a file `read_history` would accept.
-
-    Opens and closes without reading: the same refusals as reading, so what the
-    next read would refuse is never replaced either.
-    """
-    name = str(path)
+    """Raise InputError unless `path` is absent or a file `read_history` would accept."""
     try:
-        status = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        raise _unreadable(name, what, error) from None
-    if stat.S_ISLNK(status.st_mode):
-        raise _symlink_refused(name, what)
-    _check_stat(status, name, what, cap_bytes, allow_links=False)
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        os.close(os.open(path, flags))
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise _symlink_refused(name, what) from None
-        raise _unreadable(name, what, error) from None
+        check_replaceable(path, cap_bytes)
+    except FileRefused as refused:
+        raise _refused(str(path), what, refused) from None
 
 
-def _check_stat(status: os.stat_result, name: str, what: str, cap_bytes: int, allow_links: bool) -> None:
-    if not stat.S_ISREG(status.st_mode):
-        raise InputError(
-            f"the {what} file is {_file_kind(status.st_mode)}, not a regular file; "
-            "kb-eval stopped before saving anything",
-            file=name,
-            hint=f"remove it or point --{what} at a regular file",
-        )
-    if not allow_links and status.st_nlink > 1:
-        # Replacing the file by rename would detach it from its other names, which
-        # would keep the stale copy; writing through the link would change a file
-        # elsewhere. Either surprises someone, so ask.
-        raise InputError(
-            f"the {what} file has {status.st_nlink} hard links; kb-eval will not replace a "
-            "file that is also reachable under another name, and stopped before saving anything",
-            file=name,
-            hint=f"copy it to a file of its own (cp FILE FILE.new && mv FILE.new FILE) or point --{what} elsewhere",
-        )
-    if status.st_size > cap_bytes:
-        raise _oversized(name, what, status.st_size, cap_bytes)
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a special file"
-
-
-def _symlink_refused(name: str, what: str) -> InputError:
+def _refused(name: str, what: str, refused: FileRefused) -> InputError:
+    hints = {
+        Refusal.LINK: f"kb-eval does not follow it (saving would replace the link, not its target): "
+        f"point --{what} at the real file, or replace the link with the file itself",
+        Refusal.NOT_REGULAR: f"remove it or point --{what} at a regular file",
+        Refusal.HARD_LINKED: "replacing it would detach it from its other names: copy it to a file of its own "
+        f"(cp FILE FILE.new && mv FILE.new FILE) or point --{what} elsewhere",
+        Refusal.TOO_LARGE: f"kb-eval never writes one this big: move the file away to start a fresh {what}, "
+        "or pass --no-history",
+        Refusal.UNREADABLE: f"make the {what} file readable by the user running kb-eval (see ls -l), "
+        f"or check the --{what} path",
+    }
     return InputError(
-        f"the {what} file is a symbolic link; kb-eval does not follow it (saving would "
-        "replace the link, not its target) and stopped before saving anything",
+        f"the {what} file {refused.reason}; kb-eval stopped before saving anything",
         file=name,
-        hint=f"point --{what} at the real file, or replace the link with the file itself",
-    )
-
-
-def _oversized(name: str, what: str, size: int, cap_bytes: int) -> InputError:
-    return InputError(
-        f"the {what} file is {size} bytes, over the {cap_bytes}-byte cap; kb-eval never writes "
-        "one this big, so it is not what it expected and it stopped before saving anything",
-        file=name,
-        hint=f"move the file away to start a fresh {what}, or pass --no-history",
-    )
-
-
-def _unreadable(name: str, what: str, error: OSError) -> InputError:
-    reason = error.strerror or type(error).__name__
-    if isinstance(error, PermissionError):
-        hint = f"make the {what} file readable by the user running kb-eval (see ls -l)"
-    else:
-        hint = f"check the {what} path"
-    return InputError(
-        f"the {what} file cannot be read ({reason}); kb-eval stopped before saving anything",
-        file=name,
-        hint=hint,
+        hint=hints.get(refused.refusal),
     )
 
 
