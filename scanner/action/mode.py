@@ -303,7 +303,7 @@ def read_event(environ: Mapping[str, str]) -> EventInfo:
 
 
 def with_pull_request_base(settings: RunSettings, event: EventInfo, environ: Mapping[str, str]) -> RunSettings:
-    """Issue 17: on a pull request with neither `baseline` nor `baseline-ref`, compare with the pull
+    """On a pull request with neither `baseline` nor `baseline-ref`, compare with the pull
     request's base commit, evaluated in this job. Origin.PULL_REQUEST: the user named nothing, so a
     shallow checkout without that commit is a warning, never exit 2."""
     if settings.baseline is not None or settings.baseline_ref is not None or event.base_sha is None:
@@ -466,7 +466,7 @@ def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> 
         written_paths.append(posixpath.join(inputs.settings.cache_dir.as_posix(), CACHE_FILE))
     created = [folder for path in written_paths for folder in make_parent_folders(workspace, path)]
     event = read_event(environ)
-    result = execute(with_pull_request_base(inputs.settings, event, environ))  # issue 17
+    result = execute(with_pull_request_base(inputs.settings, event, environ))
     echo_log(stdout, result)
     hand_to_workspace_owner(workspace, [*created, *(workspace / path for path in written_paths)])
 

@@ -60,7 +60,7 @@ class ComparisonStatus(enum.Enum):
 
 
 class NotComparedCause(enum.Enum):
-    """Why nothing was compared, as a closed set the renderers can phrase (issue 17): a gate
+    """Why nothing was compared, as a closed set the renderers can phrase: a gate
     that could not run is a warning naming one of these, never silence."""
 
     NO_BASELINE = "no-baseline"

@@ -91,7 +91,7 @@ def read_documents(
     again (the cache is saved when the generator is exhausted).
 
     With a `memo`, every parsed document is remembered by its path and bytes, and a file
-    remembered there is not parsed again (issue 17: a pull request's base read after its head).
+    remembered there is not parsed again (a pull request's base is read after its head, and most of its files are the same).
     With a `source`, the files are its (KB-relative path, bytes) pairs instead of the folder walk:
     another reader (scanner.git.base) chose them and applied the per-file limits, and `root`,
     `exclude` and `cache` are not used; they are parsed in this process, most come from the memo."""

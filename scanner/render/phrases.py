@@ -115,7 +115,7 @@ def compared_with(comparison: Comparison) -> str:
         return ""
     what = {"history": "the previous run in the history", "baseline": "the baseline", "git": "the base revision"}
     name = what.get(comparison.source or "", "the previous run")
-    if comparison.revision is not None:  # issue 17: which commit, and the ref it was named by
+    if comparison.revision is not None:  # which commit, and the ref it was named by
         name += f" {comparison.revision.commit[:7]} ({comparison.revision.ref})"
     return f"{name} of {previous.timestamp}"
 

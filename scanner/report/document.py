@@ -47,9 +47,6 @@ SCHEMA_PATH = (
     else Path(str(importlib.resources.files("scanner._schema").joinpath(SCHEMA_FILE)))
 )
 
-COMPARISON_KEYS = ("previous", "diff", "corpus_changed", "comparison", "gate")
-"""Report keys that describe a run's own comparison, not the run; a history entry has none."""
-
 Document = dict[str, Any]
 
 __all__ = ["ReportInvalid", "report_document", "run_document", "serialise", "validate", "validation_errors"]

@@ -106,21 +106,6 @@ class HistoryRead:
     """Whether a file was at the path (False: absent, which simply means no history yet)."""
 
 
-@dataclass(frozen=True, slots=True)
-class HistorySaved:
-    """What saving the history did."""
-
-    kept: int
-    """Runs written."""
-    dropped_for_count: int
-    """Oldest runs left out because of max_runs (expected, not warned about)."""
-    dropped_for_size: int
-    """Oldest runs left out so the file stays under the size cap (warned about)."""
-    bytes_written: int
-    warnings: tuple[Diagnostic, ...]
-    """history-pruned when runs were dropped for size; add them to the run's Diagnostics."""
-
-
 def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
     """Read the history at `path`; see the module docstring for what is refused and what is forgiven.
 

@@ -591,8 +591,6 @@ SETTINGS: tuple[Setting, ...] = (
 )
 """In `--help` and table order. action.yml lists the inputs in this order too."""
 
-BY_NAME: Mapping[str, Setting] = {s.name: s for s in SETTINGS}
-BY_ATTRIBUTE: Mapping[str, Setting] = {s.attribute: s for s in SETTINGS}
 
 
 def setting(name: str) -> Setting:
@@ -624,7 +622,7 @@ class RunSettings:
     history_size: int
     baseline: Path | None
     baseline_ref: BaseRequest | None
-    """Issue 17; the Action sets the pull request's base commit here when neither is given."""
+    """The Action sets the pull request's base commit here when neither is given."""
     save_baseline: Path | None
     fail_on_regression: bool
     regression_threshold: float

@@ -32,7 +32,7 @@ from tests.conftest import REPO
 from tests.support.container import action_inputs, input_environment
 
 BAD_VALUES = {
-    "baseline-ref": "-n",  # issue 17: a revision git would read as an option
+    "baseline-ref": "-n",  # a revision git would read as an option
     "comment": "sometimes",
     "limit": "0",
     "k": "1,x",
