@@ -222,11 +222,7 @@ class _Packed(NamedTuple):
             return cls(document.path, entry[1])
         fields = (
             document.title, document.title_line,
-            tuple(
-                (c.heading, c.breadcrumb_parts, c.body, c.start_line, c.end_line, c.heading_line, c.body_start_line,
-                 c.breadcrumb_lines)
-                for c in document.chunks
-            ),
+            tuple(c.flattened() for c in document.chunks),
         )
         return cls(document.path, marshal.dumps(fields))
 
@@ -238,7 +234,7 @@ class _Packed(NamedTuple):
             return unpacked[0]
         path = self.path
         title, title_line, chunks = marshal.loads(self.payload)
-        return Document(path, title, title_line, tuple(Chunk(path, *fields) for fields in chunks))
+        return Document(path, title, title_line, tuple(Chunk.of(path, fields) for fields in chunks))
 
 
 _ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scanner.compare.comparison import BaseRequest, Comparison, compare_runs, compare_with_history, no_previous
-from scanner.compare.gate import GateResult, check_gate_settings, evaluate_gate
+from scanner.compare.gate import GateResult, evaluate_gate
 from scanner.compare.report import Report
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
@@ -29,7 +29,6 @@ from scanner.report.document import report_document, run_document, serialise, va
 from scanner.report.history import (
     HistoryPlan,
     HistoryRead,
-    check_history_size,
     plan_history,
     read_baseline,
     read_history,
@@ -77,9 +76,6 @@ class RunOutcome:
 def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) -> RunOutcome:
     """Raises InputError (exit 2) for bad input, ReportInvalid (exit 3) for a report that fails
     its schema; nothing is written in either case."""
-    check_gate_settings(plan.regression_threshold, plan.alpha)
-    if plan.history is not None:
-        check_history_size(plan.history_size)
     history = read_history(plan.history) if plan.history is not None else None
     if history is not None:
         diagnostics.items.extend(history.warnings)

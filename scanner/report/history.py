@@ -213,22 +213,6 @@ def _fresh(path: Path, why: str) -> HistoryRead:
     return HistoryRead(runs=(), documents=(), warnings=(warning,), existed=True)
 
 
-def check_history_size(max_runs: int) -> None:
-    """Refuse a `--history-size` that keeps no run (use --no-history for that)."""
-    if max_runs < 1:
-        raise InputError(
-            f"--history-size must be at least 1, got {max_runs}",
-            field="--history-size",
-            hint="pass --no-history to keep no history at all",
-        )
-    if max_runs > MAX_HISTORY_RUNS:
-        raise InputError(
-            f"--history-size must be at most {MAX_HISTORY_RUNS}, got {max_runs}",
-            field="--history-size",
-            hint="keep older runs as --save-baseline files instead",
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class HistoryPlan:
     """What saving the history will write, decided before anything is written."""
@@ -259,7 +243,6 @@ def plan_history(
     before any file is written. Raises InputError when even the newest run alone does not fit
     under the cap.
     """
-    check_history_size(max_runs)
     if not runs:
         raise ValueError("plan_history needs at least the current run")
     records = runs[:max_runs]
@@ -363,7 +346,6 @@ def record_run(
 ) -> HistoryPlan:
     """Add `run` (a run document) as the newest run of the history at `path`, keeping every run
     already there, read under the lock."""
-    check_history_size(max_runs)
     with history_lock(path):
         current = read_history(path, cap_bytes)
         plan = plan_history(path, [run, *current.documents], max_runs, cap_bytes)

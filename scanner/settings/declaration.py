@@ -37,7 +37,7 @@ from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD
 from scanner.foundation.errors import InputError
 from scanner.github.comment import CommentMode
 from scanner.github.workflow import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
-from scanner.report.history import DEFAULT_HISTORY_SIZE
+from scanner.report.history import DEFAULT_HISTORY_SIZE, MAX_HISTORY_RUNS
 from scanner.retrievers import command as command_module
 from scanner.retrievers import http_settings as http_module
 from scanner.retrievers.base import RetrieverKind
@@ -402,7 +402,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "history-size", "history_size", Group.HISTORY, "runs kept in the history",
-        _int_in(1, None, DEFAULT_HISTORY_SIZE), DEFAULT_HISTORY_SIZE, str(DEFAULT_HISTORY_SIZE), metavar="N",
+        _int_in(1, MAX_HISTORY_RUNS, DEFAULT_HISTORY_SIZE), DEFAULT_HISTORY_SIZE, str(DEFAULT_HISTORY_SIZE), metavar="N",
     ),
     Setting(
         "baseline", "baseline", Group.HISTORY,
