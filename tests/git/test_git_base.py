@@ -439,6 +439,10 @@ def make_tricky_tree(repo: Path) -> None:
     os.symlink("../kb/deploy.md", kb / "round-trip.md")
     os.symlink("notes", kb / "folder-link")
     os.symlink("missing.md", kb / "dangling.md")
+    # Into folders the walk leaves out (a dot-folder, an excluded one): read as their targets.
+    os.symlink(".obsidian/workspace.md", kb / "into-dot.md")
+    os.symlink("drafts/wip.md", kb / "into-excluded.md")
+    os.symlink(".obsidian", kb / "dot-folder-link")
     os.symlink("loop-b.md", kb / "loop-a.md")
     os.symlink("loop-a.md", kb / "loop-b.md")
     with open(os.fsencode(kb) + b"/caf\xe9.md", "wb") as handle:
@@ -466,6 +470,7 @@ def test_the_base_tree_gives_the_corpus_and_warnings_the_folder_walk_gives(tmp_p
     assert tree.documents == disk.documents
     paths = [d.path for d in tree.documents]
     assert ".hidden.md" in paths and "alias.md" in paths and "chain.md" in paths and "round-trip.md" in paths
+    assert "into-dot.md" in paths and "into-excluded.md" in paths
     assert not any(p.startswith((".obsidian", "drafts", "leak")) or p.endswith(".tmp.md") for p in paths)
 
     def warnings(diagnostics: Diagnostics) -> list[tuple[str, str, str | None, int | None]]:
