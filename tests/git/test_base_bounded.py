@@ -16,7 +16,7 @@ from scanner.foundation.diagnostics import Diagnostics
 from scanner.git.objects import read_blobs
 from scanner.git.renames import renamed_since
 from scanner.git.repository import Deadline, GitFailed
-from scanner.git.tree import list_tree
+from scanner.git.tree import TreeFile, list_tree
 from scanner.pipeline.base import ResolvedBase, resolve_base
 from tests.git.test_git_base import BASE_KB, GOLDEN, commit, git, new_repo, per_query, run
 
@@ -125,7 +125,8 @@ def test_a_rename_from_outside_the_kb_is_not_a_rename(tmp_path: Path) -> None:
     assert report["diff"]["queries"]["better"] == ["rollback"]
 
 
-def test_only_expected_files_the_base_lacks_are_looked_for(tmp_path: Path) -> None:
+def _base_files(tmp_path: Path) -> tuple[ResolvedBase, KbFiles, list[TreeFile]]:
+    """A KB whose rollback.md HEAD renamed (with an edit) to revert.md, and its files at the base."""
     repo = new_repo(tmp_path / "repo")
     _renamed_with_edits(repo)
     resolved = resolve_base(repo / "kb", BaseRequest("HEAD~1"), external_retriever=False)
@@ -133,6 +134,11 @@ def test_only_expected_files_the_base_lacks_are_looked_for(tmp_path: Path) -> No
     rules = KbFiles.excluding(())
     files = list_tree(resolved.repository, resolved.commit, rules, Diagnostics(), Deadline.after(60))
     assert files is not None
+    return resolved, rules, files
+
+
+def test_only_expected_files_the_base_lacks_are_looked_for(tmp_path: Path) -> None:
+    resolved, rules, files = _base_files(tmp_path)
 
     def renames(wanted: set[str]) -> dict[str, str]:
         return renamed_since(resolved.repository, resolved.commit, files, wanted, rules, Deadline.after(60))
@@ -142,13 +148,7 @@ def test_only_expected_files_the_base_lacks_are_looked_for(tmp_path: Path) -> No
 
 
 def test_every_read_of_the_base_checks_the_deadline(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
-    _renamed_with_edits(repo)
-    resolved = resolve_base(repo / "kb", BaseRequest("HEAD~1"), external_retriever=False)
-    assert isinstance(resolved, ResolvedBase)
-    rules = KbFiles.excluding(())
-    files = list_tree(resolved.repository, resolved.commit, rules, Diagnostics(), Deadline.after(60))
-    assert files is not None
+    resolved, rules, files = _base_files(tmp_path)
     past = Deadline(0.0, 0.0)
     with pytest.raises(GitFailed, match="longer than"):
         list_tree(resolved.repository, resolved.commit, rules, Diagnostics(), past)
