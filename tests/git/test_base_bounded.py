@@ -10,14 +10,16 @@ import pytest
 
 import scanner.git.renames
 import scanner.pipeline.base
-from scanner.compare.comparison import BaseRequest
+from scanner.compare.comparison import BaseRequest, Comparison, NotComparedCause, Origin
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
 from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.errors import ExitCode, InputError
 from scanner.git.objects import read_blobs
 from scanner.git.renames import renamed_since
 from scanner.git.repository import Deadline, GitFailed
+from scanner.git.revision import MAX_REVISION_CHARS, is_revision_name
 from scanner.git.tree import TreeFile, list_tree
-from scanner.pipeline.base import ResolvedBase, resolve_base
+from scanner.pipeline.base import SHALLOW_HINT, ResolvedBase, resolve_base
 from tests.git.test_git_base import BASE_KB, GOLDEN, commit, git, new_repo, per_query, run
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -166,3 +168,29 @@ def test_one_deadline_runs_from_the_lookup_of_the_revision(tmp_path: Path, monke
     assert result.exit_code == 0
     assert report["comparison"]["cause"] == "revision-unavailable"
     assert "longer than 0 s" in report["comparison"]["reasons"][0]
+
+
+# --- one revision rule, for the flag and for a pull request's base ----------------------------------
+
+EDGES = ["a" * MAX_REVISION_CHARS, "a" * (MAX_REVISION_CHARS + 1), "-n", "main~1", "a\tb", "x\x7f", "origin/main"]
+
+
+@pytest.mark.parametrize("revision", EDGES)
+def test_the_flag_and_a_pull_requests_base_are_held_to_one_revision_rule(tmp_path: Path, revision: str) -> None:
+    repo = new_repo(tmp_path / "repo")
+    commit(repo, BASE_KB, "base")
+    flag, _ = run(repo / "kb", f"--baseline-ref={revision}")
+    refused_as_flag = flag.exit_code == ExitCode.BAD_INPUT and "not a git revision" in flag.stderr_text
+    assert refused_as_flag is not is_revision_name(revision)
+    chosen = resolve_base(repo / "kb", BaseRequest(revision, Origin.PULL_REQUEST, "main"), external_retriever=False)
+    # Named by the pull request's event, none of these is a commit here: a reason, never an exit.
+    assert isinstance(chosen, Comparison) and chosen.cause is NotComparedCause.REVISION_UNAVAILABLE
+    assert chosen.hint == SHALLOW_HINT and "does not name a commit" in chosen.reasons[0]
+    if not is_revision_name(revision):
+        with pytest.raises(InputError, match="not a git revision"):
+            resolve_base(repo / "kb", BaseRequest(revision), external_retriever=False)
+
+
+def test_the_revision_rule_at_its_edges() -> None:
+    assert [is_revision_name(text) for text in EDGES] == [True, False, False, True, False, False, True]
+    assert not is_revision_name("")
