@@ -26,6 +26,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal
 
 from scanner.evaluation.records import QueryRecord, RunRecord
@@ -98,7 +99,24 @@ class BaseRequest:
 
 
 MetricFamily = Literal["mrr", "recall", "ndcg"]
-Source = Literal["history", "baseline", "git"]
+class Source(StrEnum):
+    """What a run was compared with."""
+
+    HISTORY = "history"
+    BASELINE = "baseline"
+    GIT = "git"
+    """The KB at a git revision (a pull request's base commit, or --baseline-ref), evaluated in this run."""
+
+
+class QueryStatus(StrEnum):
+    """How one query's metrics moved between two runs."""
+
+    WORSE = "worse"
+    """Some metric fell and none rose."""
+    BETTER = "better"
+    """Some metric rose and none fell."""
+    MIXED = "mixed"
+    UNCHANGED = "unchanged"
 """Where the previous run came from: the history file, a baseline report, or a git revision
 evaluated in the same job."""
 
@@ -174,17 +192,16 @@ class QueryDelta:
     it down (None when nothing new ranks above it)."""
 
     @property
-    def status(self) -> Literal["worse", "better", "mixed", "unchanged"]:
-        """worse: some metric fell and none rose; better: the reverse; mixed: both."""
+    def status(self) -> QueryStatus:
         fell = any(d.delta < 0 for d in self.deltas)
         rose = any(d.delta > 0 for d in self.deltas)
         if fell and rose:
-            return "mixed"
+            return QueryStatus.MIXED
         if fell:
-            return "worse"
+            return QueryStatus.WORSE
         if rose:
-            return "better"
-        return "unchanged"
+            return QueryStatus.BETTER
+        return QueryStatus.UNCHANGED
 
     def delta_of(self, metric: Metric) -> MetricDelta | None:
         for delta in self.deltas:
@@ -257,7 +274,7 @@ class Comparison:
 
     def changed_queries(self) -> list[QueryDelta]:
         """The queries whose metrics moved, the largest single drop first (what a reader needs)."""
-        moved = [query for query in self.query_deltas if query.status != "unchanged"]
+        moved = [query for query in self.query_deltas if query.status is not QueryStatus.UNCHANGED]
         return sorted(moved, key=lambda q: min((d.delta for d in q.deltas), default=0.0))
 
 
@@ -352,24 +369,24 @@ def no_previous(
 def compare_with_history(current: RunRecord, runs: Sequence[RunRecord]) -> Comparison:
     """Compare with the newest comparable run of the history (newest first)."""
     if not runs:
-        return no_previous("no previous run in the history", "history", NotComparedCause.NO_HISTORY)
+        return no_previous("no previous run in the history", Source.HISTORY, NotComparedCause.NO_HISTORY)
     match = pick_comparable(current.fingerprint, runs)
     if match is not None:
-        return compare_runs(current, match, "history")
+        return compare_runs(current, match, Source.HISTORY)
     reasons = fingerprint_differences(current.fingerprint, runs[0].fingerprint, "the previous run")
     if len(runs) > 1:
         reasons.insert(
             0,
             f"none of the {len(runs)} runs in the history has this run's settings; the newest differs as follows",
         )
-    return _incomparable(reasons, "history")
+    return _incomparable(reasons, Source.HISTORY)
 
 
 def compare_runs(
-    current: RunRecord, previous: RunRecord, source: Source = "history", revision: BaseRevision | None = None
+    current: RunRecord, previous: RunRecord, source: Source = Source.HISTORY, revision: BaseRevision | None = None
 ) -> Comparison:
     """Compare this run with one previous run: incomparable unless the fingerprints are equal."""
-    against = {"baseline": "the baseline", "git": "the base revision"}.get(source, "the previous run")
+    against = {Source.BASELINE: "the baseline", Source.GIT: "the base revision"}.get(source, "the previous run")
     reasons = fingerprint_differences(current.fingerprint, previous.fingerprint, against)
     if reasons:
         return _incomparable(reasons, source, revision)

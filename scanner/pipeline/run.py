@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scanner.compare.comparison import BaseRequest, Comparison, compare_runs, compare_with_history, no_previous
+from scanner.compare.comparison import BaseRequest, Comparison, Source, compare_runs, compare_with_history, no_previous
 from scanner.compare.gate import GateResult, evaluate_gate
 from scanner.compare.report import Report
 from scanner.corpus.parse_memo import ParseMemo
@@ -143,7 +143,7 @@ def compare_with_previous(
 ) -> Comparison:
     """A baseline, when given, wins over the history; with neither there is nothing to compare."""
     if baseline is not None:
-        return compare_runs(run, baseline, "baseline")
+        return compare_runs(run, baseline, Source.BASELINE)
     if history is not None:
         return compare_with_history(run, history.runs)
     return no_previous(nothing_reason)
