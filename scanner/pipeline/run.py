@@ -24,18 +24,11 @@ from scanner.compare.report import Report
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.files import write_atomically
 from scanner.pipeline.evaluate import EvalOptions, EvalOutcome, run_eval
+from scanner.report.baseline import read_baseline, save_baseline
 from scanner.report.document import report_document, run_document, serialise, validate, validation_errors
-from scanner.report.history import (
-    HistoryPlan,
-    HistoryRead,
-    plan_history,
-    read_baseline,
-    read_history,
-    save_baseline,
-    write_atomically,
-    write_history,
-)
+from scanner.report.history import HistoryPlan, HistoryRead, plan_history, read_history, write_history
 
 if TYPE_CHECKING:
     from scanner.git.base import BaseBesideHead, ResolvedBase
