@@ -1,4 +1,4 @@
-"""Choosing and building a retriever (retrievers/factory.py), from either interface."""
+"""Choosing and building a retriever (scanner/settings/retriever.py), from either interface."""
 
 from __future__ import annotations
 
