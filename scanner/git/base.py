@@ -461,16 +461,16 @@ def _kept_files(order: Iterable[str], tree: _Tree, exclude: Sequence[str], diagn
                 diagnostics.warn(DiagnosticCode.SYMLINK_SKIPPED, "symbolic link points outside the KB; not followed", path)
                 continue
             if link_target in (_DANGLING, _LOOP) or link_target is None:
-                # The walk's words for the same link on disk (os.stat's strerror).
-                why = "Too many levels of symbolic links" if link_target == _LOOP else "No such file or directory"
-                diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"cannot be read ({why}); not indexed", path)
+                # The walk's words for the same link on disk (scanner/foundation/files.py).
+                why = "is a symbolic link loop" if link_target == _LOOP else "is a symbolic link to nothing"
+                diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"file {why}; not indexed", path)
                 continue
             mode, blob, size = tree.entries[link_target]
         elif mode not in ("100644", "100755"):
             continue
         if size > MAX_DOCUMENT_BYTES:
             diagnostics.warn(
-                DiagnosticCode.FILE_SKIPPED, f"{size} bytes is over the {MAX_DOCUMENT_BYTES} byte limit per file; not indexed", path
+                DiagnosticCode.FILE_SKIPPED, f"file is {size} bytes, over the {MAX_DOCUMENT_BYTES}-byte cap; not indexed", path
             )
             continue
         yield TreeFile(path, blob, size)

@@ -7,7 +7,7 @@ where it lands in the run fingerprint. Everything else is derived from
 `SETTINGS`:
 
 - the CLI's flags (scanner/settings/arguments.py),
-- the Action's input reading (scanner/action/mode.py walks `SETTINGS`),
+- the Action's input reading (scanner/action/inputs.py walks `SETTINGS`),
 - `action.yml`'s `inputs:` and the README's tables (tests/support/action_docs.py
   writes them; tests/action/test_metadata.py fails when they differ),
 - the refusals, in the words of the interface the value came from
@@ -17,7 +17,7 @@ A value is checked once, here, when it is read (the parsers are scanner/settings
 rule that a setting of another retriever is refused is scanner/settings/retriever.py.
 
 Adding a setting: one `Setting` in `SETTINGS`, its attribute on `RunSettings`
-(or, for the Action alone, on scanner/action/mode.py's `ActionInputs`), then
+(or, for the Action alone, on scanner/action/inputs.py's `ActionInputs`), then
 `python -m tests.support.action_docs --write` for action.yml and the README.
 """
 
