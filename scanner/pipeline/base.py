@@ -32,6 +32,7 @@ from scanner.compare.comparison import (
     Comparison,
     NotComparedCause,
     Origin,
+    Source,
     compare_runs,
     no_previous,
 )
@@ -96,7 +97,7 @@ def resolve_base(
     explicit = request.origin is Origin.FLAG
 
     def unavailable(reason: str, hint: str | None = None) -> Comparison:
-        return no_previous(reason, "git", NotComparedCause.REVISION_UNAVAILABLE, hint=hint)
+        return no_previous(reason, Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, hint=hint)
 
     if not is_revision_name(request.revision):
         # The flag's text was checked where it is declared; this is a pull request's event naming
@@ -127,7 +128,7 @@ def resolve_base(
         return no_previous(
             f"{_shown_ref(request)} is not in this checkout, which is shallow (a fetch of the last "
             "commit only): nothing was compared",
-            "git", NotComparedCause.SHALLOW_CLONE, hint=SHALLOW_HINT,
+            Source.GIT, NotComparedCause.SHALLOW_CLONE, hint=SHALLOW_HINT,
         )
     if found is Absent.UNKNOWN:
         reason = f"{_shown_ref(request)} does not name a commit in this repository"
@@ -159,7 +160,7 @@ def evaluate_base(
             return no_previous(
                 f"the KB folder {base.repository.prefix or '.'} does not exist at {base.commit[:12]} "
                 f"({base.request.ref}): nothing to compare with",
-                "git", NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
+                Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
             )
         expected = {entry.path for query in golden.queries for entry in query.expected}
         renames = renamed_since(base.repository, base.commit, files, expected, rules, base.deadline)
@@ -185,7 +186,7 @@ def evaluate_base(
     except GitFailed as error:
         return no_previous(
             f"git could not read the KB at {base.commit[:12]} ({base.request.ref}): {error}",
-            "git", NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
+            Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
         )
     used = {new: old for new, old in renames.items() if old in present}
     return BaseEvaluation(outcome.run, diagnostics, used)
@@ -211,4 +212,4 @@ def golden_at_base(golden: GoldenSet, renames: Mapping[str, str], present: set[s
 def compare_with_base(current: RunRecord, base: ResolvedBase, evaluated: BaseEvaluation | Comparison) -> Comparison:
     if isinstance(evaluated, Comparison):
         return evaluated
-    return compare_runs(current, evaluated.run, "git", base.revision)
+    return compare_runs(current, evaluated.run, Source.GIT, base.revision)

@@ -12,7 +12,7 @@ import os
 import traceback
 from typing import Any
 
-from scanner.compare.comparison import Comparison, NotComparedCause, no_previous
+from scanner.compare.comparison import Comparison, NotComparedCause, Source, no_previous
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.golden.file import GoldenSet
@@ -89,7 +89,7 @@ class BaseBesideHead:
         if "not_compared" in message:
             reason, cause = message["not_compared"]
             return no_previous(
-                reason, "git", NotComparedCause(cause) if cause else NotComparedCause.REVISION_UNAVAILABLE,
+                reason, Source.GIT, NotComparedCause(cause) if cause else NotComparedCause.REVISION_UNAVAILABLE,
                 revision=self.base.revision,
             )
         return BaseEvaluation(run_from_document(message["run"]), Diagnostics(), message.get("renamed", {}))
