@@ -35,7 +35,7 @@ def test_statuses_and_sources_keep_their_report_spelling() -> None:
     assert [source.value for source in Source] == ["history", "baseline", "git"]
 
 
-DEFINED = re.compile(r"^(MAX_REVISION_CHARS|INDEXED_SUFFIXES|MAX_DOCUMENT_BYTES)\s*=|^def (compile_excludes|is_revision_name)\(", re.M)
+DEFINED = re.compile(r"^(MAX_REVISION_CHARS|INDEXED_SUFFIXES|MAX_DOCUMENT_BYTES)\s*=|^def (compile_excludes|is_revision_name)\(", re.MULTILINE)
 
 
 def test_the_revision_rule_and_the_kb_files_rule_are_defined_once() -> None:
