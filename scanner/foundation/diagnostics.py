@@ -26,6 +26,8 @@ class DiagnosticCode(StrEnum):
     EXPECTED_NOT_IN_CORPUS = "expected-not-in-corpus"
     K_OVER_LIMIT = "k-over-limit"
     QUERY_CUT = "query-cut"
+    STARTER_PLACEHOLDER = "starter-placeholder"
+    HEADING_NOT_IN_DOCUMENT = "heading-not-in-document"
     HISTORY_PRUNED = "history-pruned"
     HISTORY_RUN_DROPPED = "history-run-dropped"
     HISTORY_UNPARSABLE = "history-unparsable"
@@ -54,6 +56,8 @@ _TITLES: dict[DiagnosticCode, str] = {
     DiagnosticCode.EXPECTED_NOT_IN_CORPUS: "expected document not in the corpus",
     DiagnosticCode.K_OVER_LIMIT: "k-over-limit",
     DiagnosticCode.QUERY_CUT: "query-cut",
+    DiagnosticCode.STARTER_PLACEHOLDER: "starter query not rewritten",
+    DiagnosticCode.HEADING_NOT_IN_DOCUMENT: "expected heading not in the document",
     DiagnosticCode.HISTORY_PRUNED: "history-pruned",
     DiagnosticCode.HISTORY_RUN_DROPPED: "history-run-dropped",
     DiagnosticCode.HISTORY_UNPARSABLE: "history-unparsable",

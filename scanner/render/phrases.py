@@ -16,7 +16,8 @@ from scanner.compare.report import Report
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
 
 TWO_CAUSES = (
-    "Either these notes leaked into the corpus (a note about the test makes the eval look better than search is), "
+    "Either these are notes about the test, which take the labelled answers' places in the ranking "
+    "(the eval then looks worse than search is), "
     "or the queries were written from them and the documents belong in `expected`. "
     "kb-eval changes neither, and a finding never fails the step."
 )
