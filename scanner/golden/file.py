@@ -49,10 +49,28 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 @dataclass(frozen=True, slots=True)
 class ExpectedEntry:
+    """One answer a query expects: a document, a section of it, or a group of alternatives.
+
+    kb-mcp's entries are `path` and `heading`; the other fields are kb-eval's, optional, and leave
+    a kb-mcp entry's meaning as it was (docs/golden-file.md, docs/metrics.md)."""
+
     path: str
+    """For a group (`any:`), its first member's path."""
     heading: str | None
     line: int
     """Line of this entry in the golden file."""
+    parent: str | None = None
+    """`parent:`: the labelled heading is the one under this enclosing heading (at any depth), for a
+    heading text the document repeats (forty sections called `Options`)."""
+    subsections: bool = False
+    """`subsections: true`: the section together with every section nested under it is one answer."""
+    any_of: tuple[ExpectedEntry, ...] = ()
+    """`any:`: a group of answers of which any one is enough; the group counts as one entry."""
+
+    @property
+    def members(self) -> tuple[ExpectedEntry, ...]:
+        """The entries a hit is matched against: a group's members, or the entry itself."""
+        return self.any_of or (self,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,21 +296,59 @@ class _GoldenReader:
             tags = tuple(self.string(tag, f"{where}.tags") for tag in tags_node.value)
         return GoldenQuery(query_id, text, expected, tags, node.start_mark.line + 1, cut_from_chars)
 
-    def expected(self, node: yaml.Node, where: str) -> ExpectedEntry:
+    def expected(self, node: yaml.Node, where: str, *, in_group: bool = False) -> ExpectedEntry:
         path_node: yaml.Node
+        parent: str | None = None
+        subsections = False
         if isinstance(node, yaml.ScalarNode):  # `- notes/a.md` is shorthand for `- path: notes/a.md`
             path_node, heading = node, None
         else:
-            fields = self.mapping(node, where, ("path", "heading"))
+            keys = ("path", "heading", "parent", "subsections") + (() if in_group else ("any",))
+            fields = self.mapping(node, where, keys)
+            if "any" in fields:
+                return self.group(node, fields, where)
             if "path" not in fields:
                 raise self.fail(node, "missing `path`", f"{where}.path")
             path_node = fields["path"]
             heading = self.string(fields["heading"], f"{where}.heading") if _given(fields, "heading") else None
+            if _given(fields, "parent"):
+                parent = self.string(fields["parent"], f"{where}.parent")
+            if _given(fields, "subsections"):
+                value = fields["subsections"]
+                if not (isinstance(value, yaml.ScalarNode) and value.tag == _BOOL):
+                    raise self.fail(value, "`subsections` must be true or false", f"{where}.subsections")
+                subsections = value.value.lower() in ("true", "yes", "on", "y")
+            if heading is None and (parent is not None or subsections):
+                key = "parent" if parent is not None else "subsections"
+                raise self.fail(
+                    fields[key], f"`{key}` needs a `heading` to apply to", f"{where}.{key}",
+                    hint="add `heading:` naming the section, or remove the key (a path alone already counts every section)",
+                )
         path = self.string(path_node, f"{where}.path")
         problem = _path_problem(path)
         if problem is not None:
             raise self.fail(path_node, problem, f"{where}.path", hint="write the path relative to the KB folder, with `/`")
-        return ExpectedEntry(path, heading, node.start_mark.line + 1)
+        return ExpectedEntry(path, heading, node.start_mark.line + 1, parent, subsections)
+
+    def group(self, node: yaml.Node, fields: dict[str, yaml.Node], where: str) -> ExpectedEntry:
+        """`- any: [a.md, {path: b.md, heading: X}]`: one answer, given by any of its members."""
+        if len(fields) > 1:
+            extra = next(key for key in fields if key != "any")
+            raise self.fail(
+                fields[extra], f"`any` is a group on its own; `{extra}` belongs to one of its members",
+                f"{where}.{extra}", hint="move the key into the entry under `any:` it is about",
+            )
+        items = fields["any"]
+        if not isinstance(items, yaml.SequenceNode) or len(items.value) < 2:
+            raise self.fail(
+                items, "`any` must list two or more alternative answers", f"{where}.any",
+                hint="list the entries of which any one answers the query; a single answer needs no group",
+            )
+        members = tuple(
+            self.expected(item, f"{where}.any[{n}]", in_group=True) for n, item in enumerate(items.value)
+        )
+        first = members[0]
+        return ExpectedEntry(first.path, first.heading, node.start_mark.line + 1, any_of=members)
 
 
 def _given(fields: dict[str, yaml.Node], key: str) -> bool:

@@ -3,7 +3,13 @@
 Definitions (what a hit is, what counts, the empty cases):
 
 - A hit *matches* an expected entry when the paths are equal and, if the entry
-  pins a heading, the hit's heading equals it after trimming and lower-casing.
+  pins a heading, the hit's heading equals it as the reader sees it
+  (`golden.headings.reader_heading`: inline code, emphasis, links and escapes
+  removed, whitespace collapsed, case folded; kb-mcp trims and lower-cases).
+  kb-eval's label forms: `parent:` also requires that heading among the hit's
+  enclosing headings; `subsections: true` also accepts a hit in any section
+  nested under the labelled one; a group (`any:`) is matched by a hit matching
+  any of its members. Each entry, a group included, counts once below.
 - recall@k: expected entries matched by any of the top k hits, divided by the
   number of expected entries. Several chunks of one document match one
   path-only entry once: recall counts entries, not hits.
@@ -32,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from scanner.golden.file import ExpectedEntry
+from scanner.golden.headings import reader_heading
 from scanner.retrievers.base import Hit
 
 METRIC_VERSION = 2
@@ -55,9 +62,31 @@ class AggregateMetrics:
 
 
 def hit_matches(hit: Hit, entry: ExpectedEntry) -> bool:
+    if entry.any_of:
+        return any(_matches_one(hit, member) for member in entry.any_of)
+    return _matches_one(hit, entry)
+
+
+def _matches_one(hit: Hit, entry: ExpectedEntry) -> bool:
     if hit.path != entry.path:
         return False
-    return entry.heading is None or hit.heading.strip().lower() == entry.heading.strip().lower()
+    if entry.heading is None:
+        return True
+    wanted = reader_heading(entry.heading)
+    own = reader_heading(hit.heading)
+    if hit.parents is None:
+        # Where the section sits is unknown (a retriever's heading its document repeats): the
+        # heading alone decides, for `parent:` and `subsections:` labels too (docs/metrics.md).
+        return own == wanted
+    chain = [reader_heading(part) for part in hit.parents] + [own]
+    parent = reader_heading(entry.parent) if entry.parent is not None else None
+    # The labelled section is chain[i]; with `subsections` it may be any enclosing one.
+    candidates = range(len(chain)) if entry.subsections else (len(chain) - 1,)
+    return any(chain[i] == wanted and (parent is None or parent in chain[:i]) for i in candidates)
+
+
+def _pins_heading(entry: ExpectedEntry) -> bool:
+    return all(member.heading is not None for member in entry.members)
 
 
 def recall_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
@@ -78,7 +107,7 @@ def reciprocal_rank(hits: Sequence[Hit], expected: Sequence[ExpectedEntry]) -> f
 def ndcg_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
     # Heading-pinned entries are offered first: a section hit should consume the entry that
     # names its section, leaving the path-only entry for another chunk of the same document.
-    pending = sorted(range(len(expected)), key=lambda i: (expected[i].heading is None, i))
+    pending = sorted(range(len(expected)), key=lambda i: (not _pins_heading(expected[i]), i))
     dcg = 0.0
     for position, hit in enumerate(hits[:k], 1):
         for slot, i in enumerate(pending):

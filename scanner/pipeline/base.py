@@ -46,7 +46,7 @@ from scanner.git.renames import renamed_since
 from scanner.git.repository import Absent, Deadline, GitFailed, resolve_commit
 from scanner.git.revision import Repository, find_repository, is_revision_name
 from scanner.git.tree import list_tree
-from scanner.golden.file import GoldenSet
+from scanner.golden.file import ExpectedEntry, GoldenSet
 from scanner.pipeline.evaluate import EvalOptions, run_eval
 
 FLAG = "--baseline-ref"
@@ -162,7 +162,7 @@ def evaluate_base(
                 f"({base.request.ref}): nothing to compare with",
                 Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
             )
-        expected = {entry.path for query in golden.queries for entry in query.expected}
+        expected = {member.path for query in golden.queries for entry in query.expected for member in entry.members}
         renames = renamed_since(base.repository, base.commit, files, expected, rules, base.deadline)
         present = {file.path for file in files}
         base_golden = golden_at_base(golden, renames, present)
@@ -178,6 +178,7 @@ def evaluate_base(
                 parse_memo=memo,
                 corpus_source=source,
                 scan_quotes=False,
+                refuse_impossible=False,
                 cache_dir=None,
                 timestamp=base.committed_at,
             ),
@@ -197,14 +198,17 @@ def golden_at_base(golden: GoldenSet, renames: Mapping[str, str], present: set[s
     expected under that name: a pull request that renames a labelled note (and its golden
     entry) is then not scored as the base missing it. The file hash, and so the fingerprint,
     stays this run's."""
+    def at_base(entry: ExpectedEntry) -> ExpectedEntry:
+        if entry.any_of:
+            members = tuple(at_base(member) for member in entry.any_of)
+            return replace(entry, path=members[0].path, any_of=members)
+        if entry.path not in present and renames.get(entry.path) in present:
+            return replace(entry, path=renames[entry.path])
+        return entry
+
     queries = []
     for query in golden.queries:
-        expected = tuple(
-            replace(entry, path=renames[entry.path])
-            if entry.path not in present and renames.get(entry.path) in present
-            else entry
-            for entry in query.expected
-        )
+        expected = tuple(at_base(entry) for entry in query.expected)
         queries.append(replace(query, expected=expected))
     return replace(golden, queries=tuple(queries))
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from scanner import __version__
+from scanner.corpus.kb_files import INDEXED_SUFFIXES
 from scanner.corpus.parse_cache import ParseCache
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.corpus.reader import read_documents
@@ -23,8 +23,9 @@ from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.foundation.progress import counted
 from scanner.golden.file import GoldenSet, find_golden, load_golden
+from scanner.golden.labels import SectionInfo, check_headings, check_paths, labelled_members, paths_with_headings
 from scanner.metrics.measures import METRIC_VERSION, AggregateMetrics, aggregate, score_query
-from scanner.retrievers.base import SearchRequest
+from scanner.retrievers.base import Hit, SearchRequest
 from scanner.scan.quotes import Finding, locate, normalise, scan
 from scanner.search.index import Index
 from scanner.search.query_compiler import compile_query
@@ -57,6 +58,9 @@ class EvalOptions:
     """False for the base side: the comparison uses its metrics, never its findings."""
     after_read: Callable[[GoldenSet], None] | None = None
     """Called once the corpus is read and the memo filled: the base side starts then, beside this one."""
+    refuse_impossible: bool = True
+    """Stop the run (exit 2) when nothing can be measured: no indexable document, or none of the
+    expected paths indexed. False for the base side: a pull request that adds the KB has none there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,16 +96,25 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     index = Index.build(documents)
     if options.after_read is not None:
         options.after_read(golden)
+    if options.refuse_impossible and index.corpus.documents == 0:
+        raise InputError(
+            "0 documents indexed: the knowledge base holds no file kb-eval reads, so nothing can be measured",
+            file=str(options.kb_path),
+            hint="check --kb-path (the folder holding the notes), the file types kb-eval indexes "
+            f"({', '.join(INDEXED_SUFFIXES)}; dot-folders are skipped) and --exclude",
+        )
     clock.lap("walk_parse")
     requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
     retriever = options.retriever(index, requests)
     clock.lap("index")
-    warn_expected_not_in_corpus(golden, index.paths, diagnostics)
+    check_labels(golden, index, diagnostics, refuse_impossible=options.refuse_impossible, kb_path=options.kb_path)
 
     with index.read_snapshot():
         lists = retriever.search_all(requests)
         clock.lap("search")
         returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}
+        if needs_parents(golden):
+            returned = with_parents(returned, index)
         if options.scan_quotes:
             chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
             findings = scan(chunks, golden.queries, returned)
@@ -151,16 +164,53 @@ def refuse_unsearchable_queries(golden: GoldenSet) -> None:
             )
 
 
-def warn_expected_not_in_corpus(golden: GoldenSet, indexed: AbstractSet[str], diagnostics: Diagnostics) -> None:
-    """A labelling mistake the person wants to see; the query is still scored (and misses)."""
-    for query in golden.queries:
-        for entry in query.expected:
-            if entry.path not in indexed:
-                diagnostics.warn(
-                    DiagnosticCode.EXPECTED_NOT_IN_CORPUS,
-                    f"query {query.id!r} expects {entry.path!r}, which is not in the indexed corpus",
-                    golden.path, entry.line,
-                )
+def check_labels(
+    golden: GoldenSet, index: Index, diagnostics: Diagnostics, *, refuse_impossible: bool, kb_path: Path
+) -> None:
+    """Every expected path and heading checked against the corpus (golden/labels.py): a wrong one is
+    a warning naming what is there; a golden file none of whose paths is indexed stops the run."""
+    warnings, present = check_paths(golden, index.paths)
+    labelled = sum(1 for _ in labelled_members(golden))
+    if refuse_impossible and labelled and not present:
+        raise InputError(
+            f"none of the golden file's {labelled} expected paths is in the indexed corpus "
+            f"({index.corpus.documents} documents indexed from {kb_path}), so every query would score 0",
+            file=golden.path,
+            hint="expected paths are relative to --kb-path: check --kb-path, --exclude and the file types "
+            f"kb-eval indexes ({', '.join(INDEXED_SUFFIXES)})"
+            + (f"; {warnings[0].message}" if warnings else ""),
+        )
+    diagnostics.items.extend(warnings)
+    needed = paths_with_headings(golden) & index.paths
+    if needed:
+        by_path = {
+            path: [SectionInfo(heading, parents) for heading, parents, _ in rows]
+            for path, rows in index.sections(needed).items()
+        }
+        diagnostics.items.extend(check_headings(golden, by_path))
+
+
+def needs_parents(golden: GoldenSet) -> bool:
+    return any(m.parent is not None or m.subsections for _, m in labelled_members(golden))
+
+
+def with_parents(returned: Mapping[str, list[Hit]], index: Index) -> dict[str, list[Hit]]:
+    """Hits of a retriever that gives no enclosing headings get them from the indexed corpus when
+    their heading is unique in their document (a repeated one stays unknown: docs/metrics.md)."""
+    wanted = {hit.path for hits in returned.values() for hit in hits if hit.parents is None}
+    if not wanted:
+        return dict(returned)
+    unique: dict[tuple[str, str], tuple[str, ...] | None] = {}
+    for path, rows in index.sections(wanted & index.paths).items():
+        for heading, parents, _ in rows:
+            key = (path, heading)
+            unique[key] = None if key in unique else parents
+    return {
+        query_id: [
+            replace(hit, parents=unique.get((hit.path, hit.heading))) if hit.parents is None else hit for hit in hits
+        ]
+        for query_id, hits in returned.items()
+    }
 
 
 def aggregate_by_tag(queries: Sequence[QueryRecord], ks: Sequence[int]) -> tuple[tuple[str, AggregateMetrics], ...]:

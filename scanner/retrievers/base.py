@@ -38,6 +38,11 @@ class Hit:
     """Heading of the returned section; empty for text before the first heading or when unknown."""
     score: float | None
     """The retriever's own score (higher is better), or None when it gives none."""
+    parents: tuple[str, ...] | None = None
+    """The headings enclosing the returned section, outermost first (the document title not
+    included); None when unknown. The built-in search knows them; for another retriever's hit they
+    are looked up from the indexed corpus when the heading is unique in its document (evaluate.py).
+    Used only by `parent:` and `subsections:` labels."""
 
 
 @dataclass(frozen=True, slots=True)

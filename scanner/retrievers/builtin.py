@@ -95,4 +95,7 @@ class BuiltinRetriever:
         ranked = scorer.top(terms, limit)
         # Scorer positions are 0-based in chunk-id order; chunk ids start at 1.
         located = self.index.locate_chunks([position + 1 for position, _ in ranked])
-        return [Hit(rank, *located[position + 1], score) for rank, (position, score) in enumerate(ranked, 1)]
+        return [
+            Hit(rank, located[position + 1][0], located[position + 1][1], score, located[position + 1][2])
+            for rank, (position, score) in enumerate(ranked, 1)
+        ]

@@ -117,7 +117,7 @@ def fold_needles(queries: Sequence[GoldenQuery]) -> list[Needle]:
         if not is_long_enough(text):
             continue
         _, _, exempt = by_text.setdefault(text, (query, order, set()))
-        exempt.update(entry.path for entry in query.expected)
+        exempt.update(member.path for entry in query.expected for member in entry.members)
     return [
         Needle(text, representative, first, frozenset(exempt))
         for text, (representative, first, exempt) in by_text.items()

@@ -221,13 +221,45 @@ class Index:
         for path, rows in groupby(cursor, key=itemgetter(1)):
             yield path, list(rows)
 
-    def locate_chunks(self, chunk_ids: list[int]) -> dict[int, tuple[str, str]]:
-        """chunk id -> (path, heading)."""
+    def locate_chunks(self, chunk_ids: list[int]) -> dict[int, tuple[str, str, tuple[str, ...]]]:
+        """chunk id -> (path, heading, the enclosing headings outermost first, without the title)."""
         if not chunk_ids:
             return {}
         marks = ",".join("?" * len(chunk_ids))
-        rows = self.connection.execute(f"SELECT id, path, heading FROM chunks WHERE id IN ({marks})", chunk_ids)
-        return {chunk_id: (path, heading) for chunk_id, path, heading in rows}
+        rows = self.connection.execute(
+            f"SELECT id, path, heading, breadcrumb, breadcrumb_part_lengths FROM chunks WHERE id IN ({marks})", chunk_ids
+        )
+        return {chunk_id: (path, heading, _parents(crumb, lengths)) for chunk_id, path, heading, crumb, lengths in rows}
+
+    def sections(self, paths: Iterable[str]) -> dict[str, list[tuple[str, tuple[str, ...], int | None]]]:
+        """path -> each section of that document in order: (heading, enclosing headings outermost
+        first without the title, the heading's source line). Only the paths asked for are read."""
+        wanted = sorted(set(paths))
+        found: dict[str, list[tuple[str, tuple[str, ...], int | None]]] = {}
+        for start in range(0, len(wanted), _SQL_BATCH):
+            batch = wanted[start : start + _SQL_BATCH]
+            marks = ",".join("?" * len(batch))
+            rows = self.connection.execute(
+                "SELECT path, heading, breadcrumb, breadcrumb_part_lengths, heading_line FROM chunks"
+                f" WHERE path IN ({marks}) ORDER BY id",
+                batch,
+            )
+            for path, heading, crumb, lengths, line in rows:
+                found.setdefault(path, []).append((heading, _parents(crumb, lengths), line))
+        return found
+
+
+_SQL_BATCH = 500
+"""Paths per `IN (...)`: under SQLite's bound-parameter limit."""
+
+
+def _parents(breadcrumb: str, lengths: str) -> tuple[str, ...]:
+    """The breadcrumb's parts after the document title: the headings enclosing a section."""
+    parts, offset = [], 0
+    for length in map(int, lengths.split(",")):
+        parts.append(breadcrumb[offset : offset + length])
+        offset += length + len(BREADCRUMB_SEPARATOR)
+    return tuple(parts[1:])
 
 
 PARALLEL_MIN_CHUNKS = 5_000
