@@ -28,8 +28,10 @@ from scanner.compare.gate import GateResult, MetricVerdict
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
+from scanner.golden.file import ExpectedEntry
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics
 from scanner.report.serialise import serialise
+from scanner.retrievers.base import Hit
 from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
 
@@ -117,14 +119,30 @@ def query_document(query: QueryRecord) -> Document:
         "query": query.text,
         "tags": list(query.tags),
         "line": query.line,
-        "expected": [{"path": e.path, "heading": e.heading} for e in query.expected],
-        "top_k": [
-            # kb-mcp writes null for a hit with no heading; the record keeps "" (Hit.heading).
-            {"rank": h.rank, "path": h.path, "heading": h.heading or None, "score": _finite_or_none(h.score)}
-            for h in query.hits
-        ],
+        "expected": [expected_document(e) for e in query.expected],
+        "top_k": [hit_document(h) for h in query.hits],
         "metrics": query_metrics_document(query.metrics),
     }
+
+
+def expected_document(entry: ExpectedEntry) -> Document:
+    """kb-mcp's `path` and `heading`, and kb-eval's label keys only when the entry uses them."""
+    written: Document = {"path": entry.path, "heading": entry.heading}
+    if entry.parent is not None:
+        written["parent"] = entry.parent
+    if entry.subsections:
+        written["subsections"] = True
+    if entry.any_of:
+        written["any"] = [expected_document(member) for member in entry.any_of]
+    return written
+
+
+def hit_document(hit: Hit) -> Document:
+    # kb-mcp writes null for a hit with no heading; the record keeps "" (Hit.heading).
+    written: Document = {"rank": hit.rank, "path": hit.path, "heading": hit.heading or None, "score": _finite_or_none(hit.score)}
+    if hit.parents is not None:
+        written["parents"] = list(hit.parents)
+    return written
 
 
 def finding_document(located: LocatedFinding) -> Document:

@@ -246,14 +246,24 @@ def _query(row: Mapping[str, Any]) -> QueryRecord:
     )
 
 
-def _expected(entries: object) -> list[ExpectedEntry]:
+def _expected(entries: object, nested: bool = False) -> list[ExpectedEntry]:
     if not isinstance(entries, list):
         return []
-    return [
-        ExpectedEntry(e["path"], e.get("heading") if isinstance(e.get("heading"), str) else None, 0)
-        for e in entries
-        if isinstance(e, Mapping) and isinstance(e.get("path"), str)
-    ]
+    read = []
+    for e in entries:
+        if not (isinstance(e, Mapping) and isinstance(e.get("path"), str)):
+            continue
+        heading, parent = e.get("heading"), e.get("parent")
+        members = tuple(_expected(e.get("any"))) if not nested else ()
+        read.append(
+            ExpectedEntry(
+                e["path"], heading if isinstance(heading, str) else None, 0,
+                parent=parent if isinstance(parent, str) else None,
+                subsections=e.get("subsections") is True,
+                any_of=members if len(members) >= 2 else (),
+            )
+        )
+    return read
 
 
 def _hits(entries: object) -> list[Hit]:
@@ -263,12 +273,14 @@ def _hits(entries: object) -> list[Hit]:
     for entry in entries:
         if not (isinstance(entry, Mapping) and _is_count(entry.get("rank")) and isinstance(entry.get("path"), str)):
             continue
-        heading, score = entry.get("heading"), entry.get("score")
+        heading, score, parents = entry.get("heading"), entry.get("score"), entry.get("parents")
+        known = isinstance(parents, list) and all(isinstance(p, str) for p in parents)
         hits.append(
             Hit(
                 entry["rank"], entry["path"], heading if isinstance(heading, str) else "",
                 float(score) if isinstance(score, (int, float)) and not isinstance(score, bool)
                 and math.isfinite(score) else None,
+                tuple(parents) if known and isinstance(parents, list) else None,
             )
         )
     return hits
