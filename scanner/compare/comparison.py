@@ -30,7 +30,9 @@ from typing import Literal
 
 from scanner.compare.fingerprint import fingerprint_differences, pick_comparable
 from scanner.evaluation.records import QueryRecord, RunRecord
+from scanner.golden.file import ExpectedEntry
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics, hit_matches
+from scanner.retrievers.base import Hit
 from scanner.search.index import CorpusSnapshot
 
 DELTA_DECIMALS = 10
@@ -164,6 +166,18 @@ class MetricDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpectedMove:
+    """One expected entry of a query whose rank changed between the two runs."""
+
+    entry: ExpectedEntry
+    rank_before: int | None
+    """Rank of this entry's first matching hit in the previous run; None: not in the list."""
+    rank_after: int | None
+    now_above: Hit | None
+    """The best-ranked section above this entry now whose document was not above it before."""
+
+
+@dataclass(frozen=True, slots=True)
 class QueryDelta:
     """One golden query present in both runs (matched by id) and how its metrics moved."""
 
@@ -179,6 +193,8 @@ class QueryDelta:
     now_above: str | None = None
     """A document that now ranks above the first expected one and did not before: what pushed
     it down (None when nothing new ranks above it)."""
+    moves: tuple[ExpectedMove, ...] = ()
+    """Each expected entry whose own rank moved, in file order (not only the first expected one)."""
 
     @property
     def status(self) -> QueryStatus:
@@ -333,7 +349,10 @@ def compare_runs(
                 deltas.append(MetricDelta(metric, old, new))
         before, after = first_expected_rank(old_row), first_expected_rank(row)
         query_deltas.append(
-            QueryDelta(row.id, row.text, tuple(deltas), before, after, newly_above(row, old_row, after))
+            QueryDelta(
+                row.id, row.text, tuple(deltas), before, after, newly_above(row, old_row, after),
+                expected_moves(row, old_row),
+            )
         )
     return Comparison(
         status=ComparisonStatus.COMPARED,
@@ -352,6 +371,25 @@ def compare_runs(
 def first_expected_rank(query: QueryRecord) -> int | None:
     """Rank of the first hit that matches any expected entry (kb-mcp's hit rule), None if none."""
     return next((hit.rank for hit in query.hits if any(hit_matches(hit, e) for e in query.expected)), None)
+
+
+def entry_rank(query: QueryRecord, entry: ExpectedEntry) -> int | None:
+    """Rank of the first hit that matches this one entry, None if none."""
+    return next((hit.rank for hit in query.hits if hit_matches(hit, entry)), None)
+
+
+def expected_moves(current: QueryRecord, previous: QueryRecord) -> tuple[ExpectedMove, ...]:
+    """Every expected entry of the query (as this run labels it) whose rank moved."""
+    moves = []
+    for entry in current.expected:
+        before, after = entry_rank(previous, entry), entry_rank(current, entry)
+        if before == after:
+            continue
+        cut = after if after is not None else len(current.hits) + 1
+        above_before = {h.path for h in previous.hits if before is None or h.rank < before}
+        pushed = next((h for h in current.hits if h.rank < cut and h.path not in above_before), None)
+        moves.append(ExpectedMove(entry, before, after, pushed))
+    return tuple(moves)
 
 
 def newly_above(current: QueryRecord, previous: QueryRecord, rank_after: int | None) -> str | None:

@@ -23,7 +23,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scanner.compare.comparison import MetricDelta, QueryDelta
+from scanner.compare.comparison import ExpectedMove, MetricDelta, QueryDelta
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, RunRecord, displacing_first
 from scanner.foundation.diagnostics import Diagnostic
@@ -168,6 +168,7 @@ def changed_queries_section(report: Report) -> list[str]:
     ]
     for query in changed[:MAX_CHANGED_ROWS]:
         lines.append(f"| {_query_cell(query)} | {_rank_move(query)} | {text(query.now_above or '')} |")
+        lines += [_move_row(move) for move in _follow_moves(query)]
     if len(changed) > MAX_CHANGED_ROWS:
         lines.append(f"| … {len(changed) - MAX_CHANGED_ROWS} more in the JSON report | | |")
     return lines
@@ -178,11 +179,25 @@ def _query_cell(query: QueryDelta) -> str:
     return f"{marker} {text(query.query_id)}: {text(query.query or '')}".strip()
 
 
-def _rank_move(query: QueryDelta) -> str:
+def _rank_move(query: QueryDelta | ExpectedMove) -> str:
     def rank(value: int | None) -> str:
         return str(value) if value is not None else "—"
 
     return f"rank {rank(query.rank_before)} → {rank(query.rank_after)}"
+
+
+def _follow_moves(query: QueryDelta) -> tuple[ExpectedMove, ...]:
+    """A row per expected entry whose rank moved, under its query's row; none when the one entry
+    that moved is the first expected document the query's row already shows."""
+    moves = query.moves
+    if len(moves) == 1 and (moves[0].rank_before, moves[0].rank_after) == (query.rank_before, query.rank_after):
+        return ()
+    return moves
+
+
+def _move_row(move: ExpectedMove) -> str:
+    above = text(phrases.hit_label(move.now_above)) if move.now_above is not None else ""
+    return f"| ↳ {text(phrases.expected_label(move.entry))} | {_rank_move(move)} | {above} |"
 
 
 def findings_section(findings: Sequence[LocatedFinding], context: SummaryContext) -> list[str]:
@@ -246,8 +261,8 @@ def details_section(report: Report) -> list[str]:
             "| --- | ---: | ---: | --- | --- |",
         ]
         for query in missed[:MAX_MISSED_ROWS]:
-            expected = "<br>".join(text(e.path + (f" # {e.heading}" if e.heading else "")) for e in query.expected)
-            got = "<br>".join(f"{h.rank}. {text(h.path)}" for h in query.hits[:MAX_HITS_SHOWN]) or "no hits"
+            expected = "<br>".join(text(phrases.expected_label(e)) for e in query.expected)
+            got = "<br>".join(f"{h.rank}. {text(phrases.hit_label(h))}" for h in query.hits[:MAX_HITS_SHOWN]) or "no hits"
             lines.append(
                 f"| {text(query.id)}: {text(query.text)} | {query.metrics.recall_at_k[largest]:.4f} "
                 f"| {query.metrics.reciprocal_rank:.4f} | {expected} | {got} |"

@@ -13,6 +13,8 @@ import enum
 from scanner.compare.comparison import Comparison, ComparisonStatus, Source
 from scanner.compare.gate import GateResult
 from scanner.compare.report import Report
+from scanner.golden.file import ExpectedEntry
+from scanner.retrievers.base import Hit
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
 
 TWO_CAUSES = (
@@ -24,6 +26,29 @@ TWO_CAUSES = (
 """Why a document quotes golden queries: the two causes the decision record names, undecided."""
 
 CORPUS_CHANGED_CONSEQUENCE = "a delta may reflect the corpus, not retrieval"
+
+
+SECTION_MARK = " › "
+"""Between a path and a heading wherever a section is named: `cli.md › Enable tab completion`."""
+
+
+def hit_label(hit: Hit) -> str:
+    """`path › heading` of a returned section (the path alone for text before the first heading),
+    so three sections of one document never read as the same answer three times."""
+    return hit.path + (SECTION_MARK + hit.heading if hit.heading else "")
+
+
+def expected_label(entry: ExpectedEntry) -> str:
+    """An expected entry as written: `path › parent › heading (and its subsections)`, a group as
+    `any of: a | b`."""
+    if entry.any_of:
+        return "any of: " + " | ".join(expected_label(member) for member in entry.any_of)
+    label = entry.path
+    if entry.parent is not None:
+        label += SECTION_MARK + entry.parent
+    if entry.heading is not None:
+        label += SECTION_MARK + entry.heading
+    return label + (" (and its subsections)" if entry.subsections else "")
 
 
 def rank_phrase(rank: int | None) -> str:

@@ -56,8 +56,8 @@ def render_text(report: Report) -> str:
         out.append("")
         out.append(phrases.missed_headline(len(missed), largest) + ":")
         for q in missed:
-            got = ", ".join(f"{h.rank}. {shown(h.path)}" for h in q.hits[:3]) or "no hits"
-            want = ", ".join(shown(e.path) + (f" # {shown(e.heading)}" if e.heading else "") for e in q.expected)
+            got = ", ".join(f"{h.rank}. {shown(phrases.hit_label(h))}" for h in q.hits[:3]) or "no hits"
+            want = ", ".join(shown(phrases.expected_label(e)) for e in q.expected)
             out.append(
                 f"  {shown(q.id)}: recall@{largest} {q.metrics.recall_at_k[largest]:.2f}, "
                 f"RR {q.metrics.reciprocal_rank:.2f}"

@@ -259,6 +259,15 @@ def _query_delta_document(query: QueryDelta) -> Document:
         "rank_before": query.rank_before,
         "rank_after": query.rank_after,
         "now_above": query.now_above,
+        "moves": [
+            {
+                "expected": expected_document(move.entry),
+                "rank_before": move.rank_before,
+                "rank_after": move.rank_after,
+                "now_above": hit_document(move.now_above) if move.now_above is not None else None,
+            }
+            for move in query.moves
+        ],
     }
 
 
