@@ -32,10 +32,20 @@ class SectionInfo:
 
 def labelled_members(golden: GoldenSet) -> Iterator[tuple[GoldenQuery, ExpectedEntry]]:
     """Every answer a label names, a group's members one by one, with its query."""
+    for query, member, _ in _members_where(golden):
+        yield query, member
+
+
+def _members_where(golden: GoldenSet) -> Iterator[tuple[GoldenQuery, ExpectedEntry, str]]:
+    """labelled_members, with each member's field as the golden file's refusals name it."""
     for query in golden.queries:
-        for entry in query.expected:
-            for member in entry.members:
-                yield query, member
+        for n, entry in enumerate(query.expected):
+            where = f"queries[{query.id}].expected[{n}]"
+            if entry.any_of:
+                for m, member in enumerate(entry.any_of):
+                    yield query, member, f"{where}.any[{m}]"
+            else:
+                yield query, entry, where
 
 
 def paths_with_headings(golden: GoldenSet) -> set[str]:
@@ -73,13 +83,12 @@ def check_headings(golden: GoldenSet, sections: Mapping[str, Sequence[SectionInf
     reader sees headings, naming the closest headings that document has. A path that is not indexed
     is check_paths' warning, not this one's."""
     warnings: list[Diagnostic] = []
-    for query, member in labelled_members(golden):
+    for query, member, field in _members_where(golden):
         if member.heading is None or member.path not in sections:
             continue
         document = sections[member.path]
         wanted = reader_heading(member.heading)
         named = [s for s in document if reader_heading(s.heading) == wanted]
-        field = f"queries[{query.id}].expected"
         if not named:
             headings = [s.heading for s in document if s.heading]
             near = ", ".join(repr(h) for h in closest(member.heading, headings))
