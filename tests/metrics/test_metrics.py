@@ -118,3 +118,74 @@ def test_every_metric_stays_within_zero_and_one(case, k) -> None:  # type: ignor
     expected = [exp(p) for p in relevant]
     for value in (recall_at_k(ranked, expected, k), ndcg_at_k(ranked, expected, k), reciprocal_rank(ranked, expected)):
         assert 0.0 <= value <= 1.0
+
+
+# --- kb-eval's label forms (`subsections:`, `parent:`, `any:`) against trec_eval ---------------------
+# Each label form makes one entry out of several sections. Its definition (docs/metrics.md) is that
+# of trec_eval on collapsed docnos: every section an entry accepts is one docno, the entry's; the
+# first of them in the ranking is that docno, a later one is a non-relevant docno of its own (the
+# entry counts once). The sections each label accepts are written out here by hand, from the
+# definitions, so the reference does not use kb-eval's matching.
+
+# One document whose headings repeat (`B` under `A` and under `E`), and five one-section documents.
+_UNITS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("t.md", "A", ()), ("t.md", "B", ("A",)), ("t.md", "`C`", ("A", "B")), ("t.md", "D", ("A",)),
+    ("t.md", "E", ()), ("t.md", "B", ("E",)), ("t.md", "F", ("E",)),
+    *((f"x{i}.md", "", ()) for i in range(1, 6)),
+]
+# Pairwise disjoint, so that each section is credited to at most one entry, as in trec_eval.
+_LABELS: list[tuple[ExpectedEntry, set[int]]] = [
+    (ExpectedEntry("t.md", "a", 1, subsections=True), {0, 1, 2, 3}),  # A with B, `C` and D under it
+    (ExpectedEntry("t.md", "B", 1, parent="E"), {5}),  # the B under E, not the one under A
+    (ExpectedEntry("t.md", "f", 1, parent="e", subsections=True), {6}),
+    (ExpectedEntry("x1.md", None, 1, any_of=(exp("x1.md"), exp("x2.md"))), {7, 8}),
+    (ExpectedEntry("x3.md", None, 1, any_of=(exp("x3.md"), exp("t.md", "E"))), {9, 4}),
+    (exp("x4.md"), {10}),
+]
+
+
+@st.composite
+def labelled_case(draw):  # type: ignore[no-untyped-def]
+    ranking = draw(st.lists(st.sampled_from(range(len(_UNITS))), unique=True, max_size=len(_UNITS)))
+    chosen = draw(st.lists(st.sampled_from(range(len(_LABELS))), unique=True, min_size=1, max_size=len(_LABELS)))
+    return ranking, chosen
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(labelled_case(), min_size=1, max_size=4))
+def test_subsections_parent_and_any_labels_equal_trec_eval_on_collapsed_docnos(cases) -> None:  # type: ignore[no-untyped-def]
+    ks = (1, 3, 5, 10)
+    qrels, run = {}, {}
+    for n, (ranking, chosen) in enumerate(cases):
+        qrels[f"q{n}"] = {f"entry{j}": 1 for j in chosen}
+        docnos: dict[str, float] = {}
+        for rank, unit in enumerate(ranking, 1):
+            owner = next((j for j in chosen if unit in _LABELS[j][1]), None)
+            docno = f"entry{owner}" if owner is not None else f"unit{unit}"
+            docnos[docno if docno not in docnos else f"again{rank}"] = float(100 - rank)
+        run[f"q{n}"] = docnos
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "recall.1,3,5,10", "ndcg_cut.1,3,5,10"})
+    theirs = evaluator.evaluate(run)
+    for n, (ranking, chosen) in enumerate(cases):
+        ranked = [Hit(r, *(_UNITS[u][:2]), float(100 - r), _UNITS[u][2]) for r, u in enumerate(ranking, 1)]
+        ours = score_query(ranked, [_LABELS[j][0] for j in chosen], ks)
+        reference = theirs.get(f"q{n}", {"recip_rank": 0.0} | {f"{m}_{k}": 0.0 for m in ("recall", "ndcg_cut") for k in ks})
+        assert ours.reciprocal_rank == pytest.approx(reference["recip_rank"], abs=1e-12)
+        for k in ks:
+            assert ours.recall_at_k[k] == pytest.approx(reference[f"recall_{k}"], abs=1e-12)
+            assert ours.ndcg_at_k[k] == pytest.approx(reference[f"ndcg_cut_{k}"], abs=1e-12)
+
+
+def test_a_heading_matches_as_the_reader_sees_it_and_a_near_miss_does_not() -> None:
+    assert hit_matches(Hit(1, "a.md", "`virtualenvs.in-project`", None), exp("a.md", "virtualenvs.in-project"))
+    assert hit_matches(Hit(1, "a.md", "**Cache**  [directory](#dir)", None), exp("a.md", "cache directory"))
+    assert not hit_matches(Hit(1, "a.md", "Cache Directory", None), exp("a.md", "Cache Directry"))
+    assert not hit_matches(Hit(1, "a.md", "`virtualenvs.in-project`", None), exp("a.md", "virtualenvs.in_project"))
+
+
+def test_a_parent_or_subsections_label_without_known_parents_falls_back_to_the_heading() -> None:
+    """A retriever's hit whose heading repeats in its document has no known place: the heading decides."""
+    unknown = Hit(1, "t.md", "B", None, None)
+    assert hit_matches(unknown, ExpectedEntry("t.md", "B", 1, parent="E"))
+    assert not hit_matches(Hit(1, "t.md", "B", None, ("A",)), ExpectedEntry("t.md", "B", 1, parent="E"))
+    assert not hit_matches(Hit(1, "t.md", "C", None, None), ExpectedEntry("t.md", "A", 1, subsections=True))
