@@ -40,7 +40,7 @@ def test_the_second_expected_document_falling_gets_its_own_row(tmp_path: Path) -
     (kb / "service-notes.md").write_text(PUSHY, encoding="utf-8")
     outcome = run(kb, history)
     after = outcome.report.run.queries[0]
-    ranks = lambda q: [h.path for h in q.hits]  # noqa: E731
+    ranks = lambda q: [h.path for h in q.hits]
     # the set-up this test needs: the first expected document keeps its rank, the second falls
     assert ranks(before).index("deploy.md") == ranks(after).index("deploy.md")
     assert ranks(before).index("rollout.md") < ranks(after).index("rollout.md")
