@@ -113,8 +113,9 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         lists = retriever.search_all(requests)
         clock.lap("search")
         returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}
-        if needs_parents(golden):
-            returned = with_parents(returned, index)
+        # Where each hit sits is needed only by `parent:` and `subsections:` labels; otherwise it is
+        # dropped, so it does not grow every report and history by the headings of every hit.
+        returned = with_parents(returned, index) if needs_parents(golden) else without_parents(returned)
         if options.scan_quotes:
             chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
             findings = scan(chunks, golden.queries, returned)
@@ -192,6 +193,13 @@ def check_labels(
 
 def needs_parents(golden: GoldenSet) -> bool:
     return any(m.parent is not None or m.subsections for _, m in labelled_members(golden))
+
+
+def without_parents(returned: Mapping[str, list[Hit]]) -> dict[str, list[Hit]]:
+    return {
+        query_id: [replace(hit, parents=None) if hit.parents is not None else hit for hit in hits]
+        for query_id, hits in returned.items()
+    }
 
 
 def with_parents(returned: Mapping[str, list[Hit]], index: Index) -> dict[str, list[Hit]]:

@@ -63,3 +63,13 @@ def test_the_case_scores_and_says_exactly_what_it_pins(case: Path) -> None:
         assert warning["file"].endswith("golden.yml")
         for words in wanted["says"]:
             assert words in warning["message"], (words, warning["message"])
+
+
+def test_a_hits_place_is_reported_only_when_a_label_needs_it() -> None:
+    needs = CASES / "parent" / "a-repeated-heading-reached-through-its-parent-resolves"
+    plain = CASES / "heading-as-the-reader-sees-it" / "inline-code-written-as-the-page-shows-it-resolves"
+    _, out, _ = run_case(needs)
+    hits = json.loads(out)["per_query"][0]["top_k"]
+    assert [tuple(h["parents"]) for h in hits if h["heading"] == "Options"][0] == ("Commands", "Build")
+    _, out, _ = run_case(plain)
+    assert all("parents" not in h for h in json.loads(out)["per_query"][0]["top_k"])
