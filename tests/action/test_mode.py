@@ -268,7 +268,9 @@ def test_hostile_file_names_and_ids_issue_no_command_but_ours(launch: Launch, la
     hostile_ids = ["q::set-output name=x::y", "q\n::add-mask::m", "q%0A::error::z"]
     texts = [f"hostile question number {n} about {word}" for n, word in enumerate(["masks", "outputs", "errors"])]
     golden = golden_yaml(
-        *[(query_id, text, ["gone ::add-mask::x.md"]) for query_id, text in zip(hostile_ids, texts, strict=True)]
+        *[(query_id, text, ["gone ::add-mask::x.md"]) for query_id, text in zip(hostile_ids, texts, strict=True)],
+        # one path that is there: a golden file none of whose paths is indexed stops the run
+        ("measurable", "how do I roll back a database migration", ["guides/deploy.md"]),
     )
     write_tree(kb, {".kb-eval.yml": golden})
     note = "# ::warning::heading\n\n" + "".join(f"- {text}\n" for text in texts) + "::add-mask::body\n##[error]legacy\n"
