@@ -17,8 +17,9 @@ from scanner.golden.file import ExpectedEntry, GoldenQuery, GoldenSet
 from scanner.golden.headings import closest, closest_path, reader_heading
 
 MAX_SUGGESTED = 200
-"""Entries that get a "did you mean" (each costs a pass over the indexed paths); the rest are still
-warned about, without one. Bounds the work a golden file of mistyped paths can cause."""
+"""Entries that get a "did you mean" or the closest headings (each costs a pass over the indexed
+paths, or over a document's headings); the rest are still warned about, without one. Bounds the
+work a golden file of mistyped labels can cause."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,7 @@ def check_headings(golden: GoldenSet, sections: Mapping[str, Sequence[SectionInf
     reader sees headings, naming the closest headings that document has. A path that is not indexed
     is check_paths' warning, not this one's."""
     warnings: list[Diagnostic] = []
+    suggested = 0
     for query, member, field in _members_where(golden):
         if member.heading is None or member.path not in sections:
             continue
@@ -91,8 +93,13 @@ def check_headings(golden: GoldenSet, sections: Mapping[str, Sequence[SectionInf
         named = [s for s in document if reader_heading(s.heading) == wanted]
         if not named:
             headings = [s.heading for s in document if s.heading]
-            near = ", ".join(repr(h) for h in closest(member.heading, headings))
-            there = f"closest headings there: {near}" if near else "the document has no heading"
+            suggested += 1
+            near = ", ".join(repr(h) for h in closest(member.heading, headings)) if suggested <= MAX_SUGGESTED else ""
+            there = (
+                f"closest headings there: {near}" if near
+                else "the document has no heading" if not headings
+                else f"it has {len(headings)} headings"
+            )
             warnings.append(
                 Diagnostic(
                     DiagnosticCode.HEADING_NOT_IN_DOCUMENT,
