@@ -312,7 +312,7 @@ def score(rankings: dict[str, Ranking], queries: list[BenchQuery]) -> tuple[floa
     return fmean(per_query), per_query
 
 
-def sweep_systems(rm3: bool) -> dict[str, System]:
+def sweep_systems(rm3: bool, breadcrumb_only: bool = False) -> dict[str, System]:
     """The grids the defaults were chosen on: BM25 parameters x field weights x field scoring,
     then the breadcrumb's own BM25 beside BM25F (`Bm25Parameters.alone`), and (with --rm3)
     pseudo-relevance feedback on top of the defaults."""
@@ -328,7 +328,7 @@ def sweep_systems(rm3: bool) -> dict[str, System]:
                 name = f"rm3 10 docs {terms} terms w=0.3, queries of {min_terms}+ terms"
                 systems[name] = kb_eval_system(prf=(10, terms, 0.3, min_terms))
         return systems
-    for per_field in (False, True):
+    for per_field in () if breadcrumb_only else (False, True):
         for k1 in (0.9, 1.2, 1.5):
             for b in (0.4, 0.75):
                 for heading, breadcrumb in ((1.0, 1.0), (2.0, 1.0), (2.0, 2.0), (3.0, 2.0)):
@@ -337,8 +337,8 @@ def sweep_systems(rm3: bool) -> dict[str, System]:
                         parameters=Bm25Parameters(k1, b, per_field, (0.0, 0.0, 0.0)),
                         weights=FieldWeights(heading, breadcrumb, 1.0),
                     )
-    for breadcrumb in (1.5, 2.0, 2.5):
-        for share in (0.125, 0.25, 0.375, 0.5):
+    for breadcrumb in (1.5, 2.0, 2.5, 3.0):
+        for share in (0.0, 0.125, 0.25, 0.375):
             name = f"bm25f k1=1.5 b=0.75 w=2.0/{breadcrumb}/1, breadcrumb share {share} alone"
             systems[name] = kb_eval_system(
                 parameters=Bm25Parameters(1.5, 0.75, False, (0.0, share, 0.0)), weights=FieldWeights(2.0, breadcrumb, 1.0)
@@ -354,6 +354,8 @@ def main() -> int:
     parser.add_argument("--previous", help="also run the built-in retriever of this git revision")
     parser.add_argument("--sweep", action="store_true", help="kb-eval settings grid instead of the baselines")
     parser.add_argument("--rm3", action="store_true", help="with --sweep: pseudo-relevance feedback variants")
+    parser.add_argument("--breadcrumb-grid", action="store_true", help="with --sweep: only the breadcrumb weight x share grid")
+    parser.add_argument("--no-baselines", action="store_true", help="only kb-eval (and --previous): the baselines do not depend on it")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if not (args.collections / "sources.json").is_file():
@@ -365,7 +367,10 @@ def main() -> int:
     systems: dict[str, System] = {"kb-eval": kb_eval_system()}
     if args.previous:
         systems[f"kb-eval@{args.previous}"] = previous_system(args.previous)
-    systems.update(sweep_systems(args.rm3) if args.sweep else BASELINES)
+    if args.sweep:
+        systems.update(sweep_systems(args.rm3, args.breadcrumb_grid))
+    elif not args.no_baselines:
+        systems.update(BASELINES)
     table: dict[str, dict[str, float]] = {}
     per_query: dict[str, dict[str, list[float]]] = {}
     for name in args.only:

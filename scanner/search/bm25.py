@@ -197,8 +197,15 @@ class Bm25Scorer:
         posting (seconds and twice the memory at 100,000 chunks), while a query reads a few
         short slices per layer either way."""
         self.size = len(layers[0].lengths) if layers else 0
+        # A chunk without a single term in any layer can never be found; it is left out of the
+        # collection statistics (N and mean length), so that a section holding nothing search
+        # scores (titles.scored_fields: a title-only section) weighs on no other chunk's score.
+        present = np.zeros(self.size, dtype=bool)
+        for layer in layers:
+            present |= layer.lengths > 0
+        counted = int(present.sum())
         self.layers = [
-            (layer.start, layer.chunks, _impacts(layer, self.size, parameters) * np.float32(boost))
+            (layer.start, layer.chunks, _impacts(layer, counted, parameters) * np.float32(boost))
             for layer, boost in zip(layers, boosts, strict=True)
         ]
 
@@ -238,9 +245,10 @@ class Bm25Scorer:
 
 
 def _impacts(postings: Postings, n_chunks: int, parameters: Bm25Parameters) -> npt.NDArray[np.float32]:
-    """BM25 of every posting: idf(term) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / mean))."""
+    """BM25 of every posting: idf(term) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / mean)),
+    with `n_chunks` the chunks that count (N) and the mean length taken over them."""
     lengths = postings.lengths
-    mean = float(lengths.mean()) if n_chunks else 0.0
+    mean = float(lengths.sum(dtype=np.float64)) / n_chunks if n_chunks else 0.0
     df = np.diff(postings.start)
     idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
     k1, b = np.float32(parameters.k1), np.float32(parameters.b)

@@ -138,7 +138,11 @@ def test_hits_are_chunks_and_one_document_may_hold_several_ranks(retriever: Buil
 
 
 def test_the_heading_weight_changes_the_ranking() -> None:
-    files = {"a.md": "# Kubernetes\nplain text\n", "b.md": "# Other\nkubernetes kubernetes mention\n"}
+    # Titled pages, so the headings are section headings, not the page's title (search/titles.py).
+    files = {
+        "a.md": "---\ntitle: A\n---\n# Kubernetes\nplain text\n",
+        "b.md": "---\ntitle: B\n---\n# Other\nkubernetes kubernetes mention\n",
+    }
     heavy = BuiltinRetriever(index_of(files), FieldWeights(heading=20.0), Tokenization.WORD)
     light = BuiltinRetriever(index_of(files), FieldWeights(heading=0.01), Tokenization.WORD)
     assert heavy.search("kubernetes", 1)[0].path == "a.md"
@@ -149,7 +153,7 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
     retriever: BuiltinRetriever,
 ) -> None:
     described = retriever.describe()
-    assert described["query_compiler_version"] == QUERY_COMPILER_VERSION == 6
+    assert described["query_compiler_version"] == QUERY_COMPILER_VERSION == 7
     assert described["tokenization"] == "auto"
     assert described["analysis"] == (
         "words, snowball english stemmer, english stopwords; cjk runs as bigrams, han characters as unigrams"
@@ -164,8 +168,9 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
 def test_per_field_scoring_sums_each_fields_own_bm25_times_its_weight() -> None:
     # "kettle" is in one heading (rare there: high idf per field) and in every other body (common
     # there), twice in b's: per field, a's heading match wins; over the combined fields, b's tf does.
-    files = {"a.md": "# Kettle\nstove\n", "b.md": "# Other\nkettle kettle\n"}
-    files.update({f"{name}.md": f"# {name}\nkettle pan\n" for name in "cde"})
+    # Titled pages, so the headings are section headings, not the page's title (search/titles.py).
+    files = {"a.md": "---\ntitle: A\n---\n# Kettle\nstove\n", "b.md": "---\ntitle: B\n---\n# Other\nkettle kettle\n"}
+    files.update({f"{name}.md": f"---\ntitle: {name}\n---\n# {name}x\nkettle pan\n" for name in "cde"})
     index = index_of(files)
     per_field = BuiltinRetriever(index, FieldWeights(1.0, 1.0, 1.0), parameters=Bm25Parameters(1.2, 0.75, True))
     combined = BuiltinRetriever(index, FieldWeights(1.0, 1.0, 1.0), parameters=Bm25Parameters(1.2, 0.75, False))
@@ -207,7 +212,11 @@ def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
     index = index_of(files)
     weights = (2.0, 1.5, 1.0)
     hits = BuiltinRetriever(index).search("kettle", 10)
-    rows = index.connection.execute("SELECT heading, breadcrumb, body FROM chunks ORDER BY id").fetchall()
+    # The text search scores: each page's `# Title` counted once, in the breadcrumb (search/titles.py).
+    rows = index.connection.execute(
+        "SELECT COALESCE(scored_heading, heading), COALESCE(scored_breadcrumb, breadcrumb), body FROM chunks ORDER BY id"
+    ).fetchall()
+    assert rows[0][:2] == ("", "One")
     lengths = [sum(w * len(analysed_terms(text)) for w, text in zip(weights, row)) for row in rows]
     mean = sum(lengths) / len(lengths)
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
