@@ -312,7 +312,7 @@ def score(rankings: dict[str, Ranking], queries: list[BenchQuery]) -> tuple[floa
     return fmean(per_query), per_query
 
 
-def sweep_systems(rm3: bool, breadcrumb_only: bool = False) -> dict[str, System]:
+def sweep_systems(rm3: bool, breadcrumb_only: str | None = None) -> dict[str, System]:
     """The grids the defaults were chosen on: BM25 parameters x field weights x field scoring,
     then the breadcrumb's own BM25 beside BM25F (`Bm25Parameters.alone`), and (with --rm3)
     pseudo-relevance feedback on top of the defaults."""
@@ -337,6 +337,14 @@ def sweep_systems(rm3: bool, breadcrumb_only: bool = False) -> dict[str, System]
                         parameters=Bm25Parameters(k1, b, per_field, (0.0, 0.0, 0.0)),
                         weights=FieldWeights(heading, breadcrumb, 1.0),
                     )
+    if breadcrumb_only == "beside":
+        for breadcrumb, share in ((2.0, 0.125), (2.0, 0.25), (2.5, 0.125), (2.5, 0.25), (3.0, 0.125), (3.0, 0.25)):
+            for beside in (True,):
+                name = f"w=2.0/{breadcrumb}/1, breadcrumb share {share} alone, beside text only {beside}"
+                systems[name] = kb_eval_system(
+                    parameters=Bm25Parameters(1.5, 0.75, False, (0.0, share, 0.0), beside), weights=FieldWeights(2.0, breadcrumb, 1.0)
+                )
+        return systems
     for breadcrumb in (1.5, 2.0, 2.5, 3.0):
         for share in (0.0, 0.125, 0.25, 0.375):
             name = f"bm25f k1=1.5 b=0.75 w=2.0/{breadcrumb}/1, breadcrumb share {share} alone"
@@ -354,7 +362,7 @@ def main() -> int:
     parser.add_argument("--previous", help="also run the built-in retriever of this git revision")
     parser.add_argument("--sweep", action="store_true", help="kb-eval settings grid instead of the baselines")
     parser.add_argument("--rm3", action="store_true", help="with --sweep: pseudo-relevance feedback variants")
-    parser.add_argument("--breadcrumb-grid", action="store_true", help="with --sweep: only the breadcrumb weight x share grid")
+    parser.add_argument("--breadcrumb-grid", nargs="?", const="grid", help="with --sweep: only the breadcrumb weight x share grid ('beside': the title's own BM25 beside text only)")
     parser.add_argument("--no-baselines", action="store_true", help="only kb-eval (and --previous): the baselines do not depend on it")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

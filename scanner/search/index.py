@@ -176,7 +176,13 @@ class Index:
                 inside = tuple(w * (1 - share) for w, share in zip(weights, parameters.alone))
                 alone = [(f, w * share) for f, (w, share) in enumerate(zip(weights, parameters.alone)) if w * share > 0]
                 layers = self._postings([inside] + [_only(f, len(weights)) for f, _ in alone])
-                self._scorers[key] = Bm25Scorer(layers, parameters, [1.0] + [boost for _, boost in alone])
+                masks: list[np.ndarray | None] = [None]
+                for (field, _), layer in zip(alone, layers[1:]):
+                    # Text in another field: the weighted length beyond this field's own share.
+                    other = layers[0].lengths - np.float32(inside[field]) * layer.lengths
+                    smallest = min((w for f, w in enumerate(inside) if f != field and w > 0), default=1.0)
+                    masks.append(other > smallest / 2 if parameters.alone_beside_text else None)
+                self._scorers[key] = Bm25Scorer(layers, parameters, [1.0] + [boost for _, boost in alone], masks)
         return self._scorers[key]
 
     def _postings(self, layers: Sequence[tuple[float, ...]]) -> list[Postings]:

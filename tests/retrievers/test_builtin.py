@@ -158,9 +158,9 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
     assert described["analysis"] == (
         "words, snowball english stemmer, english stopwords; cjk runs as bigrams, han characters as unigrams"
     )
-    assert described["weights"] == {"heading": 2.0, "breadcrumb": 2.0, "body": 1.0}
+    assert described["weights"] == {"heading": 2.0, "breadcrumb": 3.0, "body": 1.0}
     assert described["bm25"] == {"k1": 1.5, "b": 0.75}
-    assert described["alone"] == {"heading": 0.0, "breadcrumb": 0.25, "body": 0.0}
+    assert described["alone"] == {"heading": 0.0, "breadcrumb": 0.125, "body": 0.0}
     other = BuiltinRetriever(retriever.index, parameters=Bm25Parameters(k1=0.9, b=0.4)).describe()
     assert other["bm25"] == {"k1": 0.9, "b": 0.4}
 
