@@ -191,18 +191,41 @@ def test_a_title_match_scores_its_own_bm25_beside_bm25f() -> None:
     index = index_of(files)
     assert BuiltinRetriever(index).search("kettle", 1)[0].path == "a.md"
     without = Bm25Parameters(alone=(0.0, 0.0, 0.0))
-    assert BuiltinRetriever(index, parameters=without).search("kettle", 1)[0].path == "b.md"
-    # The split: a quarter of the breadcrumb's weight 2 scored alone, the rest inside BM25F. a's
+    inside = FieldWeights(2.0, 2.625, 1.0)
+    assert BuiltinRetriever(index, inside, parameters=without).search("kettle", 1)[0].path == "b.md"
+    # The split: an eighth of the breadcrumb's weight 3 scored alone, the rest inside BM25F. a's
     # heading and body lack "kettle", so with the whole weight alone (share 1) a's score is
-    # 2 x the breadcrumb's own BM25, and the default is BM25F at 2/1.5/1 plus a quarter of that.
+    # 3 x the breadcrumb's own BM25, and the default is BM25F at 2/2.625/1 plus an eighth of that.
     def score_of_a(weights: FieldWeights, parameters: Bm25Parameters) -> float:
         return next(h.score for h in BuiltinRetriever(index, weights, parameters=parameters).search("kettle", 10) if h.path == "a.md")
 
     default = score_of_a(FieldWeights(), Bm25Parameters())
-    inside_only = score_of_a(FieldWeights(2.0, 1.5, 1.0), without)
+    inside_only = score_of_a(inside, without)
     all_alone = score_of_a(FieldWeights(), Bm25Parameters(alone=(0.0, 1.0, 0.0)))
-    assert default == pytest.approx(inside_only + all_alone / 4, rel=1e-5)
+    assert default == pytest.approx(inside_only + all_alone / 8, rel=1e-5)
     assert all_alone > 0
+
+
+def test_a_section_that_is_only_its_title_gets_no_second_title_score() -> None:
+    # t.md is nothing but its title: BM25F already scores that title on its own (the chunk's
+    # length is the title's), so the breadcrumb's own BM25 is not added to it; a.md's title sits
+    # beside text and gets it. The near miss: with alone_beside_text off, t.md gets it too.
+    files = {
+        "t.md": "---\ntitle: Kettle\n---\n",
+        "a.md": "---\ntitle: Kettle\n---\nDescale it monthly with vinegar.\n",
+    }
+    files.update({f"{name}.md": f"---\ntitle: {name}\n---\nThe {name} pan needs oil.\n" for name in "cdefgh"})
+    index = index_of(files)
+
+    def scores(parameters: Bm25Parameters, weights: FieldWeights = FieldWeights()) -> dict[str, float]:
+        return {h.path: h.score for h in BuiltinRetriever(index, weights, parameters=parameters).search("kettle", 10)}
+
+    default = scores(Bm25Parameters())
+    inside_only = scores(Bm25Parameters(alone=(0.0, 0.0, 0.0)), FieldWeights(2.0, 2.625, 1.0))
+    assert default["t.md"] == pytest.approx(inside_only["t.md"], rel=1e-6)
+    assert default["a.md"] > inside_only["a.md"] * 1.01
+    both = scores(Bm25Parameters(alone_beside_text=False))
+    assert both["t.md"] > default["t.md"] * 1.01
 
 
 def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
@@ -210,7 +233,7 @@ def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
     # breadcrumb's own BM25, the documents' titles One/Two/Three, adds nothing here).
     files = {"a.md": "# One\nkettle kettle stove\n", "b.md": "# Two\nkettle pan pan pan\n", "c.md": "# Three\npan\n"}
     index = index_of(files)
-    weights = (2.0, 1.5, 1.0)
+    weights = (2.0, 2.625, 1.0)  # the default 2,3,1 with an eighth of the breadcrumb's scored alone
     hits = BuiltinRetriever(index).search("kettle", 10)
     # The text search scores: each page's `# Title` counted once, in the breadcrumb (search/titles.py).
     rows = index.connection.execute(
