@@ -31,14 +31,14 @@ class Tokenization(str, Enum):
 @dataclass(frozen=True, slots=True)
 class FieldWeights:
     """How many times a term counts in each field (scanner/search/bm25.py). Heading 2, breadcrumb (the
-    page's title, counted once whatever way the page writes it, and its parent headings) 3, body
+    page's title, counted once whatever way the page writes it, and its parent headings) 3.5, body
     1, an eighth of the breadcrumb's weight scored as its own BM25 beside BM25F
     (`Bm25Parameters.alone`). Chosen on eight public collections, each written in the three
     title layouts; the only setting of its grid at or above every lexical baseline on all of them
     (docs/search-quality.md)."""
 
     heading: float = 2.0
-    breadcrumb: float = 3.0
+    breadcrumb: float = 3.5
     body: float = 1.0
 
     def as_tuple(self) -> tuple[float, float, float]:

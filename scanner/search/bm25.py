@@ -44,7 +44,7 @@ class Bm25Parameters:
     """With BM25F: the share of each field's weight (heading, breadcrumb, body) that is scored as
     that field's own BM25 (its own idf, length normalisation and saturation) and added to the
     BM25F score; the rest of the weight stays inside BM25F. Default: an eighth of the breadcrumb's
-    (the page's title and parent headings), so weights 2,3,1 mean BM25F 2/2.625/1 plus 0.375 x
+    (the page's title and parent headings), so weights 2,3.5,1 mean BM25F 2/3.0625/1 plus 0.4375 x
     the breadcrumb's own BM25. Why: in BM25F a title match is one more occurrence that saturates
     with the body's, so a long passage that repeats a word outranks the passage whose title
     names it; scored alone, a title match is evidence of its own, as in tantivy's per-field

@@ -39,8 +39,8 @@ class ScoredFields:
     scored: bool = True
 
 
-def _same(a: str, b: str) -> bool:
-    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+def _key(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
 def _enclosing_heading(chunks: tuple[Chunk, ...]) -> str | None:
@@ -70,10 +70,19 @@ def scored_fields(document: Document) -> list[ScoredFields]:
         return []
     title = page_title(document)
     short_title = title[:MAX_BREADCRUMB_PART_CHARS]
+    title_key, short_key = _key(title), _key(short_title)
+    # Breadcrumb parts are shared by every section under a heading: each is compared once.
+    is_title: dict[str, bool] = {}
     fields = []
     for chunk in chunks:
-        heading = "" if _same(chunk.heading, title) else chunk.heading
-        parents = [part for part in chunk.breadcrumb_parts[1:] if not _same(part, short_title)]
+        heading = "" if _key(chunk.heading) == title_key else chunk.heading
+        parents = []
+        for part in chunk.breadcrumb_parts[1:]:
+            same = is_title.get(part)
+            if same is None:
+                same = is_title[part] = _key(part) == short_key
+            if not same:
+                parents.append(part)
         if heading == "" and chunk.heading and not chunk.body.strip() and len(chunks) > 1:
             fields.append(ScoredFields("", "", scored=False))
             continue

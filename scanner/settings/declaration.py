@@ -294,7 +294,7 @@ def _weights(text: str) -> FieldWeights:
     except ValueError:
         values = []
     if len(values) != 3 or not all(0 < value < 1000 for value in values):
-        raise Refused("not three positive numbers heading,breadcrumb,body", "2,3,1")
+        raise Refused("not three positive numbers heading,breadcrumb,body", "2,3.5,1")
     return FieldWeights(*values)
 
 
@@ -459,7 +459,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "weights", "weights", Group.RETRIEVER, "built-in retriever: bm25 weights of heading,breadcrumb,body",
-        _weights, FieldWeights(), "2,3,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
+        _weights, FieldWeights(), "2,3.5,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
     ),
     Setting(
         "http-url", "http_url", Group.RETRIEVER, "HTTP retriever: the search endpoint; may hold ${ENV_NAME}",

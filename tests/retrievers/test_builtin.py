@@ -158,7 +158,7 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
     assert described["analysis"] == (
         "words, snowball english stemmer, english stopwords; cjk runs as bigrams, han characters as unigrams"
     )
-    assert described["weights"] == {"heading": 2.0, "breadcrumb": 3.0, "body": 1.0}
+    assert described["weights"] == {"heading": 2.0, "breadcrumb": 3.5, "body": 1.0}
     assert described["bm25"] == {"k1": 1.5, "b": 0.75}
     assert described["alone"] == {"heading": 0.0, "breadcrumb": 0.125, "body": 0.0}
     other = BuiltinRetriever(retriever.index, parameters=Bm25Parameters(k1=0.9, b=0.4)).describe()
@@ -179,23 +179,23 @@ def test_per_field_scoring_sums_each_fields_own_bm25_times_its_weight() -> None:
 
 
 def test_a_title_match_scores_its_own_bm25_beside_bm25f() -> None:
-    # "kettle" is in a's title (its breadcrumb) and twice in b's body. Over the weighted fields
-    # alone (BM25F), b's two occurrences outweigh a's one title occurrence; the breadcrumb's own
+    # "kettle" is in a's title (its breadcrumb) and four times in b's body. Over the weighted fields
+    # alone (BM25F), b's four occurrences outweigh a's one title occurrence; the breadcrumb's own
     # BM25, on by default, lifts a's title match above them. The near miss: the same index with
     # the breadcrumb scored only inside BM25F (alone = 0) ranks b first.
     files = {
         "a.md": "---\ntitle: Kettle\n---\n# Care\nDescale it monthly with vinegar and rinse twice.\n",
-        "b.md": "# Care\nThe kettle and the other kettle both need descaling.\n",
+        "b.md": "# Care\nThe kettle, the old kettle, the new kettle and the spare kettle all need descaling.\n",
     }
     files.update({f"{name}.md": f"# Care\nThe {name} pan needs oil.\n" for name in "cdefgh"})
     index = index_of(files)
     assert BuiltinRetriever(index).search("kettle", 1)[0].path == "a.md"
     without = Bm25Parameters(alone=(0.0, 0.0, 0.0))
-    inside = FieldWeights(2.0, 2.625, 1.0)
+    inside = FieldWeights(2.0, 3.0625, 1.0)
     assert BuiltinRetriever(index, inside, parameters=without).search("kettle", 1)[0].path == "b.md"
-    # The split: an eighth of the breadcrumb's weight 3 scored alone, the rest inside BM25F. a's
+    # The split: an eighth of the breadcrumb's weight 3.5 scored alone, the rest inside BM25F. a's
     # heading and body lack "kettle", so with the whole weight alone (share 1) a's score is
-    # 3 x the breadcrumb's own BM25, and the default is BM25F at 2/2.625/1 plus an eighth of that.
+    # 3.5 x the breadcrumb's own BM25, and the default is BM25F at 2/3.0625/1 plus an eighth of that.
     def score_of_a(weights: FieldWeights, parameters: Bm25Parameters) -> float:
         return next(h.score for h in BuiltinRetriever(index, weights, parameters=parameters).search("kettle", 10) if h.path == "a.md")
 
@@ -217,11 +217,12 @@ def test_a_section_that_is_only_its_title_gets_no_second_title_score() -> None:
     files.update({f"{name}.md": f"---\ntitle: {name}\n---\nThe {name} pan needs oil.\n" for name in "cdefgh"})
     index = index_of(files)
 
-    def scores(parameters: Bm25Parameters, weights: FieldWeights = FieldWeights()) -> dict[str, float]:
-        return {h.path: h.score for h in BuiltinRetriever(index, weights, parameters=parameters).search("kettle", 10)}
+    def scores(parameters: Bm25Parameters, weights: FieldWeights | None = None) -> dict[str, float]:
+        retriever = BuiltinRetriever(index, weights or FieldWeights(), parameters=parameters)
+        return {h.path: h.score for h in retriever.search("kettle", 10)}
 
     default = scores(Bm25Parameters())
-    inside_only = scores(Bm25Parameters(alone=(0.0, 0.0, 0.0)), FieldWeights(2.0, 2.625, 1.0))
+    inside_only = scores(Bm25Parameters(alone=(0.0, 0.0, 0.0)), FieldWeights(2.0, 3.0625, 1.0))
     assert default["t.md"] == pytest.approx(inside_only["t.md"], rel=1e-6)
     assert default["a.md"] > inside_only["a.md"] * 1.01
     both = scores(Bm25Parameters(alone_beside_text=False))
@@ -233,7 +234,7 @@ def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
     # breadcrumb's own BM25, the documents' titles One/Two/Three, adds nothing here).
     files = {"a.md": "# One\nkettle kettle stove\n", "b.md": "# Two\nkettle pan pan pan\n", "c.md": "# Three\npan\n"}
     index = index_of(files)
-    weights = (2.0, 2.625, 1.0)  # the default 2,3,1 with an eighth of the breadcrumb's scored alone
+    weights = (2.0, 3.0625, 1.0)  # the default 2,3.5,1 with an eighth of the breadcrumb's scored alone
     hits = BuiltinRetriever(index).search("kettle", 10)
     # The text search scores: each page's `# Title` counted once, in the breadcrumb (search/titles.py).
     rows = index.connection.execute(
