@@ -337,8 +337,11 @@ def sweep_systems(rm3: bool, breadcrumb_only: str | None = None) -> dict[str, Sy
                         parameters=Bm25Parameters(k1, b, per_field, (0.0, 0.0, 0.0)),
                         weights=FieldWeights(heading, breadcrumb, 1.0),
                     )
-    if breadcrumb_only == "beside":
-        for breadcrumb, share in ((2.0, 0.125), (2.0, 0.25), (2.5, 0.125), (2.5, 0.25), (3.0, 0.125), (3.0, 0.25)):
+    if breadcrumb_only in ("beside", "beside-wide"):
+        grid = ((2.0, 0.125), (2.0, 0.25), (2.5, 0.125), (2.5, 0.25), (3.0, 0.125), (3.0, 0.25))
+        if breadcrumb_only == "beside-wide":
+            grid = ((3.0, 0.1875), (3.5, 0.125), (3.5, 0.1875), (4.0, 0.125), (4.0, 0.1875))
+        for breadcrumb, share in grid:
             for beside in (True,):
                 name = f"w=2.0/{breadcrumb}/1, breadcrumb share {share} alone, beside text only {beside}"
                 systems[name] = kb_eval_system(

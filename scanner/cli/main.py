@@ -18,6 +18,7 @@ from typing import TextIO
 
 from scanner import __version__
 from scanner.compare.comparison import BaseRequest
+from scanner.compare.gate import gate_cannot_run
 from scanner.compare.report import Report
 from scanner.foundation.diagnostics import Diagnostic, Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
@@ -28,7 +29,8 @@ from scanner.render.console import SafeStream
 from scanner.render.text import render_text
 from scanner.report.document import ReportInvalid
 from scanner.retrievers.base import RetrieverKind
-from scanner.settings.declaration import Interface, RunSettings, add_arguments, in_interface_words, read_cli
+from scanner.settings.arguments import add_arguments, read_cli
+from scanner.settings.declaration import Interface, RunSettings, in_interface_words
 from scanner.settings.retriever import choose_kind, retriever_builder
 
 
@@ -150,14 +152,19 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         stderr.write("kb-eval: internal error (please report this):\n" + traceback.format_exc())
         return finished(ExitCode.INTERNAL)
     _print_diagnostics(diagnostics, stderr)
-    stderr.write(console.findings_warning(outcome.report.run.findings))
+    stderr.write(console.findings_warning(outcome.report.run.findings, outcome.report.findings_at_base))
     if args.format == "json":
         stdout.write(outcome.json_text)
     else:
         stdout.write(render_text(outcome.report))
     code = ExitCode.OK
     gate = outcome.report.gate
-    if args.fail_on_regression and not gate.evaluated:  # issue 17: a gate that could not run says so
+    if args.fail_on_regression and not gate.evaluated:  # a gate that could not run says so
+        blocked = gate_cannot_run(outcome.report.comparison)
+        if blocked is not None:
+            worded = in_interface_words(blocked, args.interface)
+            stderr.write(console.error_lines(worded))
+            return finished(ExitCode.BAD_INPUT, outcome, worded)
         stderr.write(f"kb-eval: warning: {phrases.gate_not_run(gate, outcome.report.comparison)}\n")
     if gate.tripped and args.fail_on_regression:
         stderr.write(console.regression_line(gate))
@@ -213,7 +220,7 @@ def plan_from_args(args: RunSettings) -> RunPlan:
 
 
 def baseline_request(args: RunSettings) -> BaseRequest | None:
-    """Issue 17: --baseline-ref, refused with --baseline (one thing to compare with)."""
+    """--baseline-ref, refused with --baseline (one thing to compare with)."""
     if args.baseline_ref is not None and args.baseline is not None:
         raise InputError(
             "--baseline and --baseline-ref both name what to compare with",

@@ -41,12 +41,12 @@ class EvalOptions:
     """None: the golden file's `defaults.limit`, else DEFAULT_LIMIT."""
     ks: tuple[int, ...] = DEFAULT_KS
     retriever: RetrieverBuilder = field(default_factory=lambda: retriever_builder(default_settings()))
-    """Builds the retriever over the index (retrievers/factory.py); the default is the built-in one."""
+    """Builds the retriever over the index (scanner/settings/retriever.py); the default is the built-in one."""
     cache_dir: Path | None = None
     """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
     timestamp: datetime | None = None
     """Fixed in tests; the current UTC time otherwise."""
-    # --- issue 17: evaluating another revision of the KB (scanner.git.base) ---
+    # --- evaluating another revision of the KB (scanner.pipeline.base) ---
     golden: GoldenSet | None = None
     """Already loaded (the base side uses this run's golden set); None: load `golden_path`."""
     parse_memo: ParseMemo | None = None
