@@ -231,6 +231,7 @@ def options_from_args(args: RunSettings) -> EvalOptions:
         ks=tuple(args.k),
         cache_dir=args.cache_dir,
         retriever=retriever_builder(args),
+        score_level=args.score_level,
     )
 
 

@@ -34,6 +34,7 @@ from typing import Any, cast
 
 from scanner.compare.comparison import BaseRequest
 from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD
+from scanner.evaluation.answers import ScoreLevel
 from scanner.foundation.errors import InputError
 from scanner.github.comment import CommentMode
 from scanner.github.workflow import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
@@ -364,6 +365,13 @@ SETTINGS: tuple[Setting, ...] = (
         fingerprint="limit", metavar="N",
     ),
     Setting(
+        "score-level", "score_level", Group.EVALUATED,
+        "section: a golden entry with a heading is found only by a hit of that section; document: headings "
+        "are ignored, for a retriever that answers with whole documents (docs/retrievers.md)",
+        lambda text: ScoreLevel(_choice([level.value for level in ScoreLevel])(text)),
+        ScoreLevel.SECTION, ScoreLevel.SECTION.value, fingerprint="score_level", metavar="{section,document}",
+    ),
+    Setting(
         "k", "k", Group.EVALUATED, "cut-offs for recall@k and nDCG@k, comma separated",
         _k_list, DEFAULT_KS, ",".join(map(str, DEFAULT_KS)), fingerprint="k", metavar="LIST",
         action_note="The largest one feeds the recall and ndcg outputs.",
@@ -614,6 +622,7 @@ class RunSettings:
     golden: Path | None
     exclude: tuple[str, ...]
     limit: int | None
+    score_level: ScoreLevel
     k: tuple[int, ...]
     format: str
     output: Path | None

@@ -55,6 +55,7 @@ BAD_VALUES = {
     "heading-field": ".",
     "score-field": "a.",
     "max-annotations": "1001",
+    "score-level": "chunk",
 }
 """A value each checked setting refuses."""
 
@@ -82,7 +83,7 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "history", "no_history", "history_size", "baseline", "baseline_ref", "save_baseline", "fail_on_regression",
         "regression_threshold", "alpha", "retriever", "http_url", "http_method", "http_body", "http_headers",
         "http_timeout", "http_retries", "concurrency", "hits_path", "path_field", "heading_field", "score_field",
-        "path_prefix_strip", "command", "command_timeout", "command_env", "run",
+        "path_prefix_strip", "command", "command_timeout", "command_env", "run", "score_level",
     }
     assert run_settings_attributes() == historic
 
@@ -166,7 +167,8 @@ def test_the_old_cli_spellings_keep_working(old: str, new: str, attribute: str, 
 def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: Path) -> None:
     # Set each input to a non-default value through INPUT_<NAME> (hyphens kept) and see it arrive.
     values = {
-        "kb-path": "docs", "golden": "g.yml", "exclude": "x/*", "limit": "7", "k": "1,3", "format": "json",
+        "kb-path": "docs", "golden": "g.yml", "exclude": "x/*", "limit": "7", "score-level": "document", "k": "1,3",
+        "format": "json",
         "report": "out.json", "cache-dir": "c", "history": "h.json", "history-size": "4", "baseline": "b.json",
         "baseline-ref": "origin/main", "save-baseline": "s.json", "fail-on-regression": "true", "regression-threshold": "0.1", "alpha": "0.2",
         "retriever": "http", "http-url": "http://127.0.0.1:9/", "http-method": "GET", "http-body": '{"q": "{query}"}',
