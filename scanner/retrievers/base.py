@@ -54,10 +54,10 @@ class NoteKind(enum.Enum):
 
     PARTIAL = "partial"
     """The service says the answer is incomplete (`timed_out`, failed shards)."""
-    SCORE_NOT_NUMBER = "score-not-number"
+    SCORE_NOT_NUMBER = "score"
     """A score that is not a JSON number (`"0.204"`, `"83%"`): recorded as missing. An external
     retriever's scores change no metric (the list order ranks), so this never stops a run."""
-    SERVICE_ERRORS = "service-errors"
+    SERVICE_ERRORS = "errors"
     """Hits came back beside error words (a GraphQL `errors` list next to `data`)."""
 
 

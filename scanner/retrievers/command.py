@@ -31,7 +31,7 @@ from scanner.retrievers.mapping import (
     scrub_and_cut,
     service_error_words,
 )
-from scanner.retrievers.templates import PLACEHOLDER, substitute_placeholders
+from scanner.retrievers.templates import PLACEHOLDER, QUERY_PLACEHOLDERS, substitute_placeholders
 
 DEFAULT_TIMEOUT_S = 60.0
 STDERR_TAIL_BYTES = 2048
@@ -93,7 +93,7 @@ def split_template(template: str) -> list[str]:
         ) from None
     if not argv:
         raise InputError("--command is empty", field="--command")
-    if not any("{query}" in argument for argument in argv):
+    if not any(placeholder in argument for argument in argv for placeholder in QUERY_PLACEHOLDERS):
         raise InputError(
             "--command never uses {query}, so every query would get the same answer",
             field="--command",

@@ -241,3 +241,19 @@ def test_a_rendered_template_keeps_its_structure_for_any_query() -> None:
     template = parse_json_template('{"query": {query}, "limit": {limit}, "note": "{limit} max"}', "--http-body")
     hostile = '"}, "limit": 999, "x": {"'
     assert render_json_template(template, hostile, 5) == {"query": hostile, "limit": 5, "note": "5 max"}
+
+
+@pytest.mark.parametrize(
+    ("query", "literal"),
+    [("it's", "'it''s'"), ("plain", "'plain'"), ("''", "''''''"), ('a "b" \\ c; --', "'a \"b\" \\ c; --'")],
+)
+def test_query_sql_is_the_query_as_one_sql_string_literal(query: str, literal: str) -> None:
+    assert substitute_placeholders("WHERE q = {query_sql} LIMIT {limit}", query, 3) == f"WHERE q = {literal} LIMIT 3"
+
+
+@pytest.mark.parametrize("query", ["it's", "'; DROP TABLE docs; --", 'a "b" \\n', "ünï'cödé'' ' "])
+def test_sqlite_reads_query_sql_back_as_exactly_the_query(query: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(":memory:") as connection:
+        assert connection.execute(substitute_placeholders("SELECT {query_sql}", query, 1)).fetchone() == (query,)
