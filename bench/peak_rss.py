@@ -133,7 +133,7 @@ def golden_10000_queries(root: Path) -> Path:
 
 
 def title_x_headings_57kb(root: Path) -> Path:
-    """Issue 14's amplification: a 40,000-character title and 2,000 empty headings (57 KB)."""
+    """An amplification once found: a 40,000-character title and 2,000 empty headings (57 KB)."""
     kb = _kb(root)
     (kb / "amp.md").write_text("---\ntitle: " + "t" * 40_000 + "\n---\n" + "## \n" * 2_000, encoding="utf-8")
     return kb

@@ -91,7 +91,7 @@ def read_documents(
     again (the cache is saved when the generator is exhausted).
 
     With a `memo`, every parsed document is remembered by its path and bytes, and a file
-    remembered there is not parsed again (issue 17: a pull request's base read after its head).
+    remembered there is not parsed again (a pull request's base is read after its head, and most of its files are the same).
     With a `source`, the files are its (KB-relative path, bytes) pairs instead of the folder walk:
     another reader (scanner.git.base) chose them and applied the per-file limits, and `root`,
     `exclude` and `cache` are not used; they are parsed in this process, most come from the memo."""
@@ -222,11 +222,7 @@ class _Packed(NamedTuple):
             return cls(document.path, entry[1])
         fields = (
             document.title, document.title_line,
-            tuple(
-                (c.heading, c.breadcrumb_parts, c.body, c.start_line, c.end_line, c.heading_line, c.body_start_line,
-                 c.breadcrumb_lines)
-                for c in document.chunks
-            ),
+            tuple(c.flattened() for c in document.chunks),
         )
         return cls(document.path, marshal.dumps(fields))
 
@@ -238,7 +234,7 @@ class _Packed(NamedTuple):
             return unpacked[0]
         path = self.path
         title, title_line, chunks = marshal.loads(self.payload)
-        return Document(path, title, title_line, tuple(Chunk(path, *fields) for fields in chunks))
+        return Document(path, title, title_line, tuple(Chunk.of(path, fields) for fields in chunks))
 
 
 _ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None]
