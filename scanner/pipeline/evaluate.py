@@ -138,10 +138,9 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         "k": list(ks),
         "golden_sha256": golden.sha256,
         "metric_version": METRIC_VERSION,
-    }
-    if options.score_level is not ScoreLevel.SECTION:
         # Only when not the default: every run recorded before the setting stays comparable.
-        fingerprint["score_level"] = options.score_level.value
+        **({"score_level": options.score_level.value} if options.score_level is not ScoreLevel.SECTION else {}),
+    }
     timestamp = options.timestamp or datetime.now(UTC)
     run = RunRecord(
         tool_version=__version__,

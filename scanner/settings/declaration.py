@@ -227,7 +227,7 @@ SETTINGS: tuple[Setting, ...] = (
         "score-level", "score_level", Group.EVALUATED,
         "section: a golden entry with a heading is found only by a hit of that section; document: headings "
         "are ignored, for a retriever that answers with whole documents (docs/retrievers.md)",
-        lambda text: ScoreLevel(_choice([level.value for level in ScoreLevel])(text)),
+        lambda text: ScoreLevel(parse.choice([level.value for level in ScoreLevel])(text)),
         ScoreLevel.SECTION, ScoreLevel.SECTION.value, fingerprint="score_level", metavar="{section,document}",
     ),
     Setting(
