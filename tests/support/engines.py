@@ -18,7 +18,9 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,10 +103,42 @@ class Postgres:
         return {"PGHOST": self.host, "PGPORT": str(self.port), "PGUSER": self.user, "PGDATABASE": self.database}
 
 
+POSTGRES_SERVER_ENV = "KB_EVAL_POSTGRES"
+"""`postgres://USER@127.0.0.1:PORT` of a server .ci/run started: each test then makes its own
+database there (and drops it). Without it, each test starts and stops its own cluster."""
+
+
 @contextlib.contextmanager
 def postgres() -> Iterator[Postgres]:
-    """Started for the test and stopped after it, whatever happens. PostgreSQL refuses to run as
-    root, so as root the cluster belongs to the `postgres` user Debian's package creates."""
+    """A database for one test, dropped or stopped after it, whatever happens."""
+    given = os.environ.get(POSTGRES_SERVER_ENV)
+    if given:
+        with _database_on(given) as server:
+            yield server
+    else:
+        with _own_cluster() as server:
+            yield server
+
+
+@contextlib.contextmanager
+def _database_on(url: str) -> Iterator[Postgres]:
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1") or parts.port is None:
+        raise AssertionError(f"{POSTGRES_SERVER_ENV} must be a loopback server with a port, not {url!r}")
+    name = f"kb_{uuid.uuid4().hex[:12]}"
+    server = Postgres(parts.hostname, parts.port, parts.username or "postgres", name)
+    common = ["-h", server.host, "-p", str(server.port), "-U", server.user]
+    subprocess.run(["createdb", *common, name], check=True, capture_output=True, timeout=STEP_TIMEOUT_S)
+    try:
+        yield server
+    finally:
+        subprocess.run(["dropdb", "--force", *common, name], check=False, capture_output=True, timeout=STEP_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def _own_cluster() -> Iterator[Postgres]:
+    """Started for the test and stopped after it. PostgreSQL refuses to run as root, so as root the
+    cluster belongs to the `postgres` user Debian's package creates."""
     binaries = postgres_bin()
     as_user: list[str] = []
     folder = Path(tempfile.mkdtemp(prefix="kb-eval-pg-"))
