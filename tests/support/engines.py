@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, NoReturn
 
 import pytest
 
@@ -212,7 +212,11 @@ def postgraphile_bin() -> Path:
 def serving(name: str, environ: Mapping[str, str], ready_url: str, ready_body: bytes) -> Iterator[None]:
     """A recipe block that starts a server, run until the test ends; ready once `ready_url`
     answers a POST of `ready_body` with HTTP 200 (bounded by START_TIMEOUT_S)."""
-    log = tempfile.TemporaryFile()
+    with tempfile.TemporaryFile() as log:
+        yield from _serve(name, environ, ready_url, ready_body, log)
+
+
+def _serve(name: str, environ: Mapping[str, str], ready_url: str, ready_body: bytes, log: IO[bytes]) -> Iterator[None]:
     process = subprocess.Popen(
         ["bash", "-euo", "pipefail", "-c", "exec " + recipes()[name]], env=dict(environ),
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -244,7 +248,6 @@ def serving(name: str, environ: Mapping[str, str], ready_url: str, ready_body: b
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, 9)
             process.wait(timeout=10)
-        log.close()
 
 
 def post_json(url: str, body: object) -> object:
