@@ -259,7 +259,9 @@ def _words_of(value: object, depth: int) -> str | None:
 
 def partial_result(body: object) -> str | None:
     """What an Elasticsearch / OpenSearch answer says of its own completeness: `timed_out: true`,
-    `_shards.failed` > 0 (with the first failure's reason), `terminated_early`. None when complete."""
+    `_shards.failed` > 0 (with the first failure's reason), `_clusters` skipped, failed or partial,
+    `terminated_early`. None when complete. (The fields of the search response body in Elastic's
+    published specification, elastic/elasticsearch-specification: tests/retrievers/test_elastic_spec.py.)"""
     if not isinstance(body, dict):
         return None
     said: list[str] = []
@@ -278,6 +280,14 @@ def partial_result(body: object) -> str | None:
                 if reason:
                     text += f" ({reason})"
             said.append(text)
+    clusters = body.get("_clusters")
+    if isinstance(clusters, dict):
+        # Cross-cluster search: a cluster skipped or failed left its documents out.
+        lost = {key: clusters.get(key) for key in ("skipped", "failed", "partial")}
+        counted = {key: value for key, value in lost.items()
+                   if isinstance(value, int) and not isinstance(value, bool) and value > 0}
+        if counted:
+            said.append(", ".join(f"{value} cluster(s) {key}" for key, value in counted.items()))
     if body.get("terminated_early") is True:
         said.append("terminated_early is true")
     return "; ".join(said) if said else None
