@@ -6,10 +6,12 @@ A real HTTP server on 127.0.0.1 plays GitHub's REST API; GitHubApi talks to it d
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from scanner.github.comment import (
     GitHubApi,
     PullRequest,
     marker_for,
+    rate_limit_wait,
     upsert_comment,
 )
 from tests.support.loopback_server import LoopbackServer, Received, Reply, running
@@ -291,3 +294,64 @@ def test_a_rate_limited_get_user_is_not_taken_for_an_installation_token() -> Non
     with pytest.raises(CommentRefused) as caught:
         post_with(fake, Waits())
     assert caught.value.rate_limited and fake.comments[0]["body"] == MARKER + "\nold"
+
+
+# --- every request as GitHub's REST description has it ------------------------------------------------
+
+OPERATIONS = json.loads((Path(__file__).parents[1] / "fixtures" / "github-rest" / "operations.json").read_text())
+
+
+def described(request: Received) -> dict[str, Any]:
+    """The documented operation `request` is, checked: method, path, query parameters, body, headers."""
+    for operation in OPERATIONS["operations"]:
+        pattern = "/".join("[^/]+" if part.startswith("{") else re.escape(part) for part in operation["path"].split("/"))
+        if request.method == operation["method"] and re.fullmatch(pattern, request.path):
+            break
+    else:
+        raise AssertionError(f"{request.method} {request.path} is no operation kb-eval should call")
+    assert set(request.params) <= set(operation["query"]), (operation["id"], request.params)
+    if "per_page" in request.params:
+        assert int(request.params["per_page"][0]) <= operation["per_page_max"]
+    if operation["body"] is None:
+        assert not request.body
+    else:
+        body = json.loads(request.body)
+        assert set(operation["body"]["required"]) <= set(body) <= set(operation["body"]["allowed"])
+        if "content" in operation["body"]:
+            assert body["content"] in operation["body"]["content"]
+    for name, value in OPERATIONS["request_headers"].items():
+        assert request.headers[name] == value
+    return operation
+
+
+@pytest.mark.parametrize("existing", [[], [comment(1, MARKER + "\nold", "kb-eval-app[bot]", "Bot")]], ids=["first run", "second run"])
+def test_every_request_is_an_operation_of_the_rest_description(existing: list[dict[str, Any]]) -> None:
+    fake = FakeGitHub(list(existing), reactor={"login": "kb-eval-app[bot]", "type": "Bot"})
+    with github(fake) as (api, server):
+        post(api)
+    ids = [described(request)["id"] for request in server.received]
+    assert ids[0] == "issues/list-comments" and ids[-1] in ("issues/create-comment", "issues/update-comment")
+    if not existing:
+        assert ids == ["issues/list-comments", "issues/create-comment"]
+    else:
+        assert ids == ["issues/list-comments", "users/get-authenticated", "reactions/create-for-issue",
+                       "reactions/delete-for-issue", "issues/update-comment"]
+
+
+def test_the_statuses_kb_eval_reads_as_rate_limits_are_the_documented_ones() -> None:
+    assert set(OPERATIONS["rate_limit"]["statuses"]) == {403, 429}
+    for status in (400, 401, 404, 409, 422, 500):
+        response = requests_response(status, {"x-ratelimit-remaining": "0", "retry-after": "5"})
+        assert rate_limit_wait(response, NOW) is None
+    for status in (403, 429):
+        assert rate_limit_wait(requests_response(status, {"retry-after": "5"}), NOW) == 5.0
+
+
+def requests_response(status: int, headers: dict[str, str]) -> Any:
+    import requests
+
+    response = requests.Response()
+    response.status_code = status
+    response.headers.update(headers)
+    response._content = b'{"message": "x"}'
+    return response
