@@ -125,10 +125,13 @@ class Setting:
     metavar: str | None = None
     secret: bool = False
     """Never echoed in a refusal."""
+    cli_flag: str | None = None
+    """The command line's spelling when it differs from `name`: the CLI's `--summary FILE` is a file,
+    where the Action's input `summary` is a switch (the step summary is always there)."""
 
     @property
     def flags(self) -> tuple[str, ...]:
-        return tuple("--" + spelling for spelling in (self.name, *self.aliases))
+        return tuple("--" + spelling for spelling in (self.cli_flag or self.name, *self.aliases))
 
     @property
     def action_default_text(self) -> str:
@@ -137,7 +140,7 @@ class Setting:
 
 def display_name(setting: Setting, interface: Interface) -> str:
     """The setting as the person wrote it: `--kb-path` on the command line, `kb-path` in a workflow."""
-    return "--" + setting.name if interface is Interface.CLI else setting.name
+    return "--" + (setting.cli_flag or setting.name) if interface is Interface.CLI else setting.name
 
 
 def refusal(setting: Setting, interface: Interface, text: str, refused: Refused) -> InputError:
@@ -248,6 +251,12 @@ SETTINGS: tuple[Setting, ...] = (
         parse.path, None, default_note="none", aliases=("output",), path=True, metavar="FILE",
         action_default="kb-eval-report.json",
         action_note="Relative to the repository root; the report output names it.",
+    ),
+    Setting(
+        "summary-file", "summary_file", Group.OUTPUT,
+        "write the Markdown summary Action mode puts in the step summary to this file (the step summary gets it "
+        "too whenever GITHUB_STEP_SUMMARY is set, as in a workflow's run: step)",
+        parse.path, None, default_note="none", path=True, metavar="FILE", action=False, cli_flag="summary",
     ),
     Setting(
         "cache-dir", "cache_dir", Group.OUTPUT,
@@ -485,6 +494,8 @@ class RunSettings:
     output: Path | None
     """The `report` setting (`--report`, `--output`)."""
     cache_dir: Path | None
+    summary_file: Path | None
+    """The CLI's `--summary FILE`."""
     history: Path | None
     no_history: bool
     history_size: int

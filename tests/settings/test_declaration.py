@@ -84,6 +84,7 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "regression_threshold", "alpha", "retriever", "http_url", "http_method", "http_body", "http_headers",
         "http_timeout", "http_retries", "concurrency", "hits_path", "path_field", "heading_field", "score_field",
         "path_prefix_strip", "command", "command_timeout", "command_env", "run", "score_level",
+        "summary_file",
     }
     assert run_settings_attributes() == historic
 
@@ -95,8 +96,16 @@ def test_each_default_is_what_its_default_text_parses_to() -> None:
 
 
 def test_every_setting_that_makes_sense_in_a_workflow_is_an_input() -> None:
-    # --no-history is the CLI's way to say what an empty history input says.
-    assert [spec.name for spec in RUN_SETTINGS if not spec.action] == ["no-history"]
+    # --no-history is the CLI's way to say what an empty history input says; --summary FILE is what the
+    # Action's step summary is (the input `summary` switches that).
+    assert [spec.name for spec in RUN_SETTINGS if not spec.action] == ["summary-file", "no-history"]
+
+
+def test_the_cli_spells_the_summary_file_summary_and_the_action_input_summary_stays_a_switch(tmp_path: Path) -> None:
+    assert setting("summary-file").flags == ("--summary",)
+    assert parse_cli(["--summary", "s.md"]).summary_file == Path("s.md")
+    assert display_name(setting("summary-file"), Interface.CLI) == "--summary"
+    assert setting("summary").form is Form.SWITCH and not setting("summary").cli
     for name in ("hits-path", "path-field", "heading-field", "score-field", "path-prefix-strip", "http-timeout",
                  "http-retries", "concurrency", "command-timeout", "tokenization", "weights", "history-size"):
         assert setting(name).action and name in INPUT_DEFAULTS, name
