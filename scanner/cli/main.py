@@ -273,6 +273,7 @@ def options_from_args(args: RunSettings) -> EvalOptions:
         cache_dir=args.cache_dir,
         retriever=retriever_builder(args),
         score_level=args.score_level,
+        interface=args.interface,
     )
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
+from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.golden.file import DEFAULT_GOLDEN_NAMES, ExpectedEntry, GoldenSet
 from scanner.retrievers.base import AnswerNote, Hit, NoteKind
@@ -63,9 +63,30 @@ def check_answers(
     score_level: ScoreLevel,
     diagnostics: Diagnostics,
     golden_name: str | None = None,
+    words: Callable[[str], str] = str,
 ) -> None:
     """Warn about (or refuse) answers that cannot be scored as they are. `lists` follows
-    `golden.queries`; `golden_name` is the golden file's name when it is not a default one."""
+    `golden.queries`; `golden_name` is the golden file's name when it is not a default one; `words`
+    names each `--flag` as the interface the settings came from does (the refusal is reworded by the
+    CLI, like every other)."""
+    warnings = Diagnostics()
+    try:
+        _check_answers(golden, lists, corpus_paths, source, score_level, warnings, golden_name)
+    finally:
+        diagnostics.items.extend(
+            Diagnostic(item.code, words(item.message), item.file, item.line) for item in warnings.items
+        )
+
+
+def _check_answers(
+    golden: GoldenSet,
+    lists: Sequence[Sequence[Hit]],
+    corpus_paths: AbstractSet[str],
+    source: AnswerSource,
+    score_level: ScoreLevel,
+    diagnostics: Diagnostics,
+    golden_name: str | None,
+) -> None:
     own_names = dict(OWN_FILE_NAMES)
     if golden_name:
         own_names[golden_name] = "golden file"
@@ -80,12 +101,16 @@ def check_answers(
                 own[hit.path] += 1
             else:
                 outside[hit.path] += 1
-    for path, count in sorted(own.items()):
-        what = own_names[path.rsplit("/", 1)[-1]]
+    if own:
+        shown = ", ".join(
+            f"{own_names[path.rsplit('/', 1)[-1]]} {path!r} ({count} time{'s' if count > 1 else ''})"
+            for path, count in sorted(own.items())[:EXAMPLES_SHOWN]
+        )
+        more = f" and {len(own) - EXAMPLES_SHOWN} more" if len(own) > EXAMPLES_SHOWN else ""
         diagnostics.warn(
             DiagnosticCode.OWN_FILE_RETURNED,
-            f"the retriever returned kb-eval's {what} {path!r} as a hit {count} time(s); it is not part of the "
-            "corpus and only takes a place in the ranking: leave it out of the engine's index",
+            f"the retriever returned kb-eval's own files as hits: {shown}{more}; they are not part of the corpus "
+            "and only take places in the ranking: leave them out of the engine's index",
         )
     if outside:
         fix = prefix_fix(outside, corpus_paths, source)
@@ -191,8 +216,14 @@ def expected_for_scoring(expected: Sequence[ExpectedEntry], score_level: ScoreLe
     return tuple(seen.values())
 
 
-def warn_answer_notes(notes: Sequence[AnswerNote], diagnostics: Diagnostics) -> None:
+def warn_answer_notes(notes: Sequence[AnswerNote], diagnostics: Diagnostics, words: Callable[[str], str] = str) -> None:
     """One warning per kind of note, naming the queries (a few of them) and how many."""
+    warnings = Diagnostics()
+    _warn_answer_notes(notes, warnings)
+    diagnostics.items.extend(Diagnostic(item.code, words(item.message)) for item in warnings.items)
+
+
+def _warn_answer_notes(notes: Sequence[AnswerNote], diagnostics: Diagnostics) -> None:
     by_kind: dict[NoteKind, list[AnswerNote]] = {}
     for note in notes:
         by_kind.setdefault(note.kind, []).append(note)

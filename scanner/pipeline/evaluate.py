@@ -35,7 +35,7 @@ from scanner.retrievers.base import SearchRequest
 from scanner.scan.quotes import Finding, locate, normalise, scan
 from scanner.search.index import Index
 from scanner.search.query_compiler import compile_query
-from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, default_settings
+from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, Interface, default_settings, interface_words
 from scanner.settings.retriever import RetrieverBuilder, retriever_builder
 
 
@@ -66,6 +66,8 @@ class EvalOptions:
     """Called once the corpus is read and the memo filled: the base side starts then, beside this one."""
     score_level: ScoreLevel = ScoreLevel.SECTION
     """`document`: headings are ignored when hits are matched with golden entries."""
+    interface: Interface = Interface.CLI
+    """Where the settings came from: the warnings about answers name them in its words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +111,11 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
 
     with index.read_snapshot():
         lists = retriever.search_all(requests)
-        warn_answer_notes(retriever.notes(), diagnostics)
+        words = interface_words(options.interface)
+        warn_answer_notes(retriever.notes(), diagnostics, words)
         check_answers(
             golden, lists, index.paths, _answer_source(retriever.describe()), options.score_level, diagnostics,
-            golden_name=PurePosixPath(golden.path.replace("\\", "/")).name,
+            golden_name=PurePosixPath(golden.path.replace("\\", "/")).name, words=words,
         )
         clock.lap("search")
         returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}

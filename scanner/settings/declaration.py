@@ -166,6 +166,19 @@ def in_interface_words(error: InputError, interface: Interface) -> InputError:
     """
     if interface is Interface.CLI:
         return error
+    words = interface_words(interface)
+
+    def reworded(text: str | None) -> str | None:
+        return None if text is None else words(text)
+
+    return InputError(
+        reworded(error.message) or "", error.file, error.line, reworded(error.field), reworded(error.hint)
+    )
+
+
+def interface_words(interface: Interface) -> Callable[[str], str]:
+    """Text with each `--flag` of a setting named as `interface` names it (warnings written below the
+    settings use the command line's words too)."""
 
     def named(match: re.Match[str]) -> str:
         try:
@@ -173,12 +186,9 @@ def in_interface_words(error: InputError, interface: Interface) -> InputError:
         except KeyError:
             return match.group(0)
 
-    def reworded(text: str | None) -> str | None:
-        return None if text is None else _FLAG.sub(named, text)
-
-    return InputError(
-        reworded(error.message) or "", error.file, error.line, reworded(error.field), reworded(error.hint)
-    )
+    if interface is Interface.CLI:
+        return lambda text: text
+    return lambda text: _FLAG.sub(named, text)
 
 
 MAX_REVISION_CHARS = 256

@@ -121,8 +121,8 @@ def test_kb_evals_own_files_returned_as_hits_are_named(kb: Path) -> None:
                "search": [{"path": ".kb-eval-history.json"}, {"path": "guides/search.md"}]}
     code, stderr, document = run_command(kb, answers)
     assert code == ExitCode.OK
-    assert codes(document).count(DiagnosticCode.OWN_FILE_RETURNED) == 2
-    assert "kb-eval's golden file '.kb-eval.yml'" in stderr and "kb-eval's run history" in stderr
+    assert codes(document).count(DiagnosticCode.OWN_FILE_RETURNED) == 1
+    assert "golden file '.kb-eval.yml' (1 time)" in stderr and "run history '.kb-eval-history.json'" in stderr
     assert DiagnosticCode.HITS_OUTSIDE_CORPUS not in codes(document)
 
 
@@ -131,7 +131,7 @@ def test_a_golden_file_of_another_name_is_recognised_too(kb: Path) -> None:
     answers = {"deploy": [{"path": "my-golden.yml"}, {"path": "guides/deploy.md"}], "search": []}
     template = command_template(kb.parent, {QUERIES[qid]: hits for qid, hits in answers.items()})
     result = execute(["--kb-path", str(kb), "--golden", str(kb / "my-golden.yml"), "--command", template, "--no-history"])
-    assert "kb-eval's golden file 'my-golden.yml'" in result.stderr_text
+    assert "golden file 'my-golden.yml'" in result.stderr_text
 
 
 def test_a_run_file_outside_the_corpus_is_refused_in_run_file_words(kb: Path) -> None:
@@ -181,3 +181,19 @@ def test_text_scores_are_a_warning_and_the_run_scores(kb: Path) -> None:
     assert DiagnosticCode.SCORE_NOT_NUMBER in codes(document)
     assert "2 hit score(s) in 2 queries are not numbers" in stderr
     assert document is not None and document["aggregate"]["mrr"] == 1.0  # type: ignore[index]
+
+
+def test_in_a_workflow_the_warnings_name_the_inputs_not_the_flags(kb: Path) -> None:
+    from scanner.settings.declaration import Interface, run_settings
+
+    answers = {"deploy": [{"path": "guides/deploy.md"}, {"path": "x/guides/search.md"}], "search": []}
+    template = command_template(kb.parent, {QUERIES[qid]: hits for qid, hits in answers.items()})
+    settings = run_settings(
+        {"kb_path": kb, "command": template, "no_history": True}, ("command",), Interface.ACTION
+    )
+    result = execute(settings)
+    assert result.exit_code == ExitCode.OK
+    messages = [d.message for d in result.diagnostics]
+    assert any("with path-prefix-strip 'x'" in m for m in messages), messages
+    assert any("score-level document" in m for m in messages)
+    assert not any("--path-prefix-strip" in m or "--score-level" in m for m in messages)
