@@ -112,7 +112,7 @@ evaluated in the same job."""
 
 @dataclass(frozen=True, slots=True)
 class BaseRevision:
-    """The git revision a `git` comparison evaluated (scanner.git.base)."""
+    """The git revision a `git` comparison evaluated (scanner.pipeline.base)."""
 
     commit: str
     """The full commit SHA the revision resolved to."""
