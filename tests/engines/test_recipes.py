@@ -6,6 +6,7 @@ directly. The engines are installed by .ci/run; each test starts and stops what 
 from __future__ import annotations
 
 import math
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -15,7 +16,7 @@ import pytest
 import pytrec_eval
 
 from scanner.foundation.errors import ExitCode
-from tests.engines.runs import ENGINES, LIMIT, EngineRun, postgresql, sqlite_fts5
+from tests.engines.runs import ENGINES, LIMIT, EngineRun, copy_kb, postgresql, sqlite_fts5
 from tests.support import engines
 
 EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
@@ -113,3 +114,19 @@ def test_every_recipe_block_the_tests_run_is_in_the_docs() -> None:
         "xapian-index", "xapian-search", "elasticsearch",  # the last one: tests/retrievers/test_elastic_spec.py
     }
     assert all(block.strip() for block in engines.recipes().values())
+
+
+def test_an_engine_that_indexes_the_golden_file_has_it_named(tmp_path: Path) -> None:
+    # The recipe's search over an index of every file of the KB folder, the golden file among them
+    # (what an engine pointed at the repository does): it quotes every query, so it comes back.
+    if shutil.which("sqlite3") is None:
+        engines.missing("the sqlite3 command (Debian's sqlite3)")
+    kb = copy_kb(EXAMPLE_KB, tmp_path)
+    environ = engines.recipe_environment(kb, tmp_path)
+    index_all = engines.recipes()["sqlite-fts5-index"].replace("WHERE name LIKE '%.md'", "WHERE name LIKE '%.%'")
+    assert index_all != engines.recipes()["sqlite-fts5-index"]
+    subprocess.run(["bash", "-euo", "pipefail", "-c", index_all], env=environ, check=True, capture_output=True,
+                   timeout=engines.STEP_TIMEOUT_S)
+    result = engines.run_recipe("sqlite-fts5-search", environ)
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert "kb-eval's own files as hits: golden file '.kb-eval.yml'" in result.stderr
