@@ -199,10 +199,14 @@ class GitHubApi:
                     # A rate-limited request was refused before it was acted on: a POST too may be sent again.
                     last_problem = f"rate limited ({response.status_code} {_api_message(response)})"
                     if self.waited_s + limited > RATE_LIMIT_BUDGET_S or attempt == RETRIES:
+                        why = (
+                            f"still after {RETRIES + 1} tries" if attempt == RETRIES else
+                            f"it asks for a wait of {limited:.0f} s, more than the {RATE_LIMIT_BUDGET_S:.0f} s "
+                            f"a comment waits in all ({self.waited_s:.0f} s waited already)"
+                        )
                         raise CommentRefused(
                             f"{where} was rate limited by GitHub ({response.status_code} {_api_message(response)}); "
-                            f"it asks for a wait of {limited:.0f} s, more than the {RATE_LIMIT_BUDGET_S:.0f} s "
-                            "a comment waits in all",
+                            + why,
                             response.status_code, rate_limited=True,
                         )
                     self.waited_s += limited
