@@ -160,7 +160,7 @@ def evaluate_base(
             return no_previous(
                 f"the KB folder {base.repository.prefix or '.'} does not exist at {base.commit[:12]} "
                 f"({base.request.ref}): nothing to compare with",
-                Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
+                Source.GIT, NotComparedCause.KB_ABSENT_AT_BASE, revision=base.revision,
             )
         expected = {entry.path for query in golden.queries for entry in query.expected}
         renames = renamed_since(base.repository, base.commit, files, expected, rules, base.deadline)
