@@ -45,10 +45,15 @@ def render_text(report: Report) -> str:
     if run.findings:
         out.append("")
         out.append(f"findings: {phrases.findings_headline(len(run.findings))}")
+        note = phrases.findings_at_base_note(report.findings_at_base)
+        if note is not None:
+            out.append(f"  {note}")
         for located in displacing_first(run.findings):
-            out.append(f"  {shown(located.finding.path)}")
+            known = report.at_base(located.finding.path)
+            origin = f" ({phrases.AT_BASE})" if known is not None and known.present_at_base else ""
+            out.append(f"  {shown(located.finding.path)}{origin}")
             for quoted, location in zip(located.finding.quoted, located.locations):
-                phrase = phrases.displaced_phrase(quoted.rank_in_top_k, quoted.displaces_expected)
+                phrase = phrases.quoted_phrase(quoted, known)
                 out.append(f"    {shown(quoted.query_id)} ({phrase}), {location.field} line {location.line}")
     largest = run.largest_k
     missed = [q for q in run.queries or () if q.metrics.counted and q.metrics.recall_at_k[largest] < 1.0]
