@@ -229,6 +229,7 @@ def options_from_args(args: RunSettings) -> EvalOptions:
         exclude=tuple(args.exclude),
         limit=args.limit,
         ks=tuple(args.k),
+        relevance_level=args.relevance_level,
         cache_dir=args.cache_dir,
         retriever=retriever_builder(args),
     )

@@ -43,6 +43,7 @@ _NAMED_FINGERPRINT_KEYS = (
     "limit",
     "k",
     "metric_version",
+    "relevance_level",
 )
 """Keys with a purpose-written reason, in the order reasons are listed."""
 
@@ -97,7 +98,13 @@ class BaseRequest:
         return self.label or self.revision
 
 
-MetricFamily = Literal["mrr", "recall", "ndcg"]
+MetricFamily = Literal["mrr", "recall", "ndcg", "precision", "success", "map", "judged"]
+_FAMILY_LABELS: dict[str, str] = {
+    "mrr": "MRR", "map": "MAP", "recall": "recall", "ndcg": "nDCG", "precision": "P", "success": "success",
+    "judged": "judged",
+}
+"""How people read each family: MRR, MAP, recall@5, nDCG@10, P@5, success@1, judged@10 (trec_eval's
+and ir_measures' spellings)."""
 Source = Literal["history", "baseline", "git"]
 """Where the previous run came from: the history file, a baseline report, or a git revision
 evaluated in the same job."""
@@ -119,27 +126,45 @@ class Metric:
 
     family: MetricFamily
     k: int | None
-    """The cut-off for recall and nDCG; None for MRR."""
+    """The cut-off of an @k measure; None for MRR and MAP."""
 
     @property
     def label(self) -> str:
-        """How people read it: MRR, recall@5, nDCG@10."""
-        if self.family == "mrr":
-            return "MRR"
-        return f"{'recall' if self.family == 'recall' else 'nDCG'}@{self.k}"
+        """How people read it: MRR, MAP, recall@5, nDCG@10, P@5, success@1, judged@10."""
+        name = _FAMILY_LABELS[self.family]
+        return name if self.k is None else f"{name}@{self.k}"
+
+    @property
+    def judges_the_golden_set(self) -> bool:
+        """judged@k measures how much of the top k the labels cover, not how well search ranks:
+        it falls when a change surfaces unlabelled documents, good or bad. It is reported and
+        compared, and gated only when a per-metric budget names it."""
+        return self.family == "judged"
 
     def in_aggregate(self, aggregate: AggregateMetrics) -> float | None:
         """The value in an aggregate, None when that run did not record it (an older run, no nDCG)."""
         if self.family == "mrr":
             return aggregate.mrr
-        return (aggregate.recall_at_k if self.family == "recall" else aggregate.ndcg_at_k).get(self.k or 0)
+        if self.family == "map":
+            return aggregate.map
+        return _at_k(aggregate, self.family).get(self.k or 0)
 
     def in_query(self, metrics: QueryMetrics) -> float | None:
-        """The value for one query (MRR's per-query value is the reciprocal rank)."""
+        """The value for one query (MRR's per-query value is the reciprocal rank, MAP's the AP)."""
         if self.family == "mrr":
             # NaN: a history entry that did not record it (see scanner.report.read).
             return None if math.isnan(metrics.reciprocal_rank) else metrics.reciprocal_rank
-        return (metrics.recall_at_k if self.family == "recall" else metrics.ndcg_at_k).get(self.k or 0)
+        if self.family == "map":
+            return metrics.average_precision
+        return _at_k(metrics, self.family).get(self.k or 0)
+
+
+def _at_k(metrics: AggregateMetrics | QueryMetrics, family: str) -> dict[int, float]:
+    by_family = {
+        "recall": metrics.recall_at_k, "ndcg": metrics.ndcg_at_k, "precision": metrics.precision_at_k,
+        "success": metrics.success_at_k, "judged": metrics.judged_at_k,
+    }
+    return by_family[family]
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +304,12 @@ def fingerprint_differences(
     keys += sorted(key for key in {*current, *previous} if key not in _NAMED_FINGERPRINT_KEYS)
     order = f"({against} vs this run)"
     for key in keys:
+        if key == "relevance_level":
+            # Absent means trec_eval's default, 1 (the key is recorded only for another level).
+            old_level, new_level = previous.get(key, 1), current.get(key, 1)
+            if not _same(old_level, new_level):
+                reasons.append(f"relevance level differs: {_show(old_level)} vs {_show(new_level)} {order}")
+            continue
         if key not in previous:
             reasons.append(f"fingerprint field {_show(key)} is not recorded in {against}")
             continue
@@ -416,7 +447,9 @@ def compare_runs(
 
 def first_expected_rank(query: QueryRecord) -> int | None:
     """Rank of the first hit that matches any expected entry (kb-mcp's hit rule), None if none."""
-    return next((hit.rank for hit in query.hits if any(hit_matches(hit, e) for e in query.expected)), None)
+    # An entry judged not relevant (`grade: 0`) is not the answer whose rank a reader follows.
+    answers = [e for e in query.expected if e.grade > 0]
+    return next((hit.rank for hit in query.hits if any(hit_matches(hit, e) for e in answers)), None)
 
 
 def newly_above(current: QueryRecord, previous: QueryRecord, rank_after: int | None) -> str | None:
@@ -435,11 +468,21 @@ def _incomparable(reasons: list[str], source: Source, revision: BaseRevision | N
 
 
 def metrics_of(aggregate: AggregateMetrics) -> list[Metric]:
-    """Every metric in an aggregate, in report order: recall@k by k, MRR, nDCG@k by k."""
+    """Every metric in an aggregate, in report order: recall@k by k, MRR, nDCG@k by k (kb-mcp's
+    three), then P@k, success@k, MAP and judged@k when the run recorded them."""
+    standard: list[Metric] = []
+    if aggregate.map is not None:
+        standard = [
+            *(Metric("precision", k) for k in sorted(aggregate.precision_at_k)),
+            *(Metric("success", k) for k in sorted(aggregate.success_at_k)),
+            Metric("map", None),
+            *(Metric("judged", k) for k in sorted(aggregate.judged_at_k)),
+        ]
     return [
         *(Metric("recall", k) for k in sorted(aggregate.recall_at_k)),
         Metric("mrr", None),
         *(Metric("ndcg", k) for k in sorted(aggregate.ndcg_at_k)),
+        *standard,
     ]
 
 

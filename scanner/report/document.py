@@ -34,6 +34,10 @@ from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
 
 SCHEMA_VERSION = 1
+SCHEMA_MINOR = 1
+"""Additions to version 1 that a reader of version 1 can ignore: 1 added grades, the standard
+measures (precision, success, MAP, judged) and the intervals. Every added key is optional in
+the schema, so a report or history written before it still reads."""
 SCHEMA_ID = "https://kb-eval.github.io/schema/report-v1.json"
 SCHEMA_FILE = "report.schema.json"
 _CHECKOUT_SCHEMA = Path(__file__).resolve().parents[2] / "schema" / SCHEMA_FILE
@@ -82,6 +86,7 @@ def run_document(run: RunRecord) -> Document:
     return {
         "$schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
+        "schema_minor": SCHEMA_MINOR,
         "tool": {"name": "kb-eval", "version": run.tool_version},
         "timestamp": run.timestamp,
         "fingerprint": fingerprint_document(run.fingerprint),
@@ -95,20 +100,37 @@ def run_document(run: RunRecord) -> Document:
 
 
 def aggregate_document(metrics: AggregateMetrics) -> Document:
-    return {
+    document: Document = {
         "query_count": metrics.query_count,
         "mrr": metrics.mrr,
         "recall_at_k": _by_k(metrics.recall_at_k),
         "ndcg_at_k": _by_k(metrics.ndcg_at_k),
     }
+    # Left out only for a run recorded before these measures existed (read back from a history).
+    if metrics.map is not None:
+        document |= {
+            "map": metrics.map,
+            "precision_at_k": _by_k(metrics.precision_at_k),
+            "success_at_k": _by_k(metrics.success_at_k),
+            "judged_at_k": _by_k(metrics.judged_at_k),
+        }
+    return document
 
 
 def query_metrics_document(metrics: QueryMetrics) -> Document:
-    return {
+    document: Document = {
         "reciprocal_rank": metrics.reciprocal_rank,
         "recall_at_k": _by_k(metrics.recall_at_k),
         "ndcg_at_k": _by_k(metrics.ndcg_at_k),
     }
+    if metrics.average_precision is not None:
+        document |= {
+            "average_precision": metrics.average_precision,
+            "precision_at_k": _by_k(metrics.precision_at_k),
+            "success_at_k": _by_k(metrics.success_at_k),
+            "judged_at_k": _by_k(metrics.judged_at_k),
+        }
+    return document
 
 
 def query_document(query: QueryRecord) -> Document:
@@ -117,7 +139,7 @@ def query_document(query: QueryRecord) -> Document:
         "query": query.text,
         "tags": list(query.tags),
         "line": query.line,
-        "expected": [{"path": e.path, "heading": e.heading} for e in query.expected],
+        "expected": [{"path": e.path, "heading": e.heading, "grade": e.grade} for e in query.expected],
         "top_k": [
             # kb-mcp writes null for a hit with no heading; the record keeps "" (Hit.heading).
             {"rank": h.rank, "path": h.path, "heading": h.heading or None, "score": _finite_or_none(h.score)}
@@ -179,7 +201,7 @@ def diff_document(comparison: Comparison) -> Document | None:
             continue
         by_status[query.status].append(query.query_id)
         changed.append(query)
-    aggregate = _deltas_document(comparison.metric_deltas, "mrr")
+    aggregate = _deltas_document(comparison.metric_deltas, "mrr", "map")
     return {
         # kb-mcp's keys: each metric's delta as a plain number (current - previous).
         "mrr": aggregate["mrr"]["delta"] if "mrr" in aggregate else None,
@@ -237,20 +259,23 @@ def _query_delta_document(query: QueryDelta) -> Document:
         "id": query.query_id,
         "query": query.query,
         "status": query.status,
-        "metrics": _deltas_document(query.deltas, "reciprocal_rank"),
+        "metrics": _deltas_document(query.deltas, "reciprocal_rank", "average_precision"),
         "rank_before": query.rank_before,
         "rank_after": query.rank_after,
         "now_above": query.now_above,
     }
 
 
-def _deltas_document(deltas: tuple[MetricDelta, ...], mrr_key: str) -> Document:
-    """`{"mrr": {...}, "recall_at_k": {"5": {...}}, ...}`; per query, MRR's key is kb-mcp's."""
+def _deltas_document(deltas: tuple[MetricDelta, ...], mrr_key: str, map_key: str) -> Document:
+    """`{"mrr": {...}, "recall_at_k": {"5": {...}}, ...}`; per query, MRR's key is kb-mcp's and
+    MAP's is the per-query measure's name (`average_precision`)."""
     document: Document = {}
     for delta in deltas:
         value = {"previous": delta.previous, "current": delta.current, "delta": delta.delta}
         if delta.metric.family == "mrr":
             document[mrr_key] = value
+        elif delta.metric.k is None:
+            document[map_key] = value
         else:
             document.setdefault(f"{delta.metric.family}_at_k", {})[str(delta.metric.k)] = value
     return document

@@ -37,6 +37,8 @@ from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD
 from scanner.foundation.errors import InputError
 from scanner.github.comment import CommentMode
 from scanner.github.workflow import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
+from scanner.golden.file import MAX_GRADE
+from scanner.metrics.measures import DEFAULT_RELEVANCE_LEVEL
 from scanner.report.history import DEFAULT_HISTORY_SIZE, MAX_HISTORY_RUNS
 from scanner.retrievers import command as command_module
 from scanner.retrievers import http_settings as http_module
@@ -364,6 +366,14 @@ SETTINGS: tuple[Setting, ...] = (
         fingerprint="limit", metavar="N",
     ),
     Setting(
+        "relevance-level", "relevance_level", Group.EVALUATED,
+        "the lowest grade that counts as relevant for recall, precision, success, MRR and MAP, as "
+        "trec_eval's -l; nDCG uses every grade as its gain",
+        _int_in(1, MAX_GRADE, 2), DEFAULT_RELEVANCE_LEVEL, str(DEFAULT_RELEVANCE_LEVEL),
+        fingerprint="relevance_level", metavar="N",
+        action_note="An expected entry without grade: is grade 1.",
+    ),
+    Setting(
         "k", "k", Group.EVALUATED, "cut-offs for recall@k and nDCG@k, comma separated",
         _k_list, DEFAULT_KS, ",".join(map(str, DEFAULT_KS)), fingerprint="k", metavar="LIST",
         action_note="The largest one feeds the recall and ndcg outputs.",
@@ -612,6 +622,7 @@ class RunSettings:
     golden: Path | None
     exclude: tuple[str, ...]
     limit: int | None
+    relevance_level: int
     k: tuple[int, ...]
     format: str
     output: Path | None
