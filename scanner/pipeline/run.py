@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scanner.compare.comparison import BaseRequest, Comparison, compare_runs, compare_with_history, no_previous
-from scanner.compare.gate import GateResult, evaluate_gate
+from scanner.compare.gate import GateResult, RegressionBudget, evaluate_gate
 from scanner.compare.report import Report
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
@@ -51,7 +51,7 @@ class RunPlan:
     baseline: Path | None
     save_baseline: Path | None
     output: Path | None
-    regression_threshold: float
+    regression_threshold: float | RegressionBudget
     alpha: float | None
     history_disabled_reason: str = "history disabled (--no-history) and no --baseline given"
     """What the comparison says when there is neither history nor baseline, in the interface's words."""

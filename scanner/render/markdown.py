@@ -23,7 +23,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scanner.compare.comparison import MetricDelta, QueryDelta
+from scanner.compare.comparison import MetricDelta, QueryDelta, metrics_of
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, RunRecord, displacing_first
 from scanner.foundation.diagnostics import Diagnostic
@@ -138,9 +138,14 @@ def metrics_section(report: Report) -> list[str]:
     header = "| metric | value | change |" if compared else "| metric | value |"
     rule = "| --- | ---: | ---: |" if compared else "| --- | ---: |"
     lines = [header, rule]
-    rows = [("MRR", run.aggregate.mrr)]
+    rows: list[tuple[str, float]] = [("MRR", run.aggregate.mrr)]
     rows += [(f"recall@{k}", run.aggregate.recall_at_k[k]) for k in run.ks]
     rows += [(f"nDCG@{k}", run.aggregate.ndcg_at_k[k]) for k in run.ks]
+    rows += [
+        (metric.label, value)
+        for metric in metrics_of(run.aggregate)[2 * len(run.ks) + 1:]
+        if (value := metric.in_aggregate(run.aggregate)) is not None
+    ]
     for label, value in rows:
         if compared:
             lines.append(f"| {label} | {value:.4f} | {_delta_cell(deltas.get(label))} |")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 
 from scanner.compare.comparison import Comparison, ComparisonStatus
-from scanner.compare.gate import GateResult
+from scanner.compare.gate import GateResult, RegressionBudget, budget_words, dropped_names
 from scanner.compare.report import Report
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
 
@@ -87,8 +87,10 @@ def verdict(report: Report) -> Verdict:
         return Verdict.NOT_COMPARED
     if report.gate.tripped:
         return Verdict.REGRESSED
-    fell = any(d.delta < 0 for d in comparison.metric_deltas)
-    rose = any(d.delta > 0 for d in comparison.metric_deltas)
+    # judged@k moving says the labels cover more or less of the top k, not that search changed.
+    searched = [d for d in comparison.metric_deltas if not d.metric.judges_the_golden_set]
+    fell = any(d.delta < 0 for d in searched)
+    rose = any(d.delta > 0 for d in searched)
     if fell and rose:
         return Verdict.MIXED
     if fell:
@@ -143,6 +145,7 @@ def gate_line(gate: GateResult) -> str:
 def gate_headline(gate: GateResult) -> str:
     """The gate's verdict without query ids, for outputs that list the queries themselves."""
     if gate.tripped:
-        fell = ", ".join(f"{v.metric.label} {v.delta:+.4f}" for v in gate.verdicts if v.counts)
-        return f"Regression: dropped by more than {gate.threshold:g}: {fell}"
+        counted = [v for v in gate.verdicts if v.counts]
+        budget = gate.budget or RegressionBudget(gate.threshold)
+        return f"Regression: dropped by more than {budget_words(budget, counted)}: {dropped_names(counted, budget)}"
     return f"Regression gate passed: {gate.reason}"

@@ -30,14 +30,23 @@ def render_text(report: Report) -> str:
         "",
     ]
     header = ["metric", *[f"@{k}" for k in ks]]
+    aggregate = run.aggregate
     rows = [
-        ["recall", *[f"{run.aggregate.recall_at_k[k]:.4f}" for k in ks]],
-        ["nDCG", *[f"{run.aggregate.ndcg_at_k[k]:.4f}" for k in ks]],
+        ["recall", *[f"{aggregate.recall_at_k[k]:.4f}" for k in ks]],
+        ["nDCG", *[f"{aggregate.ndcg_at_k[k]:.4f}" for k in ks]],
     ]
+    if aggregate.map is not None:
+        rows += [
+            ["P", *[f"{aggregate.precision_at_k[k]:.4f}" for k in ks]],
+            ["success", *[f"{aggregate.success_at_k[k]:.4f}" for k in ks]],
+            ["judged", *[f"{aggregate.judged_at_k[k]:.4f}" for k in ks]],
+        ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-    out.append(f"MRR     {run.aggregate.mrr:.4f}")
+    out.append(f"MRR     {aggregate.mrr:.4f}")
+    if aggregate.map is not None:
+        out.append(f"MAP     {aggregate.map:.4f}")
     if run.by_tag:
         out.append("")
         out.append("by tag: " + ", ".join(

@@ -235,6 +235,7 @@ def gate_document(gate: GateResult) -> Document:
         "evaluated": gate.evaluated,
         "reason": gate.reason,
         "threshold": gate.threshold,
+        "thresholds": {selector.label: drop for selector, drop in gate.per_metric},
         "alpha": gate.alpha,
         "metrics": [_verdict_document(verdict) for verdict in gate.verdicts],
     }
@@ -247,6 +248,7 @@ def _verdict_document(verdict: MetricVerdict) -> Document:
         "current": verdict.current,
         "delta": verdict.delta,
         "over_threshold": verdict.over_threshold,
+        "threshold": verdict.threshold,
         "p_value": verdict.significance.p_value if verdict.significance else None,
         "test": verdict.significance.to_json() if verdict.significance else None,
         "counts": verdict.counts,

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from scanner.compare.comparison import BaseRequest
-from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD
+from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, MetricSelector, RegressionBudget
 from scanner.foundation.errors import InputError
 from scanner.github.comment import CommentMode
 from scanner.github.workflow import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
@@ -220,6 +220,51 @@ def _int_in(low: int, high: int | None, example: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+_BUDGET_FAMILIES = {
+    "mrr": "mrr", "map": "map", "recall": "recall", "ndcg": "ndcg", "p": "precision", "precision": "precision",
+    "success": "success", "judged": "judged",
+}
+"""The metric names a `metric=drop` pair may use, in any case: the report's labels (MRR, MAP,
+recall@5, nDCG@10, P@5, success@1, judged@10) and the JSON's words (precision)."""
+_WITHOUT_K = frozenset({"mrr", "map"})
+_BUDGET_EXAMPLE = "0.05,map=0.02,recall@10=0.1"
+
+
+def _budget(text: str) -> RegressionBudget:
+    """`0.05`, or `metric=drop` pairs beside it, comma separated (`0.05,map=0.02,recall@10=0.1`).
+    A drop is a number in [0, 1); a metric appears at most once; the single number at most once."""
+    drop = _float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05")
+    default: float | None = None
+    pairs: list[tuple[MetricSelector, float]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if "=" not in item:
+            if default is not None:
+                raise Refused("holds two numbers without a metric name", _BUDGET_EXAMPLE)
+            default = drop(item)
+            continue
+        name, _, value = (piece.strip() for piece in item.partition("="))
+        family_name, at, cutoff = name.lower().partition("@")
+        family = _BUDGET_FAMILIES.get(family_name)
+        k = _int_in(1, MAX_CUTOFF, 10)(cutoff) if at and cutoff.isdigit() else None
+        if family is None or (at and k is None) or (family in _WITHOUT_K and at):
+            raise Refused(
+                f"names no metric in {item!r} (mrr, map, or recall, ndcg, p, success, judged, each with or "
+                "without @k)", _BUDGET_EXAMPLE,
+            )
+        selector = MetricSelector(cast(Any, family), k)
+        if any(existing == selector for existing, _ in pairs):
+            raise Refused(f"names {selector.label} twice", _BUDGET_EXAMPLE)
+        try:
+            pairs.append((selector, drop(value)))
+        except Refused:
+            raise Refused(f"gives {name} the drop {value!r}, not a number in [0, 1)", _BUDGET_EXAMPLE) from None
+    if default is None and not pairs:
+        raise Refused("not a number in [0, 1)", "0.05")
+    return RegressionBudget(DEFAULT_REGRESSION_THRESHOLD if default is None else default, tuple(pairs))
 
 
 def _float_in(low: float, high: float | None, *, low_open: bool, high_open: bool, example: str) -> Callable[[str], float]:
@@ -441,9 +486,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "regression-threshold", "regression_threshold", Group.HISTORY,
-        "largest tolerated drop of any aggregate metric, absolute on the 0..1 scale",
-        _float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05"),
-        DEFAULT_REGRESSION_THRESHOLD, str(DEFAULT_REGRESSION_THRESHOLD), metavar="DROP",
+        "largest tolerated drop of any aggregate metric, absolute on the 0..1 scale; metric=drop pairs "
+        "beside it give a metric its own budget (0.05,map=0.02,recall@10=0.1; recall=0.1 for every k); "
+        "judged@k is gated only when a pair names it",
+        _budget, RegressionBudget(), str(DEFAULT_REGRESSION_THRESHOLD), metavar="DROP[,METRIC=DROP...]",
     ),
     Setting(
         "alpha", "alpha", Group.HISTORY,
@@ -636,7 +682,8 @@ class RunSettings:
     """The Action sets the pull request's base commit here when neither is given."""
     save_baseline: Path | None
     fail_on_regression: bool
-    regression_threshold: float
+    regression_threshold: RegressionBudget
+    """The single number and any `metric=drop` pairs (`--regression-threshold`)."""
     alpha: float | None
     retriever: RetrieverKind | None
     """As given; None lets the factory infer it from the source setting given (retrievers/factory.py)."""
@@ -674,7 +721,23 @@ RUN_SETTINGS: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.cli)
 def run_settings(values: Mapping[str, object], given: Iterable[str], interface: Interface) -> RunSettings:
     """A RunSettings from `values` keyed by attribute; a missing attribute takes its default."""
     complete = {s.attribute: values.get(s.attribute, s.default) for s in RUN_SETTINGS}
+    _check_budget_cutoffs(complete, interface)
     return RunSettings(**cast(dict[str, Any], complete), given=frozenset(given), interface=interface)
+
+
+def _check_budget_cutoffs(values: Mapping[str, Any], interface: Interface) -> None:
+    """A pair naming a k the run does not measure (`recall@20` with k 1,5,10) would budget nothing,
+    silently: refused, naming both settings."""
+    budget: RegressionBudget = values["regression_threshold"]
+    measured = set(values["k"])
+    missing = sorted(budget.named_cutoffs() - measured)
+    if missing:
+        who, k = display_name(setting("regression-threshold"), interface), display_name(setting("k"), interface)
+        raise InputError(
+            f"{who} budgets @{', @'.join(map(str, missing))}, which {k} does not measure "
+            f"({k} is {','.join(map(str, sorted(measured)))})",
+            field=who, hint=f"add the cut-off to {k}, or name one it measures",
+        )
 
 
 def default_settings(interface: Interface = Interface.CLI) -> RunSettings:

@@ -189,7 +189,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
     assert run.relevance_level == 2
     assert (run.format, run.output, run.cache_dir, run.history, run.history_size) == (
         "json", Path("out.json"), Path("c"), Path("h.json"), 4)
-    assert (run.baseline, run.save_baseline, run.fail_on_regression, run.regression_threshold, run.alpha) == (
+    assert (run.baseline, run.save_baseline, run.fail_on_regression, run.regression_threshold.default, run.alpha) == (
         Path("b.json"), Path("s.json"), True, 0.1, 0.2)
     assert run.baseline_ref is not None and run.baseline_ref.revision == "origin/main"
     assert (run.retriever, run.http_url, run.http_method, run.http_body, run.http_headers) == (
