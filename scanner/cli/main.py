@@ -209,6 +209,7 @@ def plan_from_args(args: RunSettings) -> RunPlan:
         ),
         baseline_ref=baseline_request(args),
         builtin_retriever=choose_kind(args) is RetrieverKind.BUILTIN,
+        export_trec=args.export_trec,
     )
 
 

@@ -31,8 +31,9 @@ Definitions (what a hit is, what counts, the empty cases):
 - average precision: over the credited relevant hits of the returned list, the
   precision at each one's rank, summed and divided by the number of relevant entries
   (trec_eval `map` per query); its mean over queries is MAP.
-- judged@k: entries of any grade (0 included) credited in the top k, divided by k
-  (ir_measures `Judged@k`): how much of the top k some label judges.
+- judged@k: entries of any grade (0 included) credited in the top k, divided by the number
+  of hits in the top k (ir_measures `Judged@k`, which divides by what came back, not by k):
+  how much of the top k some label judges; 0 when nothing came back.
 
 Aggregates are plain means over queries (macro average), as trec_eval's `all` row.
 
@@ -177,7 +178,8 @@ def average_precision(
 
 
 def judged_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
-    return len(credited(hits[:k], expected)) / k
+    top = hits[:k]
+    return len(credited(top, expected)) / len(top) if top else 0.0
 
 
 def score_query(

@@ -36,6 +36,7 @@ from scanner.report.history import (
     write_atomically,
     write_history,
 )
+from scanner.report.trec import export_trec
 
 if TYPE_CHECKING:
     from scanner.git.base import BaseBesideHead, ResolvedBase
@@ -59,6 +60,8 @@ class RunPlan:
     """Issue 17: compare with the KB at this git revision, evaluated in this run (wins over the history)."""
     builtin_retriever: bool = True
     """False: an external retriever answers, which cannot answer for the KB at another revision."""
+    export_trec: Path | None = None
+    """Write the run and qrels the report came from into this folder (scanner/report/trec.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +138,8 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
         save_baseline(plan.save_baseline, document)
     if plan.output is not None:
         write_atomically(plan.output, json_text.encode("utf-8"), "report")
+    if plan.export_trec is not None:
+        export_trec(plan.export_trec, run)
     return RunOutcome(report, document, json_text, history.runs if history is not None else (), evaluation)
 
 

@@ -438,6 +438,13 @@ SETTINGS: tuple[Setting, ...] = (
         action_note="Relative to the repository root; the report output names it.",
     ),
     Setting(
+        "export-trec", "export_trec", Group.OUTPUT,
+        "also write the run and the qrels this report was computed from into this folder (kb-eval.run, "
+        "kb-eval.qrels), for trec_eval -c -l <relevance-level>",
+        _path, None, default_note="none", path=True, metavar="DIR",
+        action_note="Relative to the repository root; empty writes none.",
+    ),
+    Setting(
         "cache-dir", "cache_dir", Group.OUTPUT,
         "keep parsed documents in this folder between runs (restore and save it with actions/cache); "
         "unchanged files are not parsed again",
@@ -673,6 +680,8 @@ class RunSettings:
     format: str
     output: Path | None
     """The `report` setting (`--report`, `--output`)."""
+    export_trec: Path | None
+    """The `export-trec` setting: a folder for the run and qrels (scanner/report/trec.py)."""
     cache_dir: Path | None
     history: Path | None
     no_history: bool
