@@ -28,7 +28,8 @@ from scanner.render.console import SafeStream
 from scanner.render.text import render_text
 from scanner.report.document import ReportInvalid
 from scanner.retrievers.base import RetrieverKind
-from scanner.settings.declaration import Interface, RunSettings, add_arguments, in_interface_words, read_cli
+from scanner.settings.arguments import add_arguments, read_cli
+from scanner.settings.declaration import Interface, RunSettings, in_interface_words
 from scanner.settings.retriever import choose_kind, retriever_builder
 
 

@@ -1,5 +1,5 @@
-"""The one way kb-eval reads a file a pull request could have planted: the golden file, a KB
-document, a run file, a history or baseline.
+"""The one way kb-eval reads a file a pull request could have planted (the golden file, a KB
+document, a run file, a history or baseline), and the one way it writes its own (`write_atomically`).
 
 Every refusal is a `FileRefused` whose `reason` completes the sentence "the <what> file ...";
 each caller says what the file is and what to do, and either stops (exit 2) or skips it with a
@@ -16,8 +16,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import tempfile
 from enum import Enum
 from pathlib import Path
+
+from scanner.foundation.errors import InputError
 
 READ_CHUNK_BYTES = 1024 * 1024
 
@@ -169,3 +172,74 @@ def _broken_link(error: OSError) -> FileRefused:
 
 def _unreadable(error: OSError) -> FileRefused:
     return FileRefused(Refusal.UNREADABLE, f"cannot be read ({error.strerror or type(error).__name__})")
+
+
+def _new_file_mode(path: Path) -> int:
+    try:
+        existing = os.lstat(path)
+        if stat.S_ISREG(existing.st_mode):
+            return stat.S_IMODE(existing.st_mode)
+    except OSError:
+        pass
+    # mkstemp creates 0600; a new file gets what open() would have given it. Reading the
+    # umask means setting it, which is safe here: the CLI writes from one thread.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_atomically(path: Path, data: bytes, what: str) -> None:
+    """Write `data` to a temp file beside `path`, fsync it, rename it over `path`, fsync the folder.
+
+    The one writer of every file kb-eval produces (report, baseline, history). `what` names
+    the file in errors (`report`, `baseline`, `history`).
+
+    rename(2) within one file system is atomic: a reader (or the next run after a
+    kill) sees the whole old file or the whole new one. A temp file left by a
+    killed writer is named `.<name>.*.tmp` and is never read.
+    """
+    folder = path.parent
+    mode = _new_file_mode(path)
+    try:
+        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as error:
+        raise InputError(
+            f"cannot create a file in {folder} to save the {what} ({error.strerror})",
+            file=str(path),
+            hint=f"make the folder exist and be writable, or point --{what} elsewhere",
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException as error:
+        try:
+            os.unlink(temp_name)
+        except OSError:
+            pass
+        if isinstance(error, OSError):
+            raise InputError(
+                f"cannot save the {what} ({error.strerror})",
+                file=str(path),
+                hint=f"make sure {path} is not a directory and the disk is not full",
+            ) from None
+        raise
+    _fsync_folder(folder)
+
+
+def _fsync_folder(folder: Path) -> None:
+    # Makes the rename itself durable across a power loss; not every file system
+    # allows opening a directory, and the rename is already atomic without this.
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

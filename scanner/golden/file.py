@@ -136,7 +136,8 @@ def _read_golden_bytes(path: Path, shown: str) -> bytes:
             Refusal.NOT_REGULAR: "point --golden at a YAML file",
             Refusal.TOO_LARGE: "split the golden set or remove unused queries",
         }
-        raise InputError(f"golden file {refused.reason}", file=shown, hint=hints.get(refused.refusal)) from None
+        what = "not found" if refused.refusal is Refusal.MISSING else refused.reason
+        raise InputError(f"golden file {what}", file=shown, hint=hints.get(refused.refusal)) from None
 
 
 class _GoldenReader:

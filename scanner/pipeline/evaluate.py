@@ -50,7 +50,7 @@ class EvalOptions:
     relevance_level: int = DEFAULT_RELEVANCE_LEVEL
     """The lowest grade counted as relevant (`--relevance-level`, trec_eval's -l)."""
     retriever: RetrieverBuilder = field(default_factory=lambda: retriever_builder(default_settings()))
-    """Builds the retriever over the index (retrievers/factory.py); the default is the built-in one."""
+    """Builds the retriever over the index (scanner/settings/retriever.py); the default is the built-in one."""
     cache_dir: Path | None = None
     """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
     timestamp: datetime | None = None
@@ -127,17 +127,19 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         )
         for q in golden.queries
     )
+    # The relevance level is recorded only when it is not trec_eval's default: every run recorded
+    # before the setting existed counted grade 1 and above, and stays comparable with one that still does.
+    level = (
+        {"relevance_level": options.relevance_level} if options.relevance_level != DEFAULT_RELEVANCE_LEVEL else {}
+    )
     fingerprint = {
         "retriever": retriever.describe(),
         "limit": limit,
         "k": list(ks),
         "golden_sha256": golden.sha256,
         "metric_version": METRIC_VERSION,
+        **level,
     }
-    if options.relevance_level != DEFAULT_RELEVANCE_LEVEL:
-        # Recorded only when it is not trec_eval's default: every run recorded before the setting
-        # existed counted grade 1 and above, and stays comparable with a run that still does.
-        fingerprint["relevance_level"] = options.relevance_level
     timestamp = options.timestamp or datetime.now(UTC)
     run = RunRecord(
         tool_version=__version__,

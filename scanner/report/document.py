@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scanner.compare.comparison import Comparison, MetricDelta, QueryDelta
+from scanner.compare.comparison import Comparison, MetricDelta, QueryDelta, QueryStatus
 from scanner.compare.gate import GateResult, MetricVerdict
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
@@ -196,7 +196,7 @@ def diff_document(comparison: Comparison) -> Document | None:
     changed = []
     unchanged = 0
     for query in comparison.query_deltas:
-        if query.status == "unchanged":
+        if query.status is QueryStatus.UNCHANGED:
             unchanged += 1
             continue
         by_status[query.status].append(query.query_id)

@@ -1,4 +1,4 @@
-"""The run history and baseline files: safe reading, pruned atomic writing.
+"""The run history file: safe reading, pruned atomic writing (a baseline is report/baseline.py).
 
 The history is the only place earlier runs live, so the rule that decides
 everything here is: never write over a history that could not be read.
@@ -36,12 +36,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import itertools
 import json
 import os
 import stat
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +48,7 @@ from typing import Any
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
-from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, check_replaceable, read_capped
+from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, check_replaceable, read_capped, write_atomically
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.report.read import run_from_document, run_record_problems
 from scanner.report.serialise import serialise
@@ -82,9 +80,6 @@ otherwise be ~1.5 million checks and as many warnings."""
 DETAILED_DROP_WARNINGS = 3
 """Dropped runs described one by one; the rest are counted in one summary warning."""
 
-MAX_BASELINE_PROBLEMS = 5
-"""Schema problems named when a baseline is refused; a lazy validator stops there."""
-
 _OUR_HEAD = b'{"format":"kb-eval-history"'
 """How every history kb-eval writes begins (compact JSON, `format` first)."""
 
@@ -111,7 +106,7 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
 
     Raises InputError when the file exists but cannot be read safely.
     """
-    data = _read_regular_file(path, "history", cap_bytes, allow_links=False)
+    data = read_report_file(path, "history", cap_bytes, allow_links=False)
     if data is None:
         return HistoryRead(runs=(), documents=(), warnings=(), existed=False)
     if not data.strip():
@@ -368,72 +363,10 @@ def save_history(
     return plan
 
 
-def save_baseline(path: Path, document: Mapping[str, Any], cap_bytes: int = MAX_HISTORY_BYTES) -> int:
-    """Write this run's report as a frozen baseline (`--save-baseline FILE`), atomically.
-
-    The file is a whole JSON report, so `--baseline FILE` reads it like any other
-    report artifact. Returns the bytes written.
-    """
-    data = serialise(document).encode("utf-8")
-    if len(data) > cap_bytes:
-        # Never write a baseline that --baseline would then refuse.
-        raise InputError(
-            f"the report is {len(data)} bytes, over the {cap_bytes}-byte cap for a baseline",
-            file=str(path),
-            hint="lower --limit so each query records fewer hits",
-        )
-    write_atomically(path, data, "baseline")
-    return len(data)
-
-
-def read_baseline(
-    path: Path,
-    validate: Callable[[Any], Iterable[str]],
-    cap_bytes: int = MAX_HISTORY_BYTES,
-) -> RunRecord:
-    """Read a previous JSON report (`--baseline FILE`) and return its run record.
-
-    `validate` checks the parsed report against the report JSON Schema and
-    returns the problems found (empty when valid). Anything unreadable, not
-    JSON, not a valid report, or with metrics outside [0, 1] raises InputError
-    (exit 2): unlike the history, a baseline was chosen on purpose, so comparing
-    against nothing instead would hide the mistake.
-    """
-    data = _read_regular_file(path, "baseline", cap_bytes, allow_links=True)
-    if data is None:
-        raise InputError(
-            "the baseline file does not exist",
-            file=str(path),
-            hint="check the --baseline path (in CI: did the artifact download step run?)",
-        )
-    try:
-        document = loads_strict(data)
-    except NotJson as bad:
-        raise InputError(
-            f"the baseline is not valid JSON: {bad.reason}",
-            file=str(path),
-            line=bad.line,
-            hint="pass the JSON report of an earlier kb-eval run (--format json output)",
-        ) from None
-    # Only the first few are taken: a lazy validator stops there instead of listing (and sorting)
-    # every error of a crafted file.
-    problems = list(itertools.islice(validate(document), MAX_BASELINE_PROBLEMS))
-    if not problems:
-        # The schema cannot say "finite and in [0, 1]" for every number a crafted file holds.
-        problems = run_record_problems(document)
-    if problems or not isinstance(document, dict):
-        raise InputError(
-            "the baseline is not a valid kb-eval report: " + "; ".join(problems[:MAX_BASELINE_PROBLEMS]),
-            file=str(path),
-            hint="pass the JSON report of an earlier kb-eval run (--format json output)",
-        )
-    return run_from_document(document)
-
-
 # --- reading -----------------------------------------------------------------
 
 
-def _read_regular_file(path: Path, what: str, cap_bytes: int, allow_links: bool) -> bytes | None:
+def read_report_file(path: Path, what: str, cap_bytes: int, allow_links: bool) -> bytes | None:
     """The bytes of `path`, None when absent; InputError when it is not safe to read
     (scanner/foundation/files.py). A history is replaced by rename, so it may be neither a link
     nor hard-linked; a baseline is only read, and is read through a link."""
@@ -471,77 +404,3 @@ def _refused(name: str, what: str, refused: FileRefused) -> InputError:
         file=name,
         hint=hints.get(refused.refusal),
     )
-
-
-# --- writing -----------------------------------------------------------------
-
-
-def _new_file_mode(path: Path) -> int:
-    try:
-        existing = os.lstat(path)
-        if stat.S_ISREG(existing.st_mode):
-            return stat.S_IMODE(existing.st_mode)
-    except OSError:
-        pass
-    # mkstemp creates 0600; a new file gets what open() would have given it. Reading the
-    # umask means setting it, which is safe here: the CLI writes from one thread.
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def write_atomically(path: Path, data: bytes, what: str) -> None:
-    """Write `data` to a temp file beside `path`, fsync it, rename it over `path`, fsync the folder.
-
-    The one writer of every file kb-eval produces (report, baseline, history). `what` names
-    the file in errors (`report`, `baseline`, `history`).
-
-    rename(2) within one file system is atomic: a reader (or the next run after a
-    kill) sees the whole old file or the whole new one. A temp file left by a
-    killed writer is named `.<name>.*.tmp` and is never read.
-    """
-    folder = path.parent
-    mode = _new_file_mode(path)
-    try:
-        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as error:
-        raise InputError(
-            f"cannot create a file in {folder} to save the {what} ({error.strerror})",
-            file=str(path),
-            hint=f"make the folder exist and be writable, or point --{what} elsewhere",
-        ) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
-    except BaseException as error:
-        try:
-            os.unlink(temp_name)
-        except OSError:
-            pass
-        if isinstance(error, OSError):
-            raise InputError(
-                f"cannot save the {what} ({error.strerror})",
-                file=str(path),
-                hint=f"make sure {path} is not a directory and the disk is not full",
-            ) from None
-        raise
-    _fsync_folder(folder)
-
-
-def _fsync_folder(folder: Path) -> None:
-    # Makes the rename itself durable across a power loss; not every file system
-    # allows opening a directory, and the rename is already atomic without this.
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -34,9 +34,9 @@ from pathlib import Path
 
 from scanner.evaluation.records import QueryRecord, RunRecord
 from scanner.foundation.errors import InputError
+from scanner.foundation.files import write_atomically
 from scanner.golden.file import ExpectedEntry
 from scanner.metrics.measures import credited
-from scanner.report.history import write_atomically
 
 QRELS_NAME = "kb-eval.qrels"
 RUN_NAME = "kb-eval.run"

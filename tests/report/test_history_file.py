@@ -15,15 +15,9 @@ from typing import Any
 import pytest
 
 from scanner.foundation.errors import InputError
+from scanner.report.baseline import read_baseline, save_baseline
 from scanner.report.document import run_document
-from scanner.report.history import (
-    MAX_HISTORY_BYTES,
-    MAX_HISTORY_RUNS,
-    read_baseline,
-    read_history,
-    save_baseline,
-    save_history,
-)
+from scanner.report.history import MAX_HISTORY_BYTES, MAX_HISTORY_RUNS, read_history, save_history
 from scanner.report.read import run_from_document
 from tests.conftest import run_cli
 from tests.support.run_records import make_run, run_with_a_finding

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner.action.mode import INPUT_DEFAULTS, read_inputs
+from scanner.action.inputs import INPUT_DEFAULTS, read_inputs
 from scanner.cli.main import build_parser, execute, parse_cli
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.github.comment import CommentMode

@@ -1,0 +1,204 @@
+"""How a setting's text becomes its value: one parser per kind of value, each refusing with
+`Refused` (what is wrong, and an example that would be accepted), which the declaration turns into
+an InputError in the words of the interface the value came from."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, MetricSelector, RegressionBudget
+from scanner.foundation.errors import InputError
+from scanner.github.comment import CommentMode
+from scanner.retrievers import command as command_module
+from scanner.retrievers import http_settings as http_module
+from scanner.retrievers.base import RetrieverKind
+from scanner.retrievers.builtin import FieldWeights
+from scanner.retrievers.concurrency import validate_concurrency
+from scanner.retrievers.mapping import validate_dotted_path
+
+MAX_CUTOFF = 1000
+"""Largest `limit` and k: a golden query judges a handful of documents, and a deeper list only
+costs time (and, for an HTTP service, load)."""
+
+
+class Refused(Exception):
+    """A value its parser cannot accept; turned into an InputError in the interface's words."""
+
+    def __init__(self, problem: str, example: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        """Says what is wrong, completing "`<name>` is '<value>': "."""
+        self.example = example
+        """A value that would be accepted, for the hint."""
+
+
+
+def text(text: str) -> str:
+    return text
+
+
+def path(text: str) -> Path:
+    if not text:
+        raise Refused("an empty path", "docs")
+    return Path(text)
+
+
+def int_in(low: int, high: int | None, example: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low or (high is not None and value > high):
+            span = f"from {low} to {high}" if high is not None else f"of {low} or more"
+            raise Refused(f"not a whole number {span}", str(example))
+        return value
+
+    return parse
+
+
+def float_in(low: float, high: float | None, *, low_open: bool, high_open: bool, example: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        above = value > low if low_open else value >= low
+        below = high is None or (value < high if high_open else value <= high)
+        if not (math.isfinite(value) and above and below):
+            upper = "inf)" if high is None else f"{high:g}{')' if high_open else ']'}"
+            raise Refused(f"not a number in {'(' if low_open else '['}{low:g}, {upper}", example)
+        return value
+
+    return parse
+
+
+_BUDGET_FAMILIES = {
+    "mrr": "mrr", "map": "map", "recall": "recall", "ndcg": "ndcg", "p": "precision", "precision": "precision",
+    "success": "success", "judged": "judged",
+}
+"""The metric names a `metric=drop` pair may use, in any case: the report's labels (MRR, MAP,
+recall@5, nDCG@10, P@5, success@1, judged@10) and the JSON's words (precision)."""
+_WITHOUT_K = frozenset({"mrr", "map"})
+_BUDGET_EXAMPLE = "0.05,map=0.02,recall@10=0.1"
+
+
+def budget(text: str) -> RegressionBudget:
+    """`0.05`, or `metric=drop` pairs beside it, comma separated (`0.05,map=0.02,recall@10=0.1`).
+    A drop is a number in [0, 1); a metric appears at most once; the single number at most once.
+    Whether a named k is measured is checked with --k (declaration.py, `check_budget_cutoffs`)."""
+    drop = float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05")
+    default: float | None = None
+    pairs: list[tuple[MetricSelector, float]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if "=" not in item:
+            if default is not None:
+                raise Refused("holds two numbers without a metric name", _BUDGET_EXAMPLE)
+            default = drop(item)
+            continue
+        name, _, value = (piece.strip() for piece in item.partition("="))
+        family_name, at, cutoff = name.lower().partition("@")
+        family = _BUDGET_FAMILIES.get(family_name)
+        k = int_in(1, MAX_CUTOFF, 10)(cutoff) if at and cutoff.isdigit() else None
+        if family is None or (at and k is None) or (family in _WITHOUT_K and at):
+            raise Refused(
+                f"names no metric in {item!r} (mrr, map, or recall, ndcg, p, success, judged, each with or "
+                "without @k)", _BUDGET_EXAMPLE,
+            )
+        selector = MetricSelector(cast(Any, family), k)
+        if any(existing == selector for existing, _ in pairs):
+            raise Refused(f"names {selector.label} twice", _BUDGET_EXAMPLE)
+        try:
+            pairs.append((selector, drop(value)))
+        except Refused:
+            raise Refused(f"gives {name} the drop {value!r}, not a number in [0, 1)", _BUDGET_EXAMPLE) from None
+    if default is None and not pairs:
+        raise Refused("not a number in [0, 1)", "0.05")
+    return RegressionBudget(DEFAULT_REGRESSION_THRESHOLD if default is None else default, tuple(pairs))
+
+
+def choice(values: Sequence[str]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in values:
+            raise Refused(f"not one of {', '.join(values)}", values[0])
+        return text
+
+    return parse
+
+
+def comment_mode(text: str) -> CommentMode:
+    # `true`/`false` were the input's values before the modes; workflows that use them keep working.
+    spelled = {"true": CommentMode.ALWAYS, "false": CommentMode.OFF}
+    if text in spelled:
+        return spelled[text]
+    try:
+        return CommentMode(text)
+    except ValueError:
+        raise Refused("not one of off, always, on-change", "on-change") from None
+
+
+def retriever_kind(text: str) -> RetrieverKind:
+    return RetrieverKind(choice([kind.value for kind in RetrieverKind])(text))
+
+
+def k_list(text: str) -> tuple[int, ...]:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    one = int_in(1, MAX_CUTOFF, 10)
+    try:
+        values = tuple(one(part) for part in parts)
+    except Refused:
+        values = ()
+    if not values:
+        raise Refused(f"not a comma-separated list of cut-offs from 1 to {MAX_CUTOFF}", "1,5,10")
+    return values
+
+
+def weights(text: str) -> FieldWeights:
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != 3 or not all(0 < value < 1000 for value in values):
+        raise Refused("not three positive numbers heading,breadcrumb,body", "2,2,1")
+    return FieldWeights(*values)
+
+
+def http_method(text: str) -> str:
+    # The http module's own rule (GET or POST, any case); its words are the CLI's.
+    try:
+        return http_module.parse_method(text).value
+    except InputError:
+        raise Refused("not GET or POST", "GET") from None
+
+
+def env_name(text: str) -> str:
+    try:
+        command_module.command_environment([text], {})
+    except InputError:
+        raise Refused("not an environment variable name", "KB_TOKEN") from None
+    return text
+
+
+def http_header(text: str) -> str:
+    try:
+        http_module.parse_header(text)
+    except InputError:
+        raise Refused("not `Name: value`", "'Authorization: Bearer ${KB_TOKEN}'") from None
+    return text
+
+
+def dotted_path(text: str) -> str:
+    try:
+        return validate_dotted_path(text, "")
+    except InputError:
+        raise Refused("not a dotted path (field names separated by dots)", "hits.hits") from None
+
+
+def concurrency(text: str) -> int:
+    value = int_in(1, None, 4)(text)
+    return validate_concurrency(value)
