@@ -22,9 +22,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scanner.compare.comparison import Comparison, Metric, MetricFamily
+from scanner.compare.comparison import Comparison, Metric, MetricFamily, metrics_of
 from scanner.compare.significance import SignFlipResult, paired_sign_flip_test
+from scanner.evaluation.records import RunRecord
 from scanner.foundation.untrusted_text import shown
+from scanner.metrics.uncertainty import DEFAULT_DETECTION_ALPHA, detectable_drop
 
 DEFAULT_REGRESSION_THRESHOLD = 0.05
 """`--regression-threshold`: an absolute drop in a metric, on the 0..1 scale."""
@@ -72,6 +74,51 @@ class RegressionBudget:
 
 
 @dataclass(frozen=True, slots=True)
+class DetectableDrop:
+    metric: Metric
+    drop: float | None
+    """None: no drop is detectable with this few queries."""
+    paired: bool
+    """True: from the per-query differences with the compared run; False: from this run alone
+    (no comparison, or no query's value of this metric moved)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Detectable:
+    """The smallest drop of each mean a paired test at `alpha` finds with DETECTION_POWER
+    (metrics/uncertainty.py `detectable_drop`)."""
+
+    alpha: float
+    """The gate's --alpha, else DEFAULT_DETECTION_ALPHA."""
+    queries: int
+    drops: tuple[DetectableDrop, ...]
+    """In report order, judged@k left out (it is not gated by default)."""
+
+    def drop_of(self, metric: Metric) -> DetectableDrop | None:
+        return next((drop for drop in self.drops if drop.metric == metric), None)
+
+
+def detectable_drops(comparison: Comparison, run: RunRecord, alpha: float | None) -> Detectable:
+    """From the paired differences where compared and some query's value moved; from this run otherwise."""
+    level = alpha if alpha is not None else DEFAULT_DETECTION_ALPHA
+    rows = [q.metrics for q in run.queries or () if q.metrics.counted]
+    drops = []
+    for metric in metrics_of(run.aggregate):
+        if metric.judges_the_golden_set:
+            continue
+        differences: list[float] = []
+        if comparison.compared:
+            current, previous = comparison.paired_values(metric)
+            differences = [c - p for c, p in zip(current, previous)]
+        if len(set(differences)) > 1:
+            drops.append(DetectableDrop(metric, detectable_drop(differences, level, paired=True), True))
+        else:
+            values = [value for row in rows if (value := metric.in_query(row)) is not None]
+            drops.append(DetectableDrop(metric, detectable_drop(values, level, paired=False), False))
+    return Detectable(level, len(rows), tuple(drops))
+
+
+@dataclass(frozen=True, slots=True)
 class MetricVerdict:
     """One aggregate metric that fell, and whether its fall counts against the gate."""
 
@@ -108,6 +155,9 @@ class GateResult:
     """Every aggregate metric that fell, worst first."""
     budget: RegressionBudget | None = None
     """The whole budget, pairs included; None: the single `threshold`."""
+    detectable: Detectable | None = None
+    """The smallest drop of each metric the gate could detect with this golden set; None when
+    the run was not given."""
 
     @property
     def per_metric(self) -> tuple[tuple[MetricSelector, float], ...]:
@@ -115,15 +165,20 @@ class GateResult:
 
 
 def evaluate_gate(
-    comparison: Comparison, threshold: float | RegressionBudget, alpha: float | None = None
+    comparison: Comparison,
+    threshold: float | RegressionBudget,
+    alpha: float | None = None,
+    run: RunRecord | None = None,
 ) -> GateResult:
     """Decide the gate for one comparison; see the module docstring for the rule. `threshold` and
-    `alpha` are as scanner/settings/declaration.py accepts them (checked there, once)."""
+    `alpha` are as scanner/settings/declaration.py accepts them (checked there, once). With `run`
+    (this run), the result also says what drop the gate could detect."""
     budget = threshold if isinstance(threshold, RegressionBudget) else RegressionBudget(threshold)
     threshold = budget.default
+    detectable = detectable_drops(comparison, run, alpha) if run is not None else None
     if not comparison.compared:
         why = "; ".join(comparison.reasons) or "nothing to compare with"
-        return GateResult(False, False, f"not evaluated: {why}", threshold, alpha, (), budget)
+        return GateResult(False, False, f"not evaluated: {why}", threshold, alpha, (), budget, detectable)
 
     verdicts: list[MetricVerdict] = []
     for delta in comparison.metric_deltas:
@@ -157,7 +212,7 @@ def evaluate_gate(
         reason = f"dropped by more than {budget_words(budget, counted)}: {dropped_names(counted, budget)}"
         if worst:
             reason += f"; worst queries: {', '.join(worst)}"
-        return GateResult(True, True, reason, threshold, alpha, tuple(verdicts), budget)
+        return GateResult(True, True, reason, threshold, alpha, tuple(verdicts), budget, detectable)
     over_only = [v for v in verdicts if v.over_threshold]
     if over_only and alpha is not None:
         reason = f"drops past {budget_words(budget, over_only)} are not significant at alpha {alpha:g}: " + ", ".join(
@@ -165,7 +220,7 @@ def evaluate_gate(
         )
     else:
         reason = f"no aggregate metric dropped by more than {budget_words(budget, None)}"
-    return GateResult(False, True, reason, threshold, alpha, tuple(verdicts), budget)
+    return GateResult(False, True, reason, threshold, alpha, tuple(verdicts), budget, detectable)
 
 
 def budget_words(budget: RegressionBudget, verdicts: list[MetricVerdict] | None) -> str:

@@ -49,8 +49,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from scanner.golden.file import ExpectedEntry
+
+if TYPE_CHECKING:
+    from scanner.metrics.uncertainty import Interval
 from scanner.retrievers.base import Hit
 
 METRIC_VERSION = 2
@@ -87,6 +91,9 @@ class AggregateMetrics:
     judged_at_k: dict[int, float] = field(default_factory=dict)
     map: float | None = None
     """Mean average precision; None in a run recorded before it."""
+    intervals: tuple[Interval, ...] = ()
+    """The bootstrap interval of each mean (metrics/uncertainty.py); empty when not computed
+    (a compared run, a run read back from a history, no counted query)."""
 
 
 def is_relevant(entry: ExpectedEntry, relevance_level: int = DEFAULT_RELEVANCE_LEVEL) -> bool:

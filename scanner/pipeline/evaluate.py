@@ -7,6 +7,7 @@ print and which exit code to return.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -31,6 +32,7 @@ from scanner.metrics.measures import (
     relevant_entries,
     score_query,
 )
+from scanner.metrics.uncertainty import aggregate_columns, intervals
 from scanner.retrievers.base import SearchRequest
 from scanner.scan.quotes import Finding, locate, normalise, scan
 from scanner.search.index import Index
@@ -154,6 +156,23 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     )
     clock.lap("report")
     return EvalOutcome(run, golden, clock.seconds)
+
+
+def with_intervals(run: RunRecord) -> RunRecord:
+    """`run` with the bootstrap interval of every mean of its aggregate and of each tag's
+    (metrics/uncertainty.py). Only the run a report is about needs them: a compared run is not
+    bootstrapped, which keeps the pull-request loop's second evaluation as cheap as the first."""
+    rows = run.queries or ()
+    ks = run.ks
+
+    def bootstrapped(metrics: AggregateMetrics, selected: Sequence[QueryRecord]) -> AggregateMetrics:
+        return dataclasses.replace(metrics, intervals=intervals(aggregate_columns([q.metrics for q in selected], ks)))
+
+    return dataclasses.replace(
+        run,
+        aggregate=bootstrapped(run.aggregate, rows),
+        by_tag=tuple((tag, bootstrapped(metrics, [q for q in rows if tag in q.tags])) for tag, metrics in run.by_tag),
+    )
 
 
 def refuse_unsearchable_queries(golden: GoldenSet) -> None:

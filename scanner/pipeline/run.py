@@ -25,7 +25,7 @@ from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.files import write_atomically
-from scanner.pipeline.evaluate import EvalOptions, EvalOutcome, run_eval
+from scanner.pipeline.evaluate import EvalOptions, EvalOutcome, run_eval, with_intervals
 from scanner.report.baseline import read_baseline, save_baseline
 from scanner.report.document import report_document, run_document, serialise, validate, validation_errors
 from scanner.report.history import HistoryPlan, HistoryRead, plan_history, read_history, write_history
@@ -102,7 +102,7 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
         if beside is not None:
             beside.cancel()
         raise
-    run = evaluation.run
+    run = with_intervals(evaluation.run)
     if beside is not None:
         from scanner.git.base import compare_with_base
 
@@ -111,7 +111,7 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
         comparison = base  # the revision cannot be evaluated; the comparison says why
     else:  # no --baseline-ref, or the pull request's base does not apply (no git checkout)
         comparison = compare_with_previous(run, history, baseline, plan.history_disabled_reason)
-    gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha)
+    gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha, run)
 
     history_plan: HistoryPlan | None = None
     if plan.history is not None and history is not None:

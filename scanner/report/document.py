@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scanner.compare.comparison import Comparison, MetricDelta, QueryDelta, QueryStatus
-from scanner.compare.gate import GateResult, MetricVerdict
+from scanner.compare.gate import Detectable, GateResult, MetricVerdict
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics
+from scanner.metrics.uncertainty import DETECTION_POWER, Interval
 from scanner.report.serialise import serialise
 from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
@@ -114,6 +115,8 @@ def aggregate_document(metrics: AggregateMetrics) -> Document:
             "success_at_k": _by_k(metrics.success_at_k),
             "judged_at_k": _by_k(metrics.judged_at_k),
         }
+    if metrics.intervals:
+        document["interval_95"] = intervals_document(metrics.intervals)
     return document
 
 
@@ -238,7 +241,34 @@ def gate_document(gate: GateResult) -> Document:
         "thresholds": {selector.label: drop for selector, drop in gate.per_metric},
         "alpha": gate.alpha,
         "metrics": [_verdict_document(verdict) for verdict in gate.verdicts],
+        "detectable_drop": _detectable_document(gate.detectable),
     }
+
+
+def _detectable_document(detectable: Detectable | None) -> Document | None:
+    if detectable is None:
+        return None
+    return {
+        "alpha": detectable.alpha,
+        "power": DETECTION_POWER,
+        "queries": detectable.queries,
+        "metrics": {
+            drop.metric.label: {"drop": drop.drop, "basis": "paired" if drop.paired else "this-run"}
+            for drop in detectable.drops
+        },
+    }
+
+
+def intervals_document(intervals: tuple[Interval, ...]) -> Document:
+    """`{"mrr": [low, high], "recall_at_k": {"5": [low, high]}, ...}`, beside the means they bound."""
+    document: Document = {}
+    for interval in intervals:
+        bounds = [interval.low, interval.high]
+        if interval.k is None:
+            document[interval.measure] = bounds
+        else:
+            document.setdefault(interval.measure, {})[str(interval.k)] = bounds
+    return document
 
 
 def _verdict_document(verdict: MetricVerdict) -> Document:

@@ -81,3 +81,22 @@ def test_runs_at_different_levels_are_not_compared_and_the_reason_names_both(tmp
     # The same level twice compares.
     again = json.loads(run_cli("--kb-path", kb, "--history", history, "--format", "json", "--relevance-level", "2").stdout)
     assert again["comparison"]["status"] == "compared"
+
+
+def test_the_report_gives_each_mean_its_interval_and_the_gate_its_detectable_drop(tmp_path: Path) -> None:
+    result, report = run_json(graded_kb(tmp_path / "kb"))
+    assert result.code == ExitCode.OK, result.stderr
+    aggregate = report["aggregate"]
+    low, high = aggregate["interval_95"]["mrr"]
+    assert low <= aggregate["mrr"] <= high
+    for k, mean in aggregate["ndcg_at_k"].items():
+        assert aggregate["interval_95"]["ndcg_at_k"][k][0] <= mean <= aggregate["interval_95"]["ndcg_at_k"][k][1]
+    assert set(aggregate["interval_95"]) == {
+        "mrr", "map", "recall_at_k", "ndcg_at_k", "precision_at_k", "success_at_k", "judged_at_k"}
+    detectable = report["gate"]["detectable_drop"]
+    assert detectable["alpha"] == 0.05 and detectable["power"] == 0.8 and detectable["queries"] == 2
+    # Two queries: no sign-flip test can reach p < 0.05, so no drop is detectable, and it says so.
+    assert detectable["metrics"]["MRR"] == {"drop": None, "basis": "this-run"}
+    assert "judged@10" not in detectable["metrics"]
+    # The same run twice gives the same intervals.
+    assert run_json(graded_kb(tmp_path / "kb2"))[1]["aggregate"]["interval_95"] == aggregate["interval_95"]
