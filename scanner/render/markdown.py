@@ -23,7 +23,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scanner.compare.comparison import MetricDelta, QueryDelta, metrics_of
+from scanner.compare.comparison import Metric, MetricDelta, MetricFamily, QueryDelta, metrics_of
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, RunRecord, displacing_first
 from scanner.foundation.diagnostics import Diagnostic
@@ -132,26 +132,54 @@ def headline(report: Report, context: SummaryContext) -> list[str]:
 
 
 def metrics_section(report: Report) -> list[str]:
+    """kb-mcp's metrics and MAP in one table; P@k, success@k and judged@k folded below it."""
     run = report.run
-    deltas = {d.metric.label: d for d in report.comparison.metric_deltas}
-    compared = report.comparison.compared
-    header = "| metric | value | change |" if compared else "| metric | value |"
-    rule = "| --- | ---: | ---: |" if compared else "| --- | ---: |"
-    lines = [header, rule]
     rows: list[tuple[str, float]] = [("MRR", run.aggregate.mrr)]
     rows += [(f"recall@{k}", run.aggregate.recall_at_k[k]) for k in run.ks]
     rows += [(f"nDCG@{k}", run.aggregate.ndcg_at_k[k]) for k in run.ks]
-    rows += [
+    standard = [
         (metric.label, value)
         for metric in metrics_of(run.aggregate)[2 * len(run.ks) + 1:]
         if (value := metric.in_aggregate(run.aggregate)) is not None
     ]
-    for label, value in rows:
-        if compared:
-            lines.append(f"| {label} | {value:.4f} | {_delta_cell(deltas.get(label))} |")
-        else:
-            lines.append(f"| {label} | {value:.4f} |")
+    rows += [row for row in standard if row[0] == "MAP"]
+    lines = _metrics_table(report, rows)
+    notes = [phrases.intervals_note(run.aggregate.query_count)] if run.aggregate.intervals else []
+    detectable = phrases.detectable_sentence(report.gate, run.largest_k)
+    if detectable is not None:
+        notes.append(detectable)
+    if notes:
+        lines += ["", " ".join(notes)]
+    folded = [row for row in standard if row[0] != "MAP"]
+    if folded:
+        lines += ["", f"<details><summary>{phrases.STANDARD_MEASURES}</summary>", ""]
+        lines += _metrics_table(report, folded)
+        lines += ["", "</details>"]
     return lines
+
+
+def _metrics_table(report: Report, rows: Sequence[tuple[str, float]]) -> list[str]:
+    deltas = {d.metric.label: d for d in report.comparison.metric_deltas}
+    compared = report.comparison.compared
+    bounds = {Metric(_FAMILY_OF[i.measure], i.k).label: i for i in report.run.aggregate.intervals}
+    lines = [
+        "| metric | value | 95% interval |" + (" change |" if compared else ""),
+        "| --- | ---: | ---: |" + (" ---: |" if compared else ""),
+    ]
+    for label, value in rows:
+        interval = bounds.get(label)
+        cells = [label, f"{value:.4f}", phrases.interval_phrase(interval.low, interval.high) if interval else ""]
+        if compared:
+            cells.append(_delta_cell(deltas.get(label)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+_FAMILY_OF: dict[str, MetricFamily] = {
+    "mrr": "mrr", "map": "map", "recall_at_k": "recall", "ndcg_at_k": "ndcg", "precision_at_k": "precision",
+    "success_at_k": "success", "judged_at_k": "judged",
+}
+"""An interval's measure (the report's key) as the metric family it bounds."""
 
 
 def _delta_cell(delta: MetricDelta | None) -> str:

@@ -149,3 +149,48 @@ def gate_headline(gate: GateResult) -> str:
         budget = gate.budget or RegressionBudget(gate.threshold)
         return f"Regression: dropped by more than {budget_words(budget, counted)}: {dropped_names(counted, budget)}"
     return f"Regression gate passed: {gate.reason}"
+
+
+STANDARD_MEASURES = "Precision, success and judged (the share of the top k some label judges) at each k"
+
+SHOWN_DETECTABLE = ("MRR", "MAP")
+"""The metrics the detectable-drop sentence names, besides recall@k and nDCG@k at the largest k:
+the sentence is read in seconds, and the JSON lists every metric."""
+
+
+def interval_phrase(low: float, high: float) -> str:
+    """`0.612–0.781`: a 95% interval, in the precision a reader compares it at."""
+    return f"{low:.3f}–{high:.3f}"
+
+
+def intervals_note(query_count: int) -> str:
+    return (
+        f"Intervals: 95% bootstrap over the {query_count} counted "
+        f"{'query' if query_count == 1 else 'queries'} (2000 resamples, seeded: the same run gives the same interval)."
+    )
+
+
+def detectable_sentence(gate: GateResult, largest_k: int) -> str | None:
+    """What the gate could detect with this golden set, or that it could detect nothing."""
+    detectable = gate.detectable
+    if detectable is None or not detectable.drops:
+        return None
+    wanted = (*SHOWN_DETECTABLE, f"nDCG@{largest_k}", f"recall@{largest_k}")
+    shown = sorted((d for d in detectable.drops if d.metric.label in wanted), key=lambda d: wanted.index(d.metric.label))
+    if all(drop.drop is None for drop in shown):
+        return (
+            f"With {detectable.queries} counted queries no drop can be significant at alpha {detectable.alpha:g} "
+            "(the sign-flip test needs 2 / 2^n < alpha): add queries before trusting a verdict."
+        )
+    groups = []
+    for paired, basis in (
+        (True, "from the per-query differences with the compared run"),
+        (False, "from this run's spread, as if the two runs were unrelated: an upper estimate"),
+    ):
+        parts = ", ".join(f"{d.drop:.3f} in {d.metric.label}" for d in shown if d.paired is paired and d.drop is not None)
+        if parts:
+            groups.append(f"{parts} ({basis})")
+    return (
+        f"With {detectable.queries} counted queries the gate could detect a drop of about {'; '.join(groups)}, "
+        f"at alpha {detectable.alpha:g} with power 0.8."
+    )

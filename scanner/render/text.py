@@ -46,6 +46,16 @@ def render_text(report: Report) -> str:
     out.append(f"MRR     {aggregate.mrr:.4f}")
     if aggregate.map is not None:
         out.append(f"MAP     {aggregate.map:.4f}")
+    bounds = {(i.measure, i.k): i for i in aggregate.intervals}
+    shown_bounds = [("MRR", ("mrr", None)), ("MAP", ("map", None)),
+                    (f"nDCG@{run.largest_k}", ("ndcg_at_k", run.largest_k)),
+                    (f"recall@{run.largest_k}", ("recall_at_k", run.largest_k))]
+    listed = [f"{label} {phrases.interval_phrase(b.low, b.high)}" for label, key in shown_bounds if (b := bounds.get(key))]
+    if listed:
+        out.append("95% intervals: " + ", ".join(listed) + " (the JSON report has every metric's)")
+    detectable = phrases.detectable_sentence(report.gate, run.largest_k)
+    if detectable is not None:
+        out.append(detectable)
     if run.by_tag:
         out.append("")
         out.append("by tag: " + ", ".join(

@@ -100,3 +100,14 @@ def test_the_report_gives_each_mean_its_interval_and_the_gate_its_detectable_dro
     assert "judged@10" not in detectable["metrics"]
     # The same run twice gives the same intervals.
     assert run_json(graded_kb(tmp_path / "kb2"))[1]["aggregate"]["interval_95"] == aggregate["interval_95"]
+
+
+def test_the_text_report_lists_the_standard_measures_the_intervals_and_what_the_gate_can_detect(tmp_path: Path) -> None:
+    result = run_cli("--kb-path", graded_kb(tmp_path / "kb"), "--no-history")
+    assert result.code == ExitCode.OK, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("P ") for line in lines) and any(line.startswith("judged ") for line in lines)
+    assert any(line.startswith("MAP     ") for line in lines)
+    interval_line = next(line for line in lines if line.startswith("95% intervals: MRR "))
+    assert "MAP " in interval_line and "nDCG@10 " in interval_line
+    assert "With 2 counted queries no drop can be significant at alpha 0.05" in result.stdout

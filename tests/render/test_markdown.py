@@ -64,8 +64,9 @@ def test_the_summary_says_what_it_compared_with(outcomes: dict[str, RunOutcome])
 
 
 def test_a_delta_is_shown_only_where_a_metric_moved(outcomes: dict[str, RunOutcome]) -> None:
-    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in summary(outcomes, "worse").splitlines()
-            if line.startswith("| ") and line.count("|") == 4 and "metric" not in line and "---" not in line}
+    # | metric | value | 95% interval | change |
+    rows = {line.split("|")[1].strip(): line.split("|")[4].strip() for line in summary(outcomes, "worse").splitlines()
+            if line.startswith("| ") and line.count("|") == 5 and "metric" not in line and "---" not in line}
     assert rows["MRR"].startswith("▼ -0.")
     assert rows["recall@10"] == ""  # unchanged: no (+0.0000)
     assert "+0.0000" not in summary(outcomes, "unchanged")
