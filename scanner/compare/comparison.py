@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Literal
 
 from scanner.compare.fingerprint import fingerprint_differences, pick_comparable
+from scanner.compare.pooling import QueryPool, pool_query
 from scanner.evaluation.records import QueryRecord, RunRecord
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics, hit_matches
 from scanner.search.index import CorpusSnapshot
@@ -259,6 +260,8 @@ class Comparison:
     """Why nothing was compared; None when compared."""
     hint: str | None = None
     """What to change so that a later run compares (e.g. `fetch-depth: 0`); None if nothing helps."""
+    pools: tuple[QueryPool, ...] = ()
+    """Every query in both runs, pooled at this run's largest k (compare/pooling.py), in this run's order."""
 
     @property
     def compared(self) -> bool:
@@ -345,10 +348,12 @@ def compare_runs(
     current_rows = current.queries or ()
     current_ids = {row.id for row in current_rows}
     query_deltas = []
+    pools = []
     for row in current_rows:
         old_row = previous_rows.get(row.id)
         if old_row is None:
             continue
+        pools.append(pool_query(row, old_row, current.largest_k))
         deltas = []
         for metric in metrics:
             new = metric.in_query(row.metrics)
@@ -370,6 +375,7 @@ def compare_runs(
         only_in_previous=tuple(i for i in previous_rows if i not in current_ids),
         corpus=corpus_change(current.corpus, previous.corpus),
         revision=revision,
+        pools=tuple(pools),
     )
 
 

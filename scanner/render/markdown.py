@@ -19,11 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scanner.compare.comparison import Metric, MetricDelta, MetricFamily, QueryDelta, metrics_of
+from scanner.compare.comparison import Metric, MetricDelta, MetricFamily, QueryDelta, QueryStatus, metrics_of
+from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, RunRecord, displacing_first
 from scanner.foundation.diagnostics import Diagnostic
@@ -35,6 +37,9 @@ MAX_FINDING_ROWS = 50
 MAX_MISSED_ROWS = 50
 MAX_WARNING_ROWS = 30
 """Row caps: past these the tables stop helping a reader, and the JSON report lists everything."""
+MAX_UNJUDGED_QUERIES = 20
+MAX_UNJUDGED_PER_QUERY = 10
+"""Caps of the unjudged section; the JSON report's `diff.pooling` lists every one."""
 MAX_HITS_SHOWN = 3
 MAX_TREND_POINTS = 20
 
@@ -89,6 +94,7 @@ def render_summary(report: Report, context: SummaryContext) -> str:
         headline(report, context),
         metrics_section(report),
         changed_queries_section(report),
+        unjudged_section(report),
         findings_section(report.run.findings, context),
         trend_section(report, context),
         details_section(report),
@@ -126,6 +132,9 @@ def headline(report: Report, context: SummaryContext) -> list[str]:
     if report.gate.evaluated:
         sentence = phrases.gate_headline(report.gate)
         lines += ["", f"**{sentence}**" if report.gate.tripped else sentence]
+    fell_unjudged = falling_pools_with_unjudged(report)
+    if fell_unjudged:
+        lines += ["", text(phrases.verdict_rests_on_unjudged(fell_unjudged))]
     elif context.gate_requested:
         lines += ["", "**" + text(phrases.gate_not_run(report.gate, comparison)) + "**"]
     return lines
@@ -204,6 +213,46 @@ def changed_queries_section(report: Report) -> list[str]:
     if len(changed) > MAX_CHANGED_ROWS:
         lines.append(f"| … {len(changed) - MAX_CHANGED_ROWS} more in the JSON report | | |")
     return lines
+
+
+def falling_pools_with_unjudged(report: Report) -> list[QueryPool]:
+    """Pools of the queries that fell (worse or mixed) with a document nobody judged in their top k."""
+    fell = {q.query_id for q in report.comparison.query_deltas if q.status in (QueryStatus.WORSE, QueryStatus.MIXED)}
+    return [pool for pool in report.comparison.pools if pool.query_id in fell and pool.rests_on_unjudged]
+
+
+def unjudged_section(report: Report) -> list[str]:
+    """Per query, the documents that entered its top k with no label, and the lines that would judge them."""
+    pools = report.comparison.pools
+    with_unjudged = [pool for pool in pools if pool.rests_on_unjudged]
+    moved = phrases.rankings_moved(list(pools))
+    if not with_unjudged:
+        return [text(moved)] if moved else []
+    lines = [f"### {phrases.unjudged_headline(with_unjudged[0].k)}", ""]
+    for pool in with_unjudged[:MAX_UNJUDGED_QUERIES]:
+        lines.append(
+            f"- **{text(pool.query_id)}**: {text(pool.query)} — {phrases.entered_unlabelled(pool)}; "
+            f"{phrases.overlap_phrase(pool)}"
+        )
+        for document in pool.unlabelled[:MAX_UNJUDGED_PER_QUERY]:
+            heading = f" # {text(document.heading)}" if document.heading else ""
+            lines.append(f"  - rank {document.rank}: {text(document.path)}{heading}")
+        if len(pool.unlabelled) > MAX_UNJUDGED_PER_QUERY:
+            lines.append(f"  - … {len(pool.unlabelled) - MAX_UNJUDGED_PER_QUERY} more in the JSON report")
+    if len(with_unjudged) > MAX_UNJUDGED_QUERIES:
+        lines.append(f"- … {len(with_unjudged) - MAX_UNJUDGED_QUERIES} more queries in the JSON report")
+    snippet = [line for pool in with_unjudged[:MAX_UNJUDGED_QUERIES] for line in phrases.golden_snippet(pool)]
+    fence = "`" * max(3, _longest_backtick_run(snippet) + 1)
+    lines += ["", "<details><summary>Golden-file lines to judge them (paste under each query's expected:)</summary>",
+              "", f"{fence}yaml", *snippet, fence, "", "</details>"]
+    if moved:
+        lines += ["", text(moved)]
+    return lines
+
+
+def _longest_backtick_run(lines: Sequence[str]) -> int:
+    """A fence longer than any run of backticks in the block: a path cannot close it early."""
+    return max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
 
 
 def _query_cell(query: QueryDelta) -> str:

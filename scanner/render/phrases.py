@@ -9,9 +9,11 @@ log, Markdown escaping for the summary).
 from __future__ import annotations
 
 import enum
+import json
 
 from scanner.compare.comparison import Comparison, ComparisonStatus, Source
 from scanner.compare.gate import GateResult, RegressionBudget, budget_words, dropped_names
+from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
 
@@ -194,3 +196,61 @@ def detectable_sentence(gate: GateResult, largest_k: int) -> str | None:
         f"With {detectable.queries} counted queries the gate could detect a drop of about {'; '.join(groups)}, "
         f"at alpha {detectable.alpha:g} with power 0.8."
     )
+
+
+def unjudged_headline(k: int) -> str:
+    return f"Documents that entered the top {k} with no label"
+
+
+def entered_unlabelled(pool: QueryPool) -> str:
+    """`3 of the 5 documents that entered the top 5 have no label`."""
+    entered = len(pool.entered)
+    unlabelled = len(pool.unlabelled)
+    if entered == 1:
+        return f"the one document that entered the top {pool.k} has no label"
+    verb = "has" if unlabelled == 1 else "have"
+    return f"{unlabelled} of the {entered} documents that entered the top {pool.k} {verb} no label"
+
+
+def verdict_rests_on_unjudged(pools: list[QueryPool]) -> str:
+    """Said when queries that fell have unlabelled documents in their top k: the fall may be a
+    good new page that nobody has judged yet."""
+    entered = sum(len(pool.entered) for pool in pools)
+    unlabelled = sum(len(pool.unlabelled) for pool in pools)
+    queries = "query that fell" if len(pools) == 1 else "queries that fell"
+    return (
+        f"The verdict rests partly on unjudged documents: in the {len(pools)} {queries}, {unlabelled} of the "
+        f"{entered} documents that entered the top {pools[0].k} have no label. Judge them (below) before "
+        "reading the drop as a regression."
+    )
+
+
+def overlap_phrase(pool: QueryPool) -> str:
+    """RBO, named as what it is: a judgment-free measure, apart from the metrics."""
+    return f"ranking overlap with the compared run {pool.rbo:.2f} (RBO, no labels involved)"
+
+
+def rankings_moved(pools: list[QueryPool]) -> str | None:
+    """One line on how far the rankings moved, judged or not."""
+    moved = [pool for pool in pools if pool.rbo < 1.0]
+    if not moved:
+        return None
+    lowest = min(moved, key=lambda pool: (pool.rbo, pool.query_id))
+    return (
+        f"Rankings that moved, judged or not: {len(moved)} of {len(pools)} queries have a ranking overlap with "
+        f"the compared run below 1 (RBO, p 0.9); the lowest is {lowest.query_id} at {lowest.rbo:.2f}."
+    )
+
+
+def golden_snippet(pool: QueryPool) -> list[str]:
+    """YAML lines that judge each unlabelled document of `pool`, to paste under the query's
+    `expected:` (values JSON-quoted: a path from a pull request cannot become YAML structure)."""
+    where = f"line {pool.line}" if pool.line is not None else "the golden file"
+    lines = [f"# query {json.dumps(pool.query_id, ensure_ascii=False)} ({where}), under its expected:",
+             "# grade: 1 or more if it answers the query, 0 if it does not"]
+    for document in pool.unlabelled:
+        lines.append(f"      - path: {json.dumps(document.path, ensure_ascii=False)}")
+        if document.heading:
+            lines.append(f"        heading: {json.dumps(document.heading, ensure_ascii=False)}")
+        lines.append("        grade: 1")
+    return lines

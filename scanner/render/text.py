@@ -102,11 +102,28 @@ def comparison_lines(report: Report) -> list[str]:
     note = phrases.corpus_note(comparison)
     if note is not None:
         lines.append(f"  {note}")
+    lines.extend(unjudged_lines(report))
     for status, label in ((QueryStatus.WORSE, "Worse"), (QueryStatus.BETTER, "Better")):
         ids = [shown(q.query_id) for q in comparison.query_deltas if q.status is status]
         if ids:
             more = " ..." if len(ids) > MAX_IDS_LISTED else ""
             lines.append(f"  {label}: {', '.join(ids[:MAX_IDS_LISTED])}{more}")
+    return lines
+
+
+def unjudged_lines(report: Report) -> list[str]:
+    pools = [pool for pool in report.comparison.pools if pool.rests_on_unjudged]
+    lines: list[str] = []
+    if pools:
+        lines.append(f"  {phrases.unjudged_headline(pools[0].k)} (the JSON report's diff.pooling has them all):")
+        for pool in pools[:MAX_IDS_LISTED]:
+            lines.append(f"    {shown(pool.query_id)}: {phrases.entered_unlabelled(pool)}; {phrases.overlap_phrase(pool)}")
+            for document in pool.unlabelled[:MAX_IDS_LISTED]:
+                heading = f" # {shown(document.heading)}" if document.heading else ""
+                lines.append(f"      rank {document.rank}: {shown(document.path)}{heading}")
+    moved = phrases.rankings_moved(list(report.comparison.pools))
+    if moved:
+        lines.append(f"  {shown(moved)}")
     return lines
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from scanner.compare.comparison import Comparison, MetricDelta, QueryDelta, QueryStatus
 from scanner.compare.gate import Detectable, GateResult, MetricVerdict
+from scanner.compare.pooling import RBO_PERSISTENCE
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
@@ -222,6 +223,28 @@ def diff_document(comparison: Comparison) -> Document | None:
             {"changed": comparison.corpus.changed, "description": comparison.corpus.description}
             if comparison.corpus is not None else None
         ),
+        "pooling": _pooling_document(comparison),
+    }
+
+
+def _pooling_document(comparison: Comparison) -> Document:
+    """The queries whose ranking moved: what entered their top k, what of it no label judges, RBO."""
+    pools = comparison.pools
+    return {
+        "k": pools[0].k if pools else None,
+        "rbo_persistence": RBO_PERSISTENCE,
+        "queries": [
+            {
+                "id": pool.query_id,
+                "rbo": pool.rbo,
+                "entered": list(pool.entered),
+                "unlabelled": [
+                    {"path": d.path, "heading": d.heading or None, "rank": d.rank} for d in pool.unlabelled
+                ],
+            }
+            for pool in pools
+            if pool.entered or pool.rbo < 1.0
+        ],
     }
 
 
