@@ -382,7 +382,7 @@ def _join_repo(kb_path: str, path: str) -> str:
 
 
 def comment_state(report: Report) -> str:
-    """A digest of what the comment reports (metrics, changed queries, findings), so on-change mode
+    """A digest of what the comment reports (metrics, changed queries, findings, unjudged documents), so on-change mode
     can tell a re-run that found the same from one that did not. Times and links are left out."""
     run = report.run
     what = {
@@ -393,5 +393,8 @@ def comment_state(report: Report) -> str:
         "findings": [[f.finding.path, [[q.query_id, q.displaces_expected] for q in f.finding.quoted]]
                      for f in run.findings],
         "verdict": phrases.verdict(report).value,
+        # What entered a top k with no label: a re-run that judged it (or met a new one) says so.
+        "unjudged": [[pool.query_id, [d.path for d in pool.unlabelled]]
+                     for pool in report.comparison.pools if pool.rests_on_unjudged],
     }
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]

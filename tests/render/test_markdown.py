@@ -148,3 +148,29 @@ def test_pull_request_text_cannot_add_markup(outcomes: dict[str, RunOutcome]) ->
 
 
 Make = Callable[[Path], RunOutcome]
+
+
+def test_an_unlabelled_path_cannot_close_the_snippet_or_add_markup(outcomes: dict[str, RunOutcome]) -> None:
+    import cmarkgfm
+    import yaml
+
+    from scanner.compare.pooling import UnlabelledDocument
+
+    outcome = outcomes["worse"]
+    comparison = outcome.report.comparison
+    pool = next(p for p in comparison.pools if p.rests_on_unjudged)
+    hostile_path = "notes/````\n</details><img src=x>@org/team.md"
+    hostile = dataclasses.replace(pool, unlabelled=(UnlabelledDocument(hostile_path, "H `x`", 3),))
+    pools = tuple(hostile if p is pool else p for p in comparison.pools)
+    report = dataclasses.replace(outcome.report, comparison=dataclasses.replace(comparison, pools=pools))
+    markdown = render_summary(report, context(outcome))
+    html = cmarkgfm.github_flavored_markdown_to_html(markdown)
+    outside_code = re.sub(r"<pre.*?</pre>", "", html, flags=re.DOTALL)
+    assert "<img" not in html
+    # A mention notifies outside code only; inside the snippet it is inert text.
+    assert "@org/team" not in outside_code.replace("@\u200borg/team", "")
+    fence = re.search(r"^(`{3,})yaml$", markdown, re.MULTILINE)
+    assert fence is not None and len(fence.group(1)) > 4  # longer than the path's run of four
+    block = markdown.split(fence.group(0) + "\n", 1)[1].split("\n" + fence.group(1) + "\n", 1)[0]
+    entries = yaml.safe_load(block)
+    assert {"path": hostile_path, "heading": "H `x`", "grade": 1} in entries
