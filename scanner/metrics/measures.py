@@ -49,12 +49,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from scanner.golden.file import ExpectedEntry
-
-if TYPE_CHECKING:
-    from scanner.metrics.uncertainty import Interval
 from scanner.retrievers.base import Hit
 
 METRIC_VERSION = 2
@@ -77,6 +73,17 @@ class QueryMetrics:
     judged_at_k: dict[int, float] = field(default_factory=dict)
     average_precision: float | None = None
     """None in a row recorded before this measure."""
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """The bootstrap interval of one measure's mean (computed in metrics/uncertainty.py)."""
+
+    measure: str
+    """The report's key: mrr, map, recall_at_k, ndcg_at_k, precision_at_k, success_at_k, judged_at_k."""
+    k: int | None
+    low: float
+    high: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,11 +31,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from scanner.metrics.measures import QueryMetrics
+from scanner.metrics.measures import Interval, QueryMetrics
 
 BOOTSTRAP_RESAMPLES = 2000
 """Enough for a 95% percentile interval whose ends move by well under 0.01 between seeds for
@@ -50,17 +49,6 @@ DEFAULT_DETECTION_ALPHA = 0.05
 _BATCH_CELLS = 1 << 20
 """Resamples are drawn and counted a batch at a time, batch x queries at most this many cells
 (8 MiB of counts), so 10,000 queries cost 8 MiB, not 160."""
-
-
-@dataclass(frozen=True, slots=True)
-class Interval:
-    """The bootstrap interval of one measure's mean."""
-
-    measure: str
-    """The report's key: mrr, map, recall_at_k, ndcg_at_k, precision_at_k, success_at_k, judged_at_k."""
-    k: int | None
-    low: float
-    high: float
 
 
 def bootstrap_means(columns: Sequence[Sequence[float]], resamples: int = BOOTSTRAP_RESAMPLES,

@@ -65,6 +65,9 @@ def corpus_note(comparison: Comparison) -> str | None:
     corpus = comparison.corpus
     if not comparison.compared or corpus is None or corpus.changed is False:
         return None
+    if comparison.source is Source.GIT:
+        # Against the pull request's base the corpus change is what is measured, not a caveat.
+        return None
     if corpus.changed is None:
         return f"Whether the corpus changed since the compared run is unknown ({corpus.description})."
     return f"The corpus changed since the compared run ({corpus.description}): {CORPUS_CHANGED_CONSEQUENCE}."

@@ -29,8 +29,8 @@ from scanner.compare.pooling import RBO_PERSISTENCE
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
-from scanner.metrics.measures import AggregateMetrics, QueryMetrics
-from scanner.metrics.uncertainty import DETECTION_POWER, Interval
+from scanner.metrics.measures import AggregateMetrics, Interval, QueryMetrics
+from scanner.metrics.uncertainty import DETECTION_POWER
 from scanner.report.serialise import serialise
 from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
