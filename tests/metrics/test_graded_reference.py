@@ -16,6 +16,8 @@ from pathlib import Path
 import ir_measures
 import pytest
 import pytrec_eval
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scanner.golden.file import ExpectedEntry
 from scanner.metrics.measures import aggregate, score_query
@@ -141,3 +143,18 @@ def test_the_aggregates_are_trec_eval_s_means_over_the_counted_queries() -> None
         assert total.precision_at_k[k] == pytest.approx(mean(f"P_{k}"), abs=TOLERANCE)
         assert total.success_at_k[k] == pytest.approx(mean(f"success_{k}"), abs=TOLERANCE)
         assert total.ndcg_at_k[k] == pytest.approx(mean(f"ndcg_cut_{k}"), abs=TOLERANCE)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([f"d{i}.md" for i in range(8)]), max_size=12),
+    st.dictionaries(st.sampled_from([f"d{i}.md" for i in range(8)]), st.integers(0, 4), min_size=1),
+    st.integers(1, 4),
+)
+def test_every_measure_stays_within_zero_and_one_with_grades_and_repeated_chunks(ranking, judged, level) -> None:  # type: ignore[no-untyped-def]
+    hits = [Hit(rank, path, "", None) for rank, path in enumerate(ranking, 1)]
+    row = score_query(hits, [ExpectedEntry(p, None, 1, g) for p, g in judged.items()], KS, level)
+    values = [row.reciprocal_rank, row.average_precision or 0.0]
+    for family in (row.recall_at_k, row.ndcg_at_k, row.precision_at_k, row.success_at_k, row.judged_at_k):
+        values += family.values()
+    assert all(0.0 <= value <= 1.0 for value in values)
