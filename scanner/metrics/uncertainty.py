@@ -96,7 +96,8 @@ def detectable_drop(values: Sequence[float], alpha: float, *, paired: bool) -> f
     """The module docstring's formula; `values` are paired differences (`paired`) or one run's
     per-query values. None when no drop can be significant with this many queries."""
     n = len(values)
-    if n < 2 or 2.0 / 2.0 ** n >= alpha:
+    # 2 / 2^n >= alpha, in logarithms: 2.0 ** n overflows a float past n = 1023.
+    if n < 2 or n <= math.log2(2.0 / alpha):
         return None
     spread = statistics.stdev(values) * (1.0 if paired else math.sqrt(2.0))
     normal = statistics.NormalDist()

@@ -85,3 +85,10 @@ def test_no_drop_is_detectable_when_the_sign_flip_test_cannot_reach_alpha() -> N
     # With n queries the smallest two-sided sign-flip p-value is 2 / 2^n: 0.0625 for 5, 0.03125 for 6.
     assert detectable_drop([0.1, 0.5, 0.2, 0.9, 0.4], 0.05, paired=True) is None
     assert detectable_drop([0.1, 0.5, 0.2, 0.9, 0.4, 0.3], 0.05, paired=True) is not None
+
+
+def test_a_golden_set_of_ten_thousand_queries_has_a_detectable_drop() -> None:
+    # 2.0 ** 10000 overflows a float: the sign-flip bound must be computed without it.
+    values = [(n % 7) / 7 for n in range(10_000)]
+    drop = detectable_drop(values, 0.05, paired=False)
+    assert drop is not None and 0 < drop < 0.05
