@@ -152,7 +152,7 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         stderr.write("kb-eval: internal error (please report this):\n" + traceback.format_exc())
         return finished(ExitCode.INTERNAL)
     _print_diagnostics(diagnostics, stderr)
-    stderr.write(console.findings_warning(outcome.report.run.findings))
+    stderr.write(console.findings_warning(outcome.report.run.findings, outcome.report.findings_at_base))
     if args.format == "json":
         stdout.write(outcome.json_text)
     else:

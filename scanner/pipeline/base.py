@@ -83,6 +83,8 @@ class BaseEvaluation:
     """Kept apart from this run's warnings: they describe files as they were at the base."""
     renamed: Mapping[str, str]
     """Expected files scored under their old name at the base (new -> old)."""
+    quoted: Mapping[str, tuple[str, ...]]
+    """The base's findings: each quoting document's path and the golden query ids it quotes."""
 
 
 def resolve_base(
@@ -177,7 +179,6 @@ def evaluate_base(
                 golden=base_golden,
                 parse_memo=memo,
                 corpus_source=source,
-                scan_quotes=False,
                 cache_dir=None,
                 timestamp=base.committed_at,
             ),
@@ -189,7 +190,11 @@ def evaluate_base(
             Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
         )
     used = {new: old for new, old in renames.items() if old in present}
-    return BaseEvaluation(outcome.run, diagnostics, used)
+    quoted = {
+        located.finding.path: tuple(quoted.query_id for quoted in located.finding.quoted)
+        for located in outcome.run.findings
+    }
+    return BaseEvaluation(outcome.run, diagnostics, used, quoted)
 
 
 def golden_at_base(golden: GoldenSet, renames: Mapping[str, str], present: set[str]) -> GoldenSet:

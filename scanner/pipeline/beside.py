@@ -62,7 +62,10 @@ class BaseBesideHead:
             if isinstance(evaluated, Comparison):
                 message = {"not_compared": [evaluated.reasons[0], evaluated.cause.value if evaluated.cause else None]}
             else:
-                message = {"run": run_document(evaluated.run), "renamed": dict(evaluated.renamed)}
+                message = {
+                    "run": run_document(evaluated.run), "renamed": dict(evaluated.renamed),
+                    "quoted": {path: list(ids) for path, ids in evaluated.quoted.items()},
+                }
         except BaseException:  # noqa: BLE001 - whatever happens, the parent must hear of it
             message, code = {"error": traceback.format_exc()}, 1
         try:
@@ -92,7 +95,8 @@ class BaseBesideHead:
                 reason, Source.GIT, NotComparedCause(cause) if cause else NotComparedCause.REVISION_UNAVAILABLE,
                 revision=self.base.revision,
             )
-        return BaseEvaluation(run_from_document(message["run"]), Diagnostics(), message.get("renamed", {}))
+        quoted = {path: tuple(ids) for path, ids in message.get("quoted", {}).items()}
+        return BaseEvaluation(run_from_document(message["run"]), Diagnostics(), message.get("renamed", {}), quoted)
 
     def cancel(self) -> None:
         """Stop a child whose answer is no longer wanted (the head's evaluation failed)."""

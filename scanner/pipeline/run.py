@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scanner.compare.comparison import BaseRequest, Comparison, Source, compare_runs, compare_with_history, no_previous
+from scanner.compare.findings import FindingAtBase, findings_at_base
 from scanner.compare.gate import GateResult, RegressionBudget, evaluate_gate
 from scanner.compare.report import Report
 from scanner.corpus.parse_memo import ParseMemo
@@ -95,7 +96,7 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     history_plan = plan_history_write(run, inputs.history, plan, diagnostics)
     if history_plan is not None and history_plan.warnings:
         run = dataclasses.replace(run, warnings=run.warnings + history_plan.warnings)
-    report = Report(run, comparison, gate)
+    report = Report(run, comparison, gate, findings_against(evaluation.run, base, comparison))
     document = report_document(report)
     validate(document)
     json_text = serialise(document)
@@ -163,6 +164,15 @@ def compare(run: RunRecord, inputs: Inputs, base: BaseEvaluation | Comparison | 
     if isinstance(inputs.base, Comparison):
         return inputs.base  # the revision cannot be evaluated; the comparison says why
     return compare_with_previous(run, inputs.history, inputs.baseline, plan.history_disabled_reason)
+
+
+def findings_against(
+    run: RunRecord, base: BaseEvaluation | Comparison | None, comparison: Comparison
+) -> tuple[FindingAtBase, ...] | None:
+    """The head's findings told from the base's, when the base was evaluated and compared."""
+    if base is None or isinstance(base, Comparison) or not comparison.compared:
+        return None
+    return findings_at_base(run, base.run, base.quoted)
 
 
 def plan_history_write(

@@ -114,6 +114,7 @@ def test_no_history_means_no_previous_and_corpus_changed_is_null_not_false() -> 
             "reasons": ["no previous run in the history"],
             "cause": "no-history",
             "hint": None,
+            "findings_at_base": None,
         },
     }
 
@@ -128,6 +129,7 @@ def test_a_history_with_no_comparable_run_compares_nothing_and_says_why() -> Non
         "reasons": ["golden changed since the previous run"],
         "cause": "incomparable-fingerprint",
         "hint": None,
+        "findings_at_base": None,
     }
     assert parts["previous"] is None and parts["diff"] is None
     assert parts["corpus_changed"] is None
@@ -259,6 +261,7 @@ def test_no_previous_is_its_own_status() -> None:
         "reasons": ["history disabled (--no-history)"],
         "cause": "no-baseline",
         "hint": None,
+        "findings_at_base": None,
     }
 
 

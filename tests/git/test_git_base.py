@@ -109,7 +109,7 @@ def test_the_base_commit_is_evaluated_and_a_regression_against_it_fails_the_gate
     result, report = run(repo / "kb", "--baseline-ref=HEAD~1", "--fail-on-regression")
     assert result.exit_code == ExitCode.REGRESSION
     assert report["comparison"] == {
-        "status": "compared", "source": "git", "reasons": [], "cause": None, "hint": None,
+        "status": "compared", "source": "git", "reasons": [], "cause": None, "hint": None, "findings_at_base": [],
     }
     assert report["previous"]["source"] == "git"
     assert report["previous"]["commit"] == base and len(base) == 40
@@ -180,15 +180,21 @@ def test_a_shallow_clone_without_the_base_completes_and_says_what_to_add(tmp_pat
     subprocess.run(
         ["git", "clone", "-q", "--depth", "1", f"file://{origin}", str(clone)], env=GIT_ENV, check=True
     )
-    result, report = run_pull_request(clone / "kb", base, "--fail-on-regression")
+    # Without a gate: the run completes and says what to add.
+    result, report = run_pull_request(clone / "kb", base)
     assert result.exit_code == ExitCode.OK
     assert report["comparison"]["status"] == "no-previous"
     assert report["comparison"]["cause"] == NotComparedCause.SHALLOW_CLONE.value
     assert report["comparison"]["hint"] == SHALLOW_HINT and "fetch-depth: 0" in SHALLOW_HINT
     assert "shallow" in report["comparison"]["reasons"][0]
     assert report["gate"]["evaluated"] is False
-    assert "The regression gate could not run" in result.stderr_text and "fetch-depth: 0" in result.stderr_text
-    # The same commit named by the user in the shallow clone: still a warning, not exit 2.
+    # With the gate asked for, a gate that compared nothing is not green: exit 2 and the fix.
+    gated, report = run_pull_request(clone / "kb", base, "--fail-on-regression")
+    assert gated.exit_code == ExitCode.BAD_INPUT
+    assert report["gate"]["evaluated"] is False  # the report is still printed
+    assert "the regression gate cannot run" in gated.stderr_text and "fetch-depth: 0" in gated.stderr_text
+    assert "--fail-on-regression" in gated.stderr_text
+    # The same commit named by the user in the shallow clone, without a gate: a warning, not exit 2.
     named, _ = run(clone / "kb", f"--baseline-ref={base}")
     assert named.exit_code == ExitCode.OK
 
@@ -328,7 +334,7 @@ def test_a_kb_folder_absent_at_the_base_is_not_compared(tmp_path: Path) -> None:
     commit(repo, BASE_KB, "add the kb")
     result, report = run(repo / "kb", "--baseline-ref=HEAD~1")
     assert result.exit_code == ExitCode.OK
-    assert report["comparison"]["cause"] == "revision-unavailable"
+    assert report["comparison"]["cause"] == "kb-absent-at-base"
     assert "does not exist" in report["comparison"]["reasons"][0]
 
 
