@@ -295,3 +295,11 @@ def golden_snippet(pool: QueryPool) -> list[str]:
             lines.append(f"        heading: {json.dumps(document.heading, ensure_ascii=False)}")
         lines.append("        grade: 1")
     return lines
+
+
+def trend_legend(series: Sequence[tuple[str, str]]) -> str:
+    """Under the trend chart: which line is which, for a renderer that draws no legend."""
+    return "Lines: " + "; ".join(f"{name} ({_COLOUR_NAMES.get(colour, colour)})" for name, colour in series) + "."
+
+
+_COLOUR_NAMES = {"#0072B2": "blue", "#E69F00": "orange"}
