@@ -25,7 +25,7 @@ from scanner.foundation.progress import counted
 from scanner.golden.file import GoldenSet, find_golden, load_golden
 from scanner.metrics.measures import METRIC_VERSION, AggregateMetrics, aggregate, score_query
 from scanner.retrievers.base import SearchRequest
-from scanner.scan.quotes import Finding, locate, normalise, scan
+from scanner.scan.quotes import Finding, QuoteLocation, locate, normalise, scan
 from scanner.search.index import Index
 from scanner.search.query_compiler import compile_query
 from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, default_settings
@@ -169,14 +169,25 @@ def aggregate_by_tag(queries: Sequence[QueryRecord], ks: Sequence[int]) -> tuple
 
 
 def locate_findings(findings: Sequence[Finding], index: Index, golden: GoldenSet) -> list[LocatedFinding]:
+    """Each quotation's line and column. The quotations in one field of one chunk are located
+    together, so a section is read and normalised once however many queries it quotes."""
     if not findings:
         return []
     text_of = {q.id: normalise(q.text) for q in golden.queries}
+    wanted: dict[tuple[int, str], list[str]] = {}
+    for finding in findings:
+        for quoted in finding.quoted:
+            wanted.setdefault((quoted.first_quote_chunk, quoted.first_quote_field), []).append(text_of[quoted.query_id])
+    where: dict[tuple[int, str, str], QuoteLocation] = {}
+    for (chunk_id, field), needles in wanted.items():
+        unique = list(dict.fromkeys(needles))
+        for needle, location in zip(unique, locate(index.chunk(chunk_id), field, unique), strict=True):
+            where[chunk_id, field, needle] = location
     return [
         LocatedFinding(
             finding,
             tuple(
-                locate(index.chunk(quoted.first_quote_chunk), quoted.first_quote_field, text_of[quoted.query_id])
+                where[quoted.first_quote_chunk, quoted.first_quote_field, text_of[quoted.query_id]]
                 for quoted in finding.quoted
             ),
         )

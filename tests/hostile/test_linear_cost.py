@@ -9,7 +9,21 @@ ordinary construct still parses as before.
 
 from __future__ import annotations
 
+import random
+
+from scanner.corpus.documents import Chunk
 from scanner.corpus.markdown import parse_document
+from scanner.golden.file import GoldenQuery
+from scanner.scan.quotes import (
+    MIN_QUOTE_CHARS,
+    Needle,
+    QuoteScanner,
+    drop_explained_matches,
+    first_occurrences,
+    locate,
+    normalise,
+)
+from scanner.search.index import IndexedChunk
 from tests.hostile.bounded import cost_ratio
 
 RATIO = 6.0
@@ -46,3 +60,64 @@ def test_a_fence_still_hides_headings_until_a_closing_run_at_least_as_long() -> 
     sections = parse_document(text, "t").sections
     assert [s.heading for s in sections] == ["", "Heading"]
     assert parse_document("~~~\n# code\n```\n# code\n~~~\n# Out\n", "t").sections[-1].heading == "Out"
+
+
+# -- quote scanning and locating ------------------------------------------------------------------
+
+def _golden(texts: list[str]) -> list[GoldenQuery]:
+    return [GoldenQuery(f"q{n}", text, (), (), n + 1) for n, text in enumerate(texts)]
+
+
+def _chain(count: int) -> list[str]:
+    """Queries that are suffixes of one another: at every character of a run of `a`, every one
+    of them ends there."""
+    return ["a" * (MIN_QUOTE_CHARS + n) for n in range(count)]
+
+
+def _letters(size: int, seed: int = 1) -> str:
+    generator = random.Random(seed)
+    return "".join(generator.choice("ab ") for _ in range(size))
+
+
+def test_queries_that_are_suffixes_of_one_another_scan_in_linear_time() -> None:
+    scanner = QuoteScanner(_golden([*_chain(300), "b" * MIN_QUOTE_CHARS]))
+    attack = [IndexedChunk(1, "a.md", "", "", "a" * SIZE)]  # every chain query ends at every character
+    baseline = [IndexedChunk(1, "a.md", "", "", _letters(SIZE))]
+    assert cost_ratio(lambda: scanner.matches_in_document(attack), lambda: scanner.matches_in_document(baseline)) < RATIO
+    assert len(scanner.matches_in_document(attack)) == 300  # the near miss: every one is still found
+
+
+def test_first_occurrences_agrees_with_str_find() -> None:
+    generator = random.Random(7)
+    for _ in range(200):
+        distinct = {"".join(generator.choice("ab") for _ in range(generator.randint(1, 6))) for _ in range(20)}
+        words = dict(enumerate(sorted(distinct)))
+        text = "".join(generator.choice("ab") for _ in range(generator.randint(0, 300)))
+        expected = {n: text.find(word) for n, word in words.items() if word in text}
+        assert first_occurrences(words, text) == expected
+
+
+def test_many_matched_queries_in_one_document_are_explained_in_linear_time() -> None:
+    # 600 matched wordings, each inside the next, against 6 of the same total length: pairwise
+    # containment tests grew with the number of matches squared.
+    def needles(texts: list[str]) -> list[Needle]:
+        return [Needle(text, _golden([text])[0], n, frozenset()) for n, text in enumerate(texts)]
+
+    chain = needles(_chain(600))
+    few = needles([f"{n:06d}" * (sum(map(len, _chain(600))) // 36) for n in range(6)])
+    assert cost_ratio(lambda: drop_explained_matches(chain), lambda: drop_explained_matches(few)) < RATIO
+    assert drop_explained_matches(chain) == [chain[-1]]  # the near miss: only the longest is kept
+    flat = needles([f"{n:06d}" * 50 for n in range(600)])  # none inside another: all kept
+    assert len(drop_explained_matches(flat)) == 600
+
+
+def test_a_section_quoting_many_queries_is_read_once_to_locate_them() -> None:
+    queries = [f"golden query number {n:04d} here" for n in range(200)]
+    body = _letters(SIZE) + "\n" + "\n".join(queries)  # every quotation after the whole section
+    chunk = Chunk("a.md", "", ("a",), body, 1, 2 + len(queries), None, 1, (1,))
+    one = [normalise(queries[-1])]
+    every = [normalise(query) for query in queries]
+    assert cost_ratio(lambda: locate(chunk, "body", every), lambda: locate(chunk, "body", one)) < RATIO
+    located = locate(chunk, "body", every)
+    assert [location.line for location in located] == list(range(2, 2 + len(queries)))
+    assert {location.column for location in located} == {1}
