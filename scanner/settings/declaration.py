@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import enum
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -37,7 +38,7 @@ from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD
 from scanner.foundation.errors import InputError
 from scanner.github.comment import CommentMode
 from scanner.github.workflow import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
-from scanner.report.history import DEFAULT_HISTORY_SIZE
+from scanner.report.history import DEFAULT_HISTORY_SIZE, MAX_HISTORY_RUNS
 from scanner.retrievers import command as command_module
 from scanner.retrievers import http_settings as http_module
 from scanner.retrievers.base import RetrieverKind
@@ -57,6 +58,16 @@ MAX_CUTOFF = 1000
 """Largest `limit` and k: a golden query judges a handful of documents, and a deeper list only
 costs time (and, for an HTTP service, load)."""
 MAX_ANNOTATIONS_INPUT = 1000
+MAX_TIMEOUT_S = 3600.0
+"""Largest `http-timeout` and `command-timeout`: an hour per attempt. Every value the settings
+accept must run, and past ~9.2e9 s a timeout overflows the C types socket and thread waits use
+(`--http-timeout 9223372037` was a traceback); no search answer is worth waiting longer for."""
+MAX_HTTP_RETRIES = 100
+"""Largest `http-retries`: each retry waits at most the backoff cap, so this bounds one query's
+time by what the timeout allows, not by what an integer can spell."""
+MAX_CONCURRENCY = 64
+"""Largest `concurrency`: one thread per query in flight, and a service that is asked more at
+once only answers 429."""
 FORMATS = ("text", "json")
 
 
@@ -200,36 +211,55 @@ def _text(text: str) -> str:
     return text
 
 
+PATH_MAX_BYTES = 4096
+"""Bytes of the longest path the kernel takes (Linux's PATH_MAX, with its NUL); NAME_MAX_BYTES for
+one name in it. A path input past either was an OSError (ENAMETOOLONG) deep in the run, exit 3;
+it is refused here, as written and as the absolute path the run uses, with the setting's name."""
+NAME_MAX_BYTES = 255
+
+
 def _path(text: str) -> Path:
     if not text:
         raise Refused("an empty path", "docs")
+    try:
+        absolute = os.fsencode(os.path.abspath(text))
+    except (UnicodeError, ValueError):  # a lone surrogate not from undecodable bytes, a NUL
+        raise Refused("not a path this system can name", "docs") from None
+    if len(absolute) >= PATH_MAX_BYTES - 64 or any(len(part) > NAME_MAX_BYTES for part in absolute.split(b"/")):
+        # 64 bytes kept for the names kb-eval adds inside a folder input (the parse cache's file).
+        raise Refused(
+            f"longer than a path can be here ({PATH_MAX_BYTES - 64} bytes in all, {NAME_MAX_BYTES} per name)", "docs"
+        )
     return Path(text)
 
 
-def _int_in(low: int, high: int | None, example: int) -> Callable[[str], int]:
+def _int_in(low: int, high: int, example: int) -> Callable[[str], int]:
+    """Every numeric setting has an upper bound the code can hold: a value the settings accept
+    must run (an unbounded one overflowed deep inside the run, exit 3)."""
+
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            # Digits are counted before int() sees them: a 5,000-digit number is refused here.
+            value = int(text) if len(text.strip()) <= 32 else None
         except ValueError:
             value = None
-        if value is None or value < low or (high is not None and value > high):
-            span = f"from {low} to {high}" if high is not None else f"of {low} or more"
-            raise Refused(f"not a whole number {span}", str(example))
+        if value is None or value < low or value > high:
+            raise Refused(f"not a whole number from {low} to {high}", str(example))
         return value
 
     return parse
 
 
-def _float_in(low: float, high: float | None, *, low_open: bool, high_open: bool, example: str) -> Callable[[str], float]:
+def _float_in(low: float, high: float, *, low_open: bool, high_open: bool, example: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = math.nan
         above = value > low if low_open else value >= low
-        below = high is None or (value < high if high_open else value <= high)
+        below = value < high if high_open else value <= high
         if not (math.isfinite(value) and above and below):
-            upper = "inf)" if high is None else f"{high:g}{')' if high_open else ']'}"
+            upper = f"{high:g}{')' if high_open else ']'}"
             raise Refused(f"not a number in {'(' if low_open else '['}{low:g}, {upper}", example)
         return value
 
@@ -330,7 +360,7 @@ def _dotted_path(text: str) -> str:
 
 
 def _concurrency(text: str) -> int:
-    value = _int_in(1, None, 4)(text)
+    value = _int_in(1, MAX_CONCURRENCY, 4)(text)
     return validate_concurrency(value)
 
 
@@ -402,7 +432,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "history-size", "history_size", Group.HISTORY, "runs kept in the history",
-        _int_in(1, None, DEFAULT_HISTORY_SIZE), DEFAULT_HISTORY_SIZE, str(DEFAULT_HISTORY_SIZE), metavar="N",
+        _int_in(1, MAX_HISTORY_RUNS, DEFAULT_HISTORY_SIZE), DEFAULT_HISTORY_SIZE, str(DEFAULT_HISTORY_SIZE), metavar="N",
     ),
     Setting(
         "baseline", "baseline", Group.HISTORY,
@@ -487,13 +517,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "http-timeout", "http_timeout", Group.RETRIEVER, "HTTP retriever: seconds per attempt",
-        _float_in(0.0, None, low_open=True, high_open=True, example="30"),
+        _float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="30"),
         http_module.DEFAULT_TIMEOUT_S, f"{http_module.DEFAULT_TIMEOUT_S:g}", retrievers=_HTTP, metavar="SECONDS",
     ),
     Setting(
         "http-retries", "http_retries", Group.RETRIEVER,
         "HTTP retriever: extra attempts after a connection error, timeout, 429 or 5xx",
-        _int_in(0, None, http_module.DEFAULT_RETRIES), http_module.DEFAULT_RETRIES,
+        _int_in(0, MAX_HTTP_RETRIES, http_module.DEFAULT_RETRIES), http_module.DEFAULT_RETRIES,
         str(http_module.DEFAULT_RETRIES), retrievers=_HTTP, metavar="N",
     ),
     Setting(
@@ -506,7 +536,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "command-timeout", "command_timeout", Group.RETRIEVER,
         "command retriever: seconds per query before the program is killed",
-        _float_in(0.0, None, low_open=True, high_open=True, example="60"),
+        _float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="60"),
         command_module.DEFAULT_TIMEOUT_S, f"{command_module.DEFAULT_TIMEOUT_S:g}",
         retrievers=frozenset({RetrieverKind.COMMAND}), metavar="SECONDS",
     ),
