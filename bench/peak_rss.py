@@ -285,7 +285,7 @@ def quotes_suffix_chain(root: Path) -> Path:
     kb = _kb(root)
     queries, size, length = [], 0, 12
     while size < MIB - 64 * 1024:
-        queries.append(f"  - {{query: {'a' * length}, expected: [a.md]}}\n")
+        queries.append(f"  - {{id: q{length}, query: {'a' * length}, expected: [a.md]}}\n")
         size += len(queries[-1])
         length += 1
     (kb / ".kb-eval.yml").write_text("queries:\n" + "".join(queries), encoding="utf-8")
