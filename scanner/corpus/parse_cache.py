@@ -91,9 +91,7 @@ def proves_itself(relative: str, data: bytes, document: Document, warnings: list
         if chunk.heading_line is None:
             if n != 0 or chunk.heading or chunk.body_start_line != chunk.start_line:
                 return False
-        elif chunk.heading_line != chunk.start_line or chunk.body_start_line == chunk.start_line:
-            return False
-        elif chunk.heading not in " ".join(part.strip() for part in lines[chunk.start_line - 1 : chunk.body_start_line - 1]):
+        elif chunk.heading_line != chunk.start_line or chunk.body_start_line == chunk.start_line or chunk.heading not in " ".join(part.strip() for part in lines[chunk.start_line - 1 : chunk.body_start_line - 1]):
             return False
         if chunk.body != "\n".join(lines[chunk.body_start_line - 1 : chunk.end_line]):
             return False

@@ -179,10 +179,10 @@ def locate_findings(findings: Sequence[Finding], index: Index, golden: GoldenSet
         for quoted in finding.quoted:
             wanted.setdefault((quoted.first_quote_chunk, quoted.first_quote_field), []).append(text_of[quoted.query_id])
     where: dict[tuple[int, str, str], QuoteLocation] = {}
-    for (chunk_id, field), needles in wanted.items():
+    for (chunk_id, field_name), needles in wanted.items():
         unique = list(dict.fromkeys(needles))
-        for needle, location in zip(unique, locate(index.chunk(chunk_id), field, unique), strict=True):
-            where[chunk_id, field, needle] = location
+        for needle, location in zip(unique, locate(index.chunk(chunk_id), field_name, unique), strict=True):
+            where[chunk_id, field_name, needle] = location
     return [
         LocatedFinding(
             finding,
