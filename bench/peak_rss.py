@@ -293,6 +293,19 @@ def quotes_suffix_chain(root: Path) -> Path:
     return kb
 
 
+def quotes_periodic(root: Path) -> Path:
+    """One 2,000-character query of one letter and a note of that letter at the cap: pyahocorasick
+    walks a failure chain as long as the query at every character (the quote scan's worst)."""
+    kb = _kb(root)
+    (kb / ".kb-eval.yml").write_text(
+        f"queries:\n  - {{id: long, query: {'a' * 2000}, expected: [a.md]}}\n"
+        f"  - {{id: other, query: {'b' * 12}, expected: [a.md]}}\n",
+        encoding="utf-8",
+    )
+    (kb / "big.md").write_bytes(b"a" * UNDER_CAP)
+    return kb
+
+
 def quotes_located_in_one_section(root: Path) -> Path:
     """10,000 distinct queries, all quoted once at the end of one section at the cap (locating re-read
     the section once per query: hours)."""
@@ -314,7 +327,7 @@ CASES: dict[str, Callable[[Path], Path]] = {
         title_x_headings_57kb, title_x_headings_114kb, nested_title_headings_under_cap, empty_headings_under_cap,
         frontmatter_at_cap, sections_at_corpus_cap, sections_over_corpus_cap,
         history_objects_at_cap, history_floats_at_cap, bytes_at_corpus_cap, bytes_over_corpus_cap,
-        fence_over_short_lines_under_cap, quotes_suffix_chain, quotes_located_in_one_section,
+        fence_over_short_lines_under_cap, quotes_suffix_chain, quotes_periodic, quotes_located_in_one_section,
         *(_script_case(*names) for names in (("latin",), ("han",), ("kana",), ("hangul",), ("latin", "han", "kana", "hangul"))),
     )
 }

@@ -23,6 +23,7 @@ from scanner.scan.quotes import (
     locate,
     normalise,
 )
+from scanner.search.analysis import Analyzer
 from scanner.search.index import IndexedChunk
 from tests.hostile.bounded import cost_ratio
 
@@ -107,7 +108,10 @@ def test_many_matched_queries_in_one_document_are_explained_in_linear_time() -> 
         return [Needle(text, _golden([text])[0], n, frozenset()) for n, text in enumerate(texts)]
 
     chain = needles(_chain(600))
-    few = needles([f"{n:06d}" * (sum(map(len, _chain(600))) // 36) for n in range(6)])
+    # Aperiodic text: pyahocorasick walks the whole failure chain at every character, so a long
+    # periodic wording (`000000...`) is slow for a reason of its own (docs/limits-and-safety.md).
+    generator = random.Random(3)
+    few = needles(["".join(generator.choice("abcdefgh") for _ in range(sum(map(len, _chain(600))) // 6)) for _ in range(6)])
     assert cost_ratio(lambda: drop_explained_matches(chain), lambda: drop_explained_matches(few)) < RATIO
     assert drop_explained_matches(chain) == [chain[-1]]  # the near miss: only the longest is kept
     flat = needles([f"{n:06d}" * 50 for n in range(600)])  # none inside another: all kept
@@ -124,3 +128,46 @@ def test_a_section_quoting_many_queries_is_read_once_to_locate_them() -> None:
     located = locate(chunk, "body", every)
     assert [location.line for location in located] == list(range(2, 2 + len(queries)))
     assert {location.column for location in located} == {1}
+
+
+# -- analysis -------------------------------------------------------------------------------------
+
+ANALYSIS_SHAPES = {
+    "one word": lambda size: "a" * size,
+    "one word with a suffix to stem": lambda size: "ab" * (size // 2 - 5) + "ingly",
+    "one CJK run": lambda size: "中" * size,
+    "CJK and Latin alternating": lambda size: "a中" * (size // 2),
+    "distinct words": lambda size: " ".join(f"w{n}" for n in range(size // 6))[:size],
+}
+
+
+def test_analysis_cost_grows_linearly_with_the_text_for_every_shape() -> None:
+    # The input four times as long must cost about four times as much: a product of two sizes
+    # (a long word against its length, a run against its characters) would cost sixteen.
+    for name, shape in ANALYSIS_SHAPES.items():
+        small, large = shape(SIZE // 4), shape(SIZE)
+        ratio = cost_ratio(lambda large=large: list(Analyzer().index_ids(large)),  # type: ignore[misc]
+                           lambda small=small: list(Analyzer().index_ids(small)))  # type: ignore[misc]
+        assert ratio < 4 * 2.5, (name, ratio)
+
+
+# -- section splitting ----------------------------------------------------------------------------
+
+SPLITTING_SHAPES = {
+    "empty headings": lambda size: "#\n" * (size // 2),
+    "nested headings": lambda size: "".join(f"{'#' * (n % 6 + 1)} heading {n}\n" for n in range(size // 16)),
+    "setext headings over long paragraphs": lambda size: ("a line of text\n" * 50 + "===\n") * (size // 754),
+    "rules that almost are": lambda size: ("- " * (size // 8) + "x\n") * 4,
+    "spaces inside a heading": lambda size: "# a" + " " * (size - 6) + "b\n",
+    "list and quote markers": lambda size: "> 1. - + * <x\n" * (size // 14),
+    "indented lines": lambda size: "    code\n" * (size // 9),
+    "a fence per line": lambda size: "```\n" * (size // 4),
+}
+
+
+def test_section_splitting_cost_grows_linearly_with_the_text_for_every_shape() -> None:
+    for name, shape in SPLITTING_SHAPES.items():
+        small, large = shape(SIZE // 4), shape(SIZE)
+        ratio = cost_ratio(lambda large=large: parse_document(large, "t"),  # type: ignore[misc]
+                           lambda small=small: parse_document(small, "t"))  # type: ignore[misc]
+        assert ratio < 4 * 2.5, (name, ratio)
