@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from scanner.foundation.strict_json import MAX_JSON_CONTAINERS
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -133,7 +135,7 @@ def golden_10000_queries(root: Path) -> Path:
 
 
 def title_x_headings_57kb(root: Path) -> Path:
-    """Issue 14's amplification: a 40,000-character title and 2,000 empty headings (57 KB)."""
+    """An amplification once found: a 40,000-character title and 2,000 empty headings (57 KB)."""
     kb = _kb(root)
     (kb / "amp.md").write_text("---\ntitle: " + "t" * 40_000 + "\n---\n" + "## \n" * 2_000, encoding="utf-8")
     return kb
@@ -219,9 +221,9 @@ def _history(kb: Path, runs_json: bytes) -> None:
 
 
 def history_objects_at_cap(root: Path) -> Path:
-    """A history of 2,000,000 empty runs (`{}`), the container cap: the most objects it may hold."""
+    """A history of empty runs (`{}`) at the container cap: the most objects it may hold."""
     kb = _kb(root)
-    _history(kb, b"[" + b",".join([b"{}"] * (2_000_000 - 2)) + b"]")
+    _history(kb, b"[" + b",".join([b"{}"] * (MAX_JSON_CONTAINERS - 2)) + b"]")
     return kb
 
 

@@ -28,7 +28,8 @@ from scanner.render.console import SafeStream
 from scanner.render.text import render_text
 from scanner.report.document import ReportInvalid
 from scanner.retrievers.base import RetrieverKind
-from scanner.settings.declaration import Interface, RunSettings, add_arguments, in_interface_words, read_cli
+from scanner.settings.arguments import add_arguments, read_cli
+from scanner.settings.declaration import Interface, RunSettings, in_interface_words
 from scanner.settings.retriever import choose_kind, retriever_builder
 
 
@@ -157,7 +158,7 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         stdout.write(render_text(outcome.report))
     code = ExitCode.OK
     gate = outcome.report.gate
-    if args.fail_on_regression and not gate.evaluated:  # issue 17: a gate that could not run says so
+    if args.fail_on_regression and not gate.evaluated:  # a gate that could not run says so
         stderr.write(f"kb-eval: warning: {phrases.gate_not_run(gate, outcome.report.comparison)}\n")
     if gate.tripped and args.fail_on_regression:
         stderr.write(console.regression_line(gate))
@@ -213,7 +214,7 @@ def plan_from_args(args: RunSettings) -> RunPlan:
 
 
 def baseline_request(args: RunSettings) -> BaseRequest | None:
-    """Issue 17: --baseline-ref, refused with --baseline (one thing to compare with)."""
+    """--baseline-ref, refused with --baseline (one thing to compare with)."""
     if args.baseline_ref is not None and args.baseline is not None:
         raise InputError(
             "--baseline and --baseline-ref both name what to compare with",

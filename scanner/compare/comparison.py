@@ -22,12 +22,13 @@ scanner/render's job.
 from __future__ import annotations
 
 import enum
-import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal
 
+from scanner.compare.fingerprint import fingerprint_differences, pick_comparable
 from scanner.evaluation.records import QueryRecord, RunRecord
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics, hit_matches
 from scanner.search.index import CorpusSnapshot
@@ -36,19 +37,6 @@ DELTA_DECIMALS = 10
 """Deltas are rounded to 10 decimals: 0.80 - 0.75 is 0.05000000000000004 in floating
 point, and float noise must not decide whether a drop is over the gate threshold.
 Metrics are means over at most tens of thousands of queries, far coarser than 1e-10."""
-
-_NAMED_FINGERPRINT_KEYS = (
-    "golden_sha256",
-    "retriever",
-    "limit",
-    "k",
-    "metric_version",
-)
-"""Keys with a purpose-written reason, in the order reasons are listed."""
-
-_MAX_VALUE_CHARS = 60
-"""Values quoted in a reason are cut here: they come from files a pull request controls."""
-
 
 class ComparisonStatus(enum.Enum):
     COMPARED = "compared"
@@ -60,7 +48,7 @@ class ComparisonStatus(enum.Enum):
 
 
 class NotComparedCause(enum.Enum):
-    """Why nothing was compared, as a closed set the renderers can phrase (issue 17): a gate
+    """Why nothing was compared, as a closed set the renderers can phrase: a gate
     that could not run is a warning naming one of these, never silence."""
 
     NO_BASELINE = "no-baseline"
@@ -98,7 +86,26 @@ class BaseRequest:
 
 
 MetricFamily = Literal["mrr", "recall", "ndcg"]
-Source = Literal["history", "baseline", "git"]
+
+
+class Source(StrEnum):
+    """What a run was compared with."""
+
+    HISTORY = "history"
+    BASELINE = "baseline"
+    GIT = "git"
+    """The KB at a git revision (a pull request's base commit, or --baseline-ref), evaluated in this run."""
+
+
+class QueryStatus(StrEnum):
+    """How one query's metrics moved between two runs."""
+
+    WORSE = "worse"
+    """Some metric fell and none rose."""
+    BETTER = "better"
+    """Some metric rose and none fell."""
+    MIXED = "mixed"
+    UNCHANGED = "unchanged"
 """Where the previous run came from: the history file, a baseline report, or a git revision
 evaluated in the same job."""
 
@@ -174,17 +181,16 @@ class QueryDelta:
     it down (None when nothing new ranks above it)."""
 
     @property
-    def status(self) -> Literal["worse", "better", "mixed", "unchanged"]:
-        """worse: some metric fell and none rose; better: the reverse; mixed: both."""
+    def status(self) -> QueryStatus:
         fell = any(d.delta < 0 for d in self.deltas)
         rose = any(d.delta > 0 for d in self.deltas)
         if fell and rose:
-            return "mixed"
+            return QueryStatus.MIXED
         if fell:
-            return "worse"
+            return QueryStatus.WORSE
         if rose:
-            return "better"
-        return "unchanged"
+            return QueryStatus.BETTER
+        return QueryStatus.UNCHANGED
 
     def delta_of(self, metric: Metric) -> MetricDelta | None:
         for delta in self.deltas:
@@ -257,82 +263,11 @@ class Comparison:
 
     def changed_queries(self) -> list[QueryDelta]:
         """The queries whose metrics moved, the largest single drop first (what a reader needs)."""
-        moved = [query for query in self.query_deltas if query.status != "unchanged"]
+        moved = [query for query in self.query_deltas if query.status is not QueryStatus.UNCHANGED]
         return sorted(moved, key=lambda q: min((d.delta for d in q.deltas), default=0.0))
 
 
 # --- choosing what to compare with -----------------------------------------------
-
-
-def fingerprint_differences(
-    current: Mapping[str, object],
-    previous: Mapping[str, object],
-    against: str = "the previous run",
-) -> list[str]:
-    """Why two fingerprints are not equal, one human reason per differing key; empty if equal.
-
-    `against` names the previous run in the reasons ("the previous run", "the baseline").
-    Values are quoted as `previous vs current`.
-    """
-    reasons: list[str] = []
-    keys = [key for key in _NAMED_FINGERPRINT_KEYS if key in current or key in previous]
-    keys += sorted(key for key in {*current, *previous} if key not in _NAMED_FINGERPRINT_KEYS)
-    order = f"({against} vs this run)"
-    for key in keys:
-        if key not in previous:
-            reasons.append(f"fingerprint field {_show(key)} is not recorded in {against}")
-            continue
-        if key not in current:
-            reasons.append(f"fingerprint field {_show(key)} is recorded in {against} but not in this run")
-            continue
-        old, new = previous[key], current[key]
-        if _same(old, new):
-            continue
-        if key == "golden_sha256":
-            reasons.append(f"golden changed since {against}")
-        elif key == "limit":
-            reasons.append(f"limit differs: {_show(old)} vs {_show(new)} {order}")
-        elif key == "k":
-            reasons.append(f"k values differ: {_show(old)} vs {_show(new)} {order}")
-        elif key == "metric_version":
-            reasons.append(f"metric version differs: {_show(old)} vs {_show(new)} {order}")
-        elif key == "retriever" and isinstance(old, Mapping) and isinstance(new, Mapping):
-            for part in sorted({*old, *new}):
-                if part not in old or part not in new or not _same(old[part], new[part]):
-                    reasons.append(
-                        f"retriever differs: {part} {_show(old.get(part))} vs {_show(new.get(part))} {order}"
-                    )
-        elif key == "retriever":
-            reasons.append(f"retriever differs: {_show(old)} vs {_show(new)} {order}")
-        else:
-            reasons.append(f"fingerprint field {_show(key)} differs: {_show(old)} vs {_show(new)} {order}")
-    return reasons
-
-
-def _same(a: object, b: object) -> bool:
-    # JSON equality: 10 == 10.0 is fine, but True must not equal 1.
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b or (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b)
-
-
-def _show(value: object) -> str:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=True)
-    if len(text) > _MAX_VALUE_CHARS:
-        text = text[: _MAX_VALUE_CHARS - 3] + "..."
-    return text
-
-
-def pick_comparable(current_fingerprint: Mapping[str, object], runs: Sequence[RunRecord]) -> RunRecord | None:
-    """The newest run (runs are newest first) whose fingerprint equals this run's, or None."""
-    for run in runs:
-        if _same(dict(run.fingerprint), dict(current_fingerprint)):
-            return run
-    return None
 
 
 def no_previous(
@@ -352,24 +287,24 @@ def no_previous(
 def compare_with_history(current: RunRecord, runs: Sequence[RunRecord]) -> Comparison:
     """Compare with the newest comparable run of the history (newest first)."""
     if not runs:
-        return no_previous("no previous run in the history", "history", NotComparedCause.NO_HISTORY)
+        return no_previous("no previous run in the history", Source.HISTORY, NotComparedCause.NO_HISTORY)
     match = pick_comparable(current.fingerprint, runs)
     if match is not None:
-        return compare_runs(current, match, "history")
+        return compare_runs(current, match, Source.HISTORY)
     reasons = fingerprint_differences(current.fingerprint, runs[0].fingerprint, "the previous run")
     if len(runs) > 1:
         reasons.insert(
             0,
             f"none of the {len(runs)} runs in the history has this run's settings; the newest differs as follows",
         )
-    return _incomparable(reasons, "history")
+    return _incomparable(reasons, Source.HISTORY)
 
 
 def compare_runs(
-    current: RunRecord, previous: RunRecord, source: Source = "history", revision: BaseRevision | None = None
+    current: RunRecord, previous: RunRecord, source: Source = Source.HISTORY, revision: BaseRevision | None = None
 ) -> Comparison:
     """Compare this run with one previous run: incomparable unless the fingerprints are equal."""
-    against = {"baseline": "the baseline", "git": "the base revision"}.get(source, "the previous run")
+    against = {Source.BASELINE: "the baseline", Source.GIT: "the base revision"}.get(source, "the previous run")
     reasons = fingerprint_differences(current.fingerprint, previous.fingerprint, against)
     if reasons:
         return _incomparable(reasons, source, revision)

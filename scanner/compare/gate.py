@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from scanner.compare.comparison import Comparison, Metric
 from scanner.compare.significance import SignFlipResult, paired_sign_flip_test
-from scanner.foundation.errors import InputError
 from scanner.foundation.untrusted_text import shown
 
 DEFAULT_REGRESSION_THRESHOLD = 0.05
@@ -62,25 +61,9 @@ class GateResult:
     """Every aggregate metric that fell, worst first."""
 
 
-def check_gate_settings(threshold: float, alpha: float | None) -> None:
-    """Refuse settings that would make the gate meaningless (exit 2)."""
-    if not (math.isfinite(threshold) and 0.0 <= threshold < 1.0):
-        raise InputError(
-            f"--regression-threshold must be a number in [0, 1), got {threshold}",
-            field="--regression-threshold",
-            hint="it is an absolute drop on the 0..1 metric scale, e.g. 0.05",
-        )
-    if alpha is not None and not (math.isfinite(alpha) and 0.0 < alpha <= 1.0):
-        raise InputError(
-            f"--alpha must be a number in (0, 1], got {alpha}",
-            field="--alpha",
-            hint="a significance level such as 0.05",
-        )
-
-
 def evaluate_gate(comparison: Comparison, threshold: float, alpha: float | None = None) -> GateResult:
-    """Decide the gate for one comparison; see the module docstring for the rule."""
-    check_gate_settings(threshold, alpha)
+    """Decide the gate for one comparison; see the module docstring for the rule. `threshold` and
+    `alpha` are as scanner/settings/declaration.py accepts them (checked there, once)."""
     if not comparison.compared:
         why = "; ".join(comparison.reasons) or "nothing to compare with"
         return GateResult(False, False, f"not evaluated: {why}", threshold, alpha, ())

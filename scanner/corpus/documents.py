@@ -29,6 +29,23 @@ class Chunk:
     def breadcrumb(self) -> str:
         return BREADCRUMB_SEPARATOR.join(self.breadcrumb_parts)
 
+    def flattened(self) -> ChunkFields:
+        """Every field but the path (its document's), in declaration order: the one flat form a chunk
+        travels in (a worker's message, a parse-cache entry). `Chunk.of` reads it back."""
+        return (
+            self.heading, self.breadcrumb_parts, self.body, self.start_line, self.end_line, self.heading_line,
+            self.body_start_line, self.breadcrumb_lines,
+        )
+
+    @classmethod
+    def of(cls, path: str, fields: ChunkFields) -> Chunk:
+        heading, parts, body, start, end, heading_line, body_start, lines = fields
+        return cls(path, heading, tuple(parts), body, start, end, heading_line, body_start, tuple(lines))
+
+
+ChunkFields = tuple[str, tuple[str, ...], str, int, int, "int | None", int, tuple[int, ...]]
+"""A chunk without its path, as `Chunk.flattened` writes it."""
+
 
 @dataclass(frozen=True, slots=True)
 class Document:

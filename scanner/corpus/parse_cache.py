@@ -140,11 +140,7 @@ def pack(document: Document, warnings: list[Diagnostic]) -> str:
         [
             document.title,
             document.title_line,
-            [
-                [c.heading, list(c.breadcrumb_parts), c.body, c.start_line, c.end_line, c.heading_line,
-                 c.body_start_line, list(c.breadcrumb_lines)]
-                for c in document.chunks
-            ],
+            [c.flattened() for c in document.chunks],
             [[w.code, w.message, w.line] for w in warnings],
         ],
         ensure_ascii=False,
@@ -160,11 +156,11 @@ def unpack(relative: str, payload: str) -> tuple[Document, list[Diagnostic]] | N
             _str(title),
             _int(title_line),
             tuple(
-                Chunk(
-                    relative, _str(heading), tuple(_str(p) for p in parts), _str(body), _int(start), _int(end),
+                Chunk.of(relative, (
+                    _str(heading), tuple(_str(p) for p in parts), _str(body), _int(start), _int(end),
                     None if heading_line is None else _int(heading_line), _int(body_start),
                     tuple(_int(n) for n in lines),
-                )
+                ))
                 for heading, parts, body, start, end, heading_line, body_start, lines in chunks
             ),
         )

@@ -12,7 +12,6 @@ import marshal
 import os
 import re
 import sqlite3
-import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -23,6 +22,7 @@ from scanner.corpus.parse_cache import Lookup, ParseCache, cache_key, lookup, pa
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
+from scanner.foundation.files import FileRefused, LinkPolicy, read_capped
 from scanner.foundation.progress import progress
 from scanner.foundation.workers import worker_pool
 
@@ -95,7 +95,7 @@ def read_documents(
     again (the cache is saved when the generator is exhausted).
 
     With a `memo`, every parsed document is remembered by its path and bytes, and a file
-    remembered there is not parsed again (issue 17: a pull request's base read after its head).
+    remembered there is not parsed again (a pull request's base is read after its head, and most of its files are the same).
     With a `source`, the files are its (KB-relative path, bytes) pairs instead of the folder walk:
     another reader (scanner.git.base) chose them and applied the per-file limits, and `root`,
     `exclude` and `cache` are not used; they are parsed in this process, most come from the memo."""
@@ -236,11 +236,7 @@ class _Packed(NamedTuple):
             return cls(document.path, entry[1])
         fields = (
             document.title, document.title_line,
-            tuple(
-                (c.heading, c.breadcrumb_parts, c.body, c.start_line, c.end_line, c.heading_line, c.body_start_line,
-                 c.breadcrumb_lines)
-                for c in document.chunks
-            ),
+            tuple(c.flattened() for c in document.chunks),
         )
         return cls(document.path, marshal.dumps(fields))
 
@@ -252,7 +248,7 @@ class _Packed(NamedTuple):
             return unpacked[0]
         path = self.path
         title, title_line, chunks = marshal.loads(self.payload)
-        return Document(path, title, title_line, tuple(Chunk(path, *fields) for fields in chunks))
+        return Document(path, title, title_line, tuple(Chunk.of(path, fields) for fields in chunks))
 
 
 _ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None, bool]
@@ -462,32 +458,12 @@ def _walk_error(root: Path, diagnostics: Diagnostics):  # type: ignore[no-untype
 
 
 def _read_bytes(relative: str, absolute: Path, diagnostics: Diagnostics) -> bytes | None:
-    def skip(reason: str) -> None:
-        diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"{reason}; not indexed", relative)
-
+    # A link inside the KB is read as its target: the walk already kept links inside the KB.
     try:
-        # stat() after the symlink check of the walk: a link inside the KB is read as its target.
-        info = os.stat(absolute)
-    except OSError as error:
-        skip(f"cannot be read ({error.strerror})")
+        return read_capped(absolute, MAX_DOCUMENT_BYTES, LinkPolicy.FOLLOW)
+    except FileRefused as refused:
+        diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"file {refused.reason}; not indexed", relative)
         return None
-    if not stat.S_ISREG(info.st_mode):
-        skip("not a regular file (a FIFO, device or socket)")
-        return None
-    if info.st_size > MAX_DOCUMENT_BYTES:
-        skip(f"{info.st_size} bytes is over the {MAX_DOCUMENT_BYTES} byte limit per file")
-        return None
-    try:
-        with open(absolute, "rb") as handle:
-            # Read one byte past the cap: a file that grew after stat() is still refused.
-            data = handle.read(MAX_DOCUMENT_BYTES + 1)
-    except OSError as error:
-        skip(f"cannot be read ({error.strerror})")
-        return None
-    if len(data) > MAX_DOCUMENT_BYTES:
-        skip(f"over the {MAX_DOCUMENT_BYTES} byte limit per file")
-        return None
-    return data
 
 
 def _parse(relative: str, data: bytes, diagnostics: Diagnostics) -> Document | None:

@@ -85,9 +85,20 @@ class RunRecord:
 
     @property
     def retriever_name(self) -> str:
-        retriever = self.fingerprint.get("retriever")
-        name = retriever.get("name") if isinstance(retriever, Mapping) else None
+        name = self._retriever_setting("name")
         return str(name) if name is not None else "unknown"
+
+    @property
+    def tokenization(self) -> str | None:
+        """The built-in retriever's tokenization; None for another retriever."""
+        tokenization = self._retriever_setting("tokenization")
+        return str(tokenization) if tokenization else None
+
+    def _retriever_setting(self, key: str) -> JsonValue:
+        # The fingerprint is read by key here and only here: a record read back from an older or
+        # foreign file may lack any key, and every reader gets the same answer for that.
+        retriever = self.fingerprint.get("retriever")
+        return retriever.get(key) if isinstance(retriever, Mapping) else None
 
 
 def displacing_first(findings: Sequence[LocatedFinding]) -> list[LocatedFinding]:

@@ -59,6 +59,7 @@ from scanner.compare.comparison import (
     Comparison,
     NotComparedCause,
     Origin,
+    Source,
     compare_runs,
     no_previous,
 )
@@ -135,7 +136,7 @@ def resolve_base(
         check_revision_text(request.revision)
 
     def unavailable(reason: str, hint: str | None = None) -> Comparison:
-        return no_previous(reason, "git", NotComparedCause.REVISION_UNAVAILABLE, hint=hint)
+        return no_previous(reason, Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, hint=hint)
 
     if external_retriever:
         reason = "the base revision is evaluated with the built-in search; an external retriever answers from its own index"
@@ -159,7 +160,7 @@ def resolve_base(
                 return no_previous(
                     f"{_shown_ref(request)} is not in this checkout, which is shallow (a fetch of the last "
                     "commit only): nothing was compared",
-                    "git", NotComparedCause.SHALLOW_CLONE, hint=SHALLOW_HINT,
+                    Source.GIT, NotComparedCause.SHALLOW_CLONE, hint=SHALLOW_HINT,
                 )
             reason = f"{_shown_ref(request)} does not name a commit in this repository"
             if explicit:
@@ -460,16 +461,16 @@ def _kept_files(order: Iterable[str], tree: _Tree, exclude: Sequence[str], diagn
                 diagnostics.warn(DiagnosticCode.SYMLINK_SKIPPED, "symbolic link points outside the KB; not followed", path)
                 continue
             if link_target in (_DANGLING, _LOOP) or link_target is None:
-                # The walk's words for the same link on disk (os.stat's strerror).
-                why = "Too many levels of symbolic links" if link_target == _LOOP else "No such file or directory"
-                diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"cannot be read ({why}); not indexed", path)
+                # The walk's words for the same link on disk (scanner/foundation/files.py).
+                why = "is a symbolic link loop" if link_target == _LOOP else "is a symbolic link to nothing"
+                diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"file {why}; not indexed", path)
                 continue
             mode, blob, size = tree.entries[link_target]
         elif mode not in ("100644", "100755"):
             continue
         if size > MAX_DOCUMENT_BYTES:
             diagnostics.warn(
-                DiagnosticCode.FILE_SKIPPED, f"{size} bytes is over the {MAX_DOCUMENT_BYTES} byte limit per file; not indexed", path
+                DiagnosticCode.FILE_SKIPPED, f"file is {size} bytes, over the {MAX_DOCUMENT_BYTES}-byte cap; not indexed", path
             )
             continue
         yield TreeFile(path, blob, size)
@@ -632,7 +633,7 @@ def evaluate_base(
             return no_previous(
                 f"the KB folder {base.repository.prefix or '.'} does not exist at {base.commit[:12]} "
                 f"({base.request.ref}): nothing to compare with",
-                "git", NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
+                Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
             )
         present = {file.path for file in files}
         renames = renamed_since(base, deadline)
@@ -659,7 +660,7 @@ def evaluate_base(
     except GitFailed as error:
         return no_previous(
             f"git could not read the KB at {base.commit[:12]} ({base.request.ref}): {error}",
-            "git", NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
+            Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
         )
     return BaseEvaluation(outcome.run, diagnostics, used)
 
@@ -667,7 +668,7 @@ def evaluate_base(
 def compare_with_base(current: RunRecord, base: ResolvedBase, evaluated: BaseEvaluation | Comparison) -> Comparison:
     if isinstance(evaluated, Comparison):
         return evaluated
-    return compare_runs(current, evaluated.run, "git", base.revision)
+    return compare_runs(current, evaluated.run, Source.GIT, base.revision)
 
 
 # --- the base beside the head --------------------------------------------------------------
@@ -739,7 +740,7 @@ class BaseBesideHead:
         if "not_compared" in message:
             reason, cause = message["not_compared"]
             return no_previous(
-                reason, "git", NotComparedCause(cause) if cause else NotComparedCause.REVISION_UNAVAILABLE,
+                reason, Source.GIT, NotComparedCause(cause) if cause else NotComparedCause.REVISION_UNAVAILABLE,
                 revision=self.base.revision,
             )
         return BaseEvaluation(run_from_document(message["run"]), Diagnostics(), message.get("renamed", {}))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import yaml
 
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
+from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, read_capped
 from scanner.foundation.yaml_nodes import ComposeLoader
 
 DEFAULT_GOLDEN_NAMES = (".kb-eval.yml", ".kb-mcp-eval.yml", ".groove-eval.yml")
@@ -118,33 +118,17 @@ def load_golden(path: Path, shown: str | None = None) -> GoldenSet:
 
 def _read_golden_bytes(path: Path, shown: str) -> bytes:
     try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        raise InputError("golden file not found", file=shown, hint="check --golden, or create the file") from None
-    except OSError as error:
-        raise InputError(f"golden file cannot be read ({error.strerror})", file=shown) from None
-    if stat.S_ISLNK(info.st_mode):
-        raise InputError(
-            "golden file is a symbolic link; refused",
-            file=shown,
-            hint="point --golden at the real file (a link in a pull request could read any file on the runner)",
-        )
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError("golden file is not a regular file", file=shown, hint="point --golden at a YAML file")
-    if info.st_size > MAX_GOLDEN_BYTES:
-        raise InputError(
-            f"golden file is {info.st_size} bytes, over the {MAX_GOLDEN_BYTES} byte limit", file=shown,
-            hint="split the golden set or remove unused queries",
-        )
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(MAX_GOLDEN_BYTES + 1)
-    except OSError as error:
-        raise InputError(f"golden file cannot be read ({error.strerror})", file=shown) from None
-    if len(data) > MAX_GOLDEN_BYTES:
-        raise InputError(f"golden file is over the {MAX_GOLDEN_BYTES} byte limit", file=shown)
-    return data
+        return read_capped(path, MAX_GOLDEN_BYTES, LinkPolicy.REFUSE)
+    except FileRefused as refused:
+        hints = {
+            Refusal.MISSING: "check --golden, or create the file (kb-eval init writes a starter)",
+            # A link in a pull request could make kb-eval read any file on the runner.
+            Refusal.LINK: "point --golden at the real file, not a link",
+            Refusal.NOT_REGULAR: "point --golden at a YAML file",
+            Refusal.TOO_LARGE: "split the golden set or remove unused queries",
+        }
+        what = "not found" if refused.refusal is Refusal.MISSING else refused.reason
+        raise InputError(f"golden file {what}", file=shown, hint=hints.get(refused.refusal)) from None
 
 
 class _GoldenReader:

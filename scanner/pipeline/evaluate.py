@@ -41,7 +41,7 @@ class EvalOptions:
     """None: the golden file's `defaults.limit`, else DEFAULT_LIMIT."""
     ks: tuple[int, ...] = DEFAULT_KS
     retriever: RetrieverBuilder = field(default_factory=lambda: retriever_builder(default_settings()))
-    """Builds the retriever over the index (retrievers/factory.py); the default is the built-in one."""
+    """Builds the retriever over the index (scanner/settings/retriever.py); the default is the built-in one."""
     cache_dir: Path | None = None
     """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
     timestamp: datetime | None = None

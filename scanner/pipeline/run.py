@@ -18,25 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scanner.compare.comparison import BaseRequest, Comparison, compare_runs, compare_with_history, no_previous
-from scanner.compare.gate import GateResult, check_gate_settings, evaluate_gate
+from scanner.compare.comparison import BaseRequest, Comparison, Source, compare_runs, compare_with_history, no_previous
+from scanner.compare.gate import GateResult, evaluate_gate
 from scanner.compare.report import Report
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.files import write_atomically
 from scanner.pipeline.evaluate import EvalOptions, EvalOutcome, run_eval
+from scanner.report.baseline import read_baseline, save_baseline
 from scanner.report.document import report_document, run_document, serialise, validate, validation_errors
-from scanner.report.history import (
-    HistoryPlan,
-    HistoryRead,
-    check_history_size,
-    plan_history,
-    read_baseline,
-    read_history,
-    save_baseline,
-    write_atomically,
-    write_history,
-)
+from scanner.report.history import HistoryPlan, HistoryRead, plan_history, read_history, write_history
 
 if TYPE_CHECKING:
     from scanner.git.base import BaseBesideHead, ResolvedBase
@@ -77,9 +69,6 @@ class RunOutcome:
 def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) -> RunOutcome:
     """Raises InputError (exit 2) for bad input, ReportInvalid (exit 3) for a report that fails
     its schema; nothing is written in either case."""
-    check_gate_settings(plan.regression_threshold, plan.alpha)
-    if plan.history is not None:
-        check_history_size(plan.history_size)
     history = read_history(plan.history) if plan.history is not None else None
     if history is not None:
         diagnostics.items.extend(history.warnings)
@@ -147,7 +136,7 @@ def compare_with_previous(
 ) -> Comparison:
     """A baseline, when given, wins over the history; with neither there is nothing to compare."""
     if baseline is not None:
-        return compare_runs(run, baseline, "baseline")
+        return compare_runs(run, baseline, Source.BASELINE)
     if history is not None:
         return compare_with_history(run, history.runs)
     return no_previous(nothing_reason)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-from scanner.compare.comparison import Comparison, ComparisonStatus
+from scanner.compare.comparison import Comparison, ComparisonStatus, Source
 from scanner.compare.gate import GateResult
 from scanner.compare.report import Report
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
@@ -113,9 +113,9 @@ def compared_with(comparison: Comparison) -> str:
     previous = comparison.previous
     if previous is None:
         return ""
-    what = {"history": "the previous run in the history", "baseline": "the baseline", "git": "the base revision"}
-    name = what.get(comparison.source or "", "the previous run")
-    if comparison.revision is not None:  # issue 17: which commit, and the ref it was named by
+    what = {Source.HISTORY: "the previous run in the history", Source.BASELINE: "the baseline", Source.GIT: "the base revision"}
+    name = what[comparison.source] if comparison.source is not None else "the previous run"
+    if comparison.revision is not None:  # which commit, and the ref it was named by
         name += f" {comparison.revision.commit[:7]} ({comparison.revision.ref})"
     return f"{name} of {previous.timestamp}"
 

@@ -7,7 +7,7 @@ printed through `shown()`, so none can break its line or start a workflow comman
 
 from __future__ import annotations
 
-from scanner.compare.comparison import ComparisonStatus
+from scanner.compare.comparison import ComparisonStatus, QueryStatus
 from scanner.compare.report import Report
 from scanner.evaluation.records import displacing_first
 from scanner.foundation.untrusted_text import shown
@@ -19,8 +19,7 @@ MAX_IDS_LISTED = 10
 def render_text(report: Report) -> str:
     run = report.run
     ks = run.ks
-    retriever = run.fingerprint.get("retriever")
-    tokenization = retriever.get("tokenization") if isinstance(retriever, dict) else None
+    tokenization = run.tokenization
     corpus = run.corpus
     out = [
         f"kb-eval {run.tool_version}: retriever {shown(run.retriever_name)}"
@@ -84,8 +83,8 @@ def comparison_lines(report: Report) -> list[str]:
     note = phrases.corpus_note(comparison)
     if note is not None:
         lines.append(f"  {note}")
-    for status, label in (("worse", "Worse"), ("better", "Better")):
-        ids = [shown(q.query_id) for q in comparison.query_deltas if q.status == status]
+    for status, label in ((QueryStatus.WORSE, "Worse"), (QueryStatus.BETTER, "Better")):
+        ids = [shown(q.query_id) for q in comparison.query_deltas if q.status is status]
         if ids:
             more = " ..." if len(ids) > MAX_IDS_LISTED else ""
             lines.append(f"  {label}: {', '.join(ids[:MAX_IDS_LISTED])}{more}")

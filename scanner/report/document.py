@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scanner.compare.comparison import Comparison, MetricDelta, QueryDelta
+from scanner.compare.comparison import Comparison, MetricDelta, QueryDelta, QueryStatus
 from scanner.compare.gate import GateResult, MetricVerdict
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
@@ -46,9 +46,6 @@ SCHEMA_PATH = (
     _CHECKOUT_SCHEMA if _CHECKOUT_SCHEMA.is_file()
     else Path(str(importlib.resources.files("scanner._schema").joinpath(SCHEMA_FILE)))
 )
-
-COMPARISON_KEYS = ("previous", "diff", "corpus_changed", "comparison", "gate")
-"""Report keys that describe a run's own comparison, not the run; a history entry has none."""
 
 Document = dict[str, Any]
 
@@ -177,7 +174,7 @@ def diff_document(comparison: Comparison) -> Document | None:
     changed = []
     unchanged = 0
     for query in comparison.query_deltas:
-        if query.status == "unchanged":
+        if query.status is QueryStatus.UNCHANGED:
             unchanged += 1
             continue
         by_status[query.status].append(query.query_id)

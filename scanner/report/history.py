@@ -1,4 +1,4 @@
-"""The run history and baseline files: safe reading, pruned atomic writing.
+"""The run history file: safe reading, pruned atomic writing (a baseline is report/baseline.py).
 
 The history is the only place earlier runs live, so the rule that decides
 everything here is: never write over a history that could not be read.
@@ -36,12 +36,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import itertools
 import json
 import os
 import stat
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +48,7 @@ from typing import Any
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
+from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, check_replaceable, read_capped, write_atomically
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.report.read import run_from_document, run_record_problems
 from scanner.report.serialise import serialise
@@ -81,9 +80,6 @@ otherwise be ~1.5 million checks and as many warnings."""
 DETAILED_DROP_WARNINGS = 3
 """Dropped runs described one by one; the rest are counted in one summary warning."""
 
-MAX_BASELINE_PROBLEMS = 5
-"""Schema problems named when a baseline is refused; a lazy validator stops there."""
-
 _OUR_HEAD = b'{"format":"kb-eval-history"'
 """How every history kb-eval writes begins (compact JSON, `format` first)."""
 
@@ -105,27 +101,12 @@ class HistoryRead:
     """Whether a file was at the path (False: absent, which simply means no history yet)."""
 
 
-@dataclass(frozen=True, slots=True)
-class HistorySaved:
-    """What saving the history did."""
-
-    kept: int
-    """Runs written."""
-    dropped_for_count: int
-    """Oldest runs left out because of max_runs (expected, not warned about)."""
-    dropped_for_size: int
-    """Oldest runs left out so the file stays under the size cap (warned about)."""
-    bytes_written: int
-    warnings: tuple[Diagnostic, ...]
-    """history-pruned when runs were dropped for size; add them to the run's Diagnostics."""
-
-
 def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
     """Read the history at `path`; see the module docstring for what is refused and what is forgiven.
 
     Raises InputError when the file exists but cannot be read safely.
     """
-    data = _read_regular_file(path, "history", cap_bytes, allow_links=False)
+    data = read_report_file(path, "history", cap_bytes, allow_links=False)
     if data is None:
         return HistoryRead(runs=(), documents=(), warnings=(), existed=False)
     if not data.strip():
@@ -227,22 +208,6 @@ def _fresh(path: Path, why: str) -> HistoryRead:
     return HistoryRead(runs=(), documents=(), warnings=(warning,), existed=True)
 
 
-def check_history_size(max_runs: int) -> None:
-    """Refuse a `--history-size` that keeps no run (use --no-history for that)."""
-    if max_runs < 1:
-        raise InputError(
-            f"--history-size must be at least 1, got {max_runs}",
-            field="--history-size",
-            hint="pass --no-history to keep no history at all",
-        )
-    if max_runs > MAX_HISTORY_RUNS:
-        raise InputError(
-            f"--history-size must be at most {MAX_HISTORY_RUNS}, got {max_runs}",
-            field="--history-size",
-            hint="keep older runs as --save-baseline files instead",
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class HistoryPlan:
     """What saving the history will write, decided before anything is written."""
@@ -273,7 +238,6 @@ def plan_history(
     before any file is written. Raises InputError when even the newest run alone does not fit
     under the cap.
     """
-    check_history_size(max_runs)
     if not runs:
         raise ValueError("plan_history needs at least the current run")
     records = runs[:max_runs]
@@ -377,7 +341,6 @@ def record_run(
 ) -> HistoryPlan:
     """Add `run` (a run document) as the newest run of the history at `path`, keeping every run
     already there, read under the lock."""
-    check_history_size(max_runs)
     with history_lock(path):
         current = read_history(path, cap_bytes)
         plan = plan_history(path, [run, *current.documents], max_runs, cap_bytes)
@@ -400,287 +363,44 @@ def save_history(
     return plan
 
 
-def save_baseline(path: Path, document: Mapping[str, Any], cap_bytes: int = MAX_HISTORY_BYTES) -> int:
-    """Write this run's report as a frozen baseline (`--save-baseline FILE`), atomically.
-
-    The file is a whole JSON report, so `--baseline FILE` reads it like any other
-    report artifact. Returns the bytes written.
-    """
-    data = serialise(document).encode("utf-8")
-    if len(data) > cap_bytes:
-        # Never write a baseline that --baseline would then refuse.
-        raise InputError(
-            f"the report is {len(data)} bytes, over the {cap_bytes}-byte cap for a baseline",
-            file=str(path),
-            hint="lower --limit so each query records fewer hits",
-        )
-    write_atomically(path, data, "baseline")
-    return len(data)
-
-
-def read_baseline(
-    path: Path,
-    validate: Callable[[Any], Iterable[str]],
-    cap_bytes: int = MAX_HISTORY_BYTES,
-) -> RunRecord:
-    """Read a previous JSON report (`--baseline FILE`) and return its run record.
-
-    `validate` checks the parsed report against the report JSON Schema and
-    returns the problems found (empty when valid). Anything unreadable, not
-    JSON, not a valid report, or with metrics outside [0, 1] raises InputError
-    (exit 2): unlike the history, a baseline was chosen on purpose, so comparing
-    against nothing instead would hide the mistake.
-    """
-    data = _read_regular_file(path, "baseline", cap_bytes, allow_links=True)
-    if data is None:
-        raise InputError(
-            "the baseline file does not exist",
-            file=str(path),
-            hint="check the --baseline path (in CI: did the artifact download step run?)",
-        )
-    try:
-        document = loads_strict(data)
-    except NotJson as bad:
-        raise InputError(
-            f"the baseline is not valid JSON: {bad.reason}",
-            file=str(path),
-            line=bad.line,
-            hint="pass the JSON report of an earlier kb-eval run (--format json output)",
-        ) from None
-    # Only the first few are taken: a lazy validator stops there instead of listing (and sorting)
-    # every error of a crafted file.
-    problems = list(itertools.islice(validate(document), MAX_BASELINE_PROBLEMS))
-    if not problems:
-        # The schema cannot say "finite and in [0, 1]" for every number a crafted file holds.
-        problems = run_record_problems(document)
-    if problems or not isinstance(document, dict):
-        raise InputError(
-            "the baseline is not a valid kb-eval report: " + "; ".join(problems[:MAX_BASELINE_PROBLEMS]),
-            file=str(path),
-            hint="pass the JSON report of an earlier kb-eval run (--format json output)",
-        )
-    return run_from_document(document)
-
-
 # --- reading -----------------------------------------------------------------
 
 
-def _read_regular_file(path: Path, what: str, cap_bytes: int, allow_links: bool) -> bytes | None:
-    """The bytes of `path`, None when absent; InputError when it is not safe to read.
-
-    Checked with lstat BEFORE opening, so a FIFO is never opened for a blocking
-    read; opened with O_NONBLOCK (a FIFO swapped in after the check cannot hang)
-    and O_NOFOLLOW (a symlink swapped in fails), then checked again on the open
-    descriptor, which is the file actually read.
-    """
-    name = str(path)
+def read_report_file(path: Path, what: str, cap_bytes: int, allow_links: bool) -> bytes | None:
+    """The bytes of `path`, None when absent; InputError when it is not safe to read
+    (scanner/foundation/files.py). A history is replaced by rename, so it may be neither a link
+    nor hard-linked; a baseline is only read, and is read through a link."""
+    links = LinkPolicy.FOLLOW if allow_links else LinkPolicy.REFUSE
     try:
-        before = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        raise _unreadable(name, what, error) from None
-    if stat.S_ISLNK(before.st_mode):
-        if not allow_links:
-            raise _symlink_refused(name, what)
-        try:
-            before = os.stat(path)
-        except OSError as error:
-            raise _unreadable(name, what, error) from None
-    _check_stat(before, name, what, cap_bytes, allow_links)
-
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not allow_links:
-        flags |= os.O_NOFOLLOW
-    try:
-        fd = os.open(path, flags)
-    except OSError as error:
-        if error.errno == errno.ELOOP and not allow_links:
-            raise _symlink_refused(name, what) from None
-        raise _unreadable(name, what, error) from None
-    try:
-        # The descriptor is what gets read: check it again. A concurrent kb-eval may
-        # have renamed a new history into place since lstat; that file is fine to
-        # read as long as it passes the same checks.
-        _check_stat(os.fstat(fd), name, what, cap_bytes, allow_links)
-        chunks: list[bytes] = []
-        total = 0
-        while total <= cap_bytes:
-            chunk = os.read(fd, _READ_CHUNK)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    except OSError as error:
-        raise _unreadable(name, what, error) from None
-    finally:
-        os.close(fd)
-    if total > cap_bytes:
-        raise _oversized(name, what, total, cap_bytes)  # it grew after fstat
-    return b"".join(chunks)
+        return read_capped(path, cap_bytes, links, refuse_hard_links=not allow_links)
+    except FileRefused as refused:
+        if refused.refusal is Refusal.MISSING:
+            return None
+        raise _refused(str(path), what, refused) from None
 
 
 def _check_safe_to_replace(path: Path, what: str, cap_bytes: int) -> None:
-    """Raise InputError unless `path` is absent or a file `read_history` would accept.
-
-    Opens and closes without reading: the same refusals as reading, so what the
-    next read would refuse is never replaced either.
-    """
-    name = str(path)
+    """Raise InputError unless `path` is absent or a file `read_history` would accept."""
     try:
-        status = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        raise _unreadable(name, what, error) from None
-    if stat.S_ISLNK(status.st_mode):
-        raise _symlink_refused(name, what)
-    _check_stat(status, name, what, cap_bytes, allow_links=False)
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        os.close(os.open(path, flags))
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise _symlink_refused(name, what) from None
-        raise _unreadable(name, what, error) from None
+        check_replaceable(path, cap_bytes)
+    except FileRefused as refused:
+        raise _refused(str(path), what, refused) from None
 
 
-def _check_stat(status: os.stat_result, name: str, what: str, cap_bytes: int, allow_links: bool) -> None:
-    if not stat.S_ISREG(status.st_mode):
-        raise InputError(
-            f"the {what} file is {_file_kind(status.st_mode)}, not a regular file; "
-            "kb-eval stopped before saving anything",
-            file=name,
-            hint=f"remove it or point --{what} at a regular file",
-        )
-    if not allow_links and status.st_nlink > 1:
-        # Replacing the file by rename would detach it from its other names, which
-        # would keep the stale copy; writing through the link would change a file
-        # elsewhere. Either surprises someone, so ask.
-        raise InputError(
-            f"the {what} file has {status.st_nlink} hard links; kb-eval will not replace a "
-            "file that is also reachable under another name, and stopped before saving anything",
-            file=name,
-            hint=f"copy it to a file of its own (cp FILE FILE.new && mv FILE.new FILE) or point --{what} elsewhere",
-        )
-    if status.st_size > cap_bytes:
-        raise _oversized(name, what, status.st_size, cap_bytes)
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a special file"
-
-
-def _symlink_refused(name: str, what: str) -> InputError:
+def _refused(name: str, what: str, refused: FileRefused) -> InputError:
+    hints = {
+        Refusal.LINK: f"kb-eval does not follow it (saving would replace the link, not its target): "
+        f"point --{what} at the real file, or replace the link with the file itself",
+        Refusal.NOT_REGULAR: f"remove it or point --{what} at a regular file",
+        Refusal.HARD_LINKED: "replacing it would detach it from its other names: copy it to a file of its own "
+        f"(cp FILE FILE.new && mv FILE.new FILE) or point --{what} elsewhere",
+        Refusal.TOO_LARGE: f"kb-eval never writes one this big: move the file away to start a fresh {what}, "
+        "or pass --no-history",
+        Refusal.UNREADABLE: f"make the {what} file readable by the user running kb-eval (see ls -l), "
+        f"or check the --{what} path",
+    }
     return InputError(
-        f"the {what} file is a symbolic link; kb-eval does not follow it (saving would "
-        "replace the link, not its target) and stopped before saving anything",
+        f"the {what} file {refused.reason}; kb-eval stopped before saving anything",
         file=name,
-        hint=f"point --{what} at the real file, or replace the link with the file itself",
+        hint=hints.get(refused.refusal),
     )
-
-
-def _oversized(name: str, what: str, size: int, cap_bytes: int) -> InputError:
-    return InputError(
-        f"the {what} file is {size} bytes, over the {cap_bytes}-byte cap; kb-eval never writes "
-        "one this big, so it is not what it expected and it stopped before saving anything",
-        file=name,
-        hint=f"move the file away to start a fresh {what}, or pass --no-history",
-    )
-
-
-def _unreadable(name: str, what: str, error: OSError) -> InputError:
-    reason = error.strerror or type(error).__name__
-    if isinstance(error, PermissionError):
-        hint = f"make the {what} file readable by the user running kb-eval (see ls -l)"
-    else:
-        hint = f"check the {what} path"
-    return InputError(
-        f"the {what} file cannot be read ({reason}); kb-eval stopped before saving anything",
-        file=name,
-        hint=hint,
-    )
-
-
-# --- writing -----------------------------------------------------------------
-
-
-def _new_file_mode(path: Path) -> int:
-    try:
-        existing = os.lstat(path)
-        if stat.S_ISREG(existing.st_mode):
-            return stat.S_IMODE(existing.st_mode)
-    except OSError:
-        pass
-    # mkstemp creates 0600; a new file gets what open() would have given it. Reading the
-    # umask means setting it, which is safe here: the CLI writes from one thread.
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def write_atomically(path: Path, data: bytes, what: str) -> None:
-    """Write `data` to a temp file beside `path`, fsync it, rename it over `path`, fsync the folder.
-
-    The one writer of every file kb-eval produces (report, baseline, history). `what` names
-    the file in errors (`report`, `baseline`, `history`).
-
-    rename(2) within one file system is atomic: a reader (or the next run after a
-    kill) sees the whole old file or the whole new one. A temp file left by a
-    killed writer is named `.<name>.*.tmp` and is never read.
-    """
-    folder = path.parent
-    mode = _new_file_mode(path)
-    try:
-        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as error:
-        raise InputError(
-            f"cannot create a file in {folder} to save the {what} ({error.strerror})",
-            file=str(path),
-            hint=f"make the folder exist and be writable, or point --{what} elsewhere",
-        ) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
-    except BaseException as error:
-        try:
-            os.unlink(temp_name)
-        except OSError:
-            pass
-        if isinstance(error, OSError):
-            raise InputError(
-                f"cannot save the {what} ({error.strerror})",
-                file=str(path),
-                hint=f"make sure {path} is not a directory and the disk is not full",
-            ) from None
-        raise
-    _fsync_folder(folder)
-
-
-def _fsync_folder(folder: Path) -> None:
-    # Makes the rename itself durable across a power loss; not every file system
-    # allows opening a directory, and the rename is already atomic without this.
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -32,7 +32,7 @@ from scanner.retrievers.base import Hit
 from scanner.search.index import CorpusSnapshot
 
 _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
-"""The report's timestamp format (scanner.report writes %Y-%m-%dT%H:%M:%SZ)."""
+"""The report's timestamp format (scanner.report.document writes %Y-%m-%dT%H:%M:%SZ)."""
 
 _MAX_PROBLEMS = 5
 """Stop listing problems after this many: a garbage file would otherwise produce thousands."""

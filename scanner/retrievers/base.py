@@ -17,7 +17,7 @@ class RetrieverKind(enum.Enum):
     """The retrievers there are; one module each in this package."""
 
     BUILTIN = "builtin"
-    """The embedded SQLite FTS5 index over the KB (the default)."""
+    """The built-in BM25F search over the KB, embedded in kb-eval (the default)."""
     HTTP = "http"
     """A search service over HTTP."""
     COMMAND = "command"

@@ -20,17 +20,15 @@ ranked in list order (the same rule as the http and command answers).
 from __future__ import annotations
 
 import enum
-import errno
 import hashlib
 import math
-import os
-import stat
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from scanner.foundation.errors import InputError
+from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, read_capped
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.mapping import ErrorContext, ResponseMapping, map_hits
@@ -214,34 +212,14 @@ def read_run_file(path: Path) -> bytes:
 
     A link is followed (a run file is chosen by the user), but a loop or a dangling link is an
     error naming the file, and the opened descriptor must be a regular file."""
-    name = str(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        reason = "a symbolic link loop" if exc.errno == errno.ELOOP else exc.strerror
-        raise InputError(f"cannot read run file: {reason}", file=name, field="--run") from None
-    try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):
-            raise InputError("run file is not a regular file (a folder, FIFO or device)", file=name, field="--run")
-        chunks: list[bytes] = []
-        total = 0
-        while total <= MAX_RUN_FILE_BYTES:
-            chunk = os.read(fd, 1024 * 1024)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    except OSError as exc:
-        raise InputError(f"cannot read run file: {exc.strerror}", file=name, field="--run") from None
-    finally:
-        os.close(fd)
-    if total > MAX_RUN_FILE_BYTES:
-        raise InputError(
-            f"run file is over the {MAX_RUN_FILE_BYTES}-byte cap", file=name, field="--run",
-            hint="cut each query's ranking to the depth you evaluate (e.g. 100 lines per query)",
+        return read_capped(path, MAX_RUN_FILE_BYTES, LinkPolicy.FOLLOW)
+    except FileRefused as refused:
+        hint = (
+            "cut each query's ranking to the depth you evaluate (e.g. 100 lines per query)"
+            if refused.refusal is Refusal.TOO_LARGE else "check the --run path"
         )
-    return b"".join(chunks)
+        raise InputError(f"run file {refused.reason}", file=str(path), field="--run", hint=hint) from None
 
 
 def _too_many_lines(file: str, line: int) -> InputError:

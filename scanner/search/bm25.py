@@ -1,7 +1,7 @@
 """A BM25 scorer over the chunk fields, as sparse arrays: one posting list per term, scores precomputed.
 
 Why not SQLite FTS5 any more: FTS5 computes bm25() for every row matching any OR term before
-ORDER BY ... LIMIT, about 140 ms a query at 100,000 chunks (issue 16); here a query adds a few
+ORDER BY ... LIMIT, about 140 ms a query at 100,000 chunks; here a query adds a few
 precomputed posting slices into one score array, well under a millisecond at that size
 (docs/performance.md).
 

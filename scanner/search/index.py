@@ -146,7 +146,9 @@ class Index:
             parts.append(breadcrumb[offset : offset + length])
             offset += length + len(BREADCRUMB_SEPARATOR)
         return Chunk(
-            path, heading, tuple(parts), body, start, end, heading_line, body_start, tuple(map(int, lines.split(",")))
+            path=path, heading=heading, breadcrumb_parts=tuple(parts), body=body, start_line=start, end_line=end,
+            heading_line=heading_line, body_start_line=body_start,
+            breadcrumb_lines=tuple(map(int, lines.split(","))),
         )
 
     def scorer(self, weights: tuple[float, float, float], parameters: Bm25Parameters) -> Bm25Scorer:

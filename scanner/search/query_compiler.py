@@ -6,8 +6,7 @@ parentheses and operator words are plain text: there is no query language to esc
 Every term is optional (a disjunction), and BM25 rewards chunks that match more and rarer terms.
 
 A term the question repeats keeps its repeats (its query weight is its count): the previous
-compiler dropped them, and on Cranfield's long questions that alone cost nDCG@10 0.391 -> 0.343
-(issue 16).
+compiler dropped them, and on Cranfield's long questions that alone cost nDCG@10 0.391 -> 0.343.
 """
 
 from __future__ import annotations

@@ -6,29 +6,26 @@ help, the old spellings that keep working, which retriever it belongs to and
 where it lands in the run fingerprint. Everything else is derived from
 `SETTINGS`:
 
-- the CLI's flags (`add_arguments`, `read_cli`),
-- the Action's input reading (scanner/action/mode.py walks `SETTINGS`),
+- the CLI's flags (scanner/settings/arguments.py),
+- the Action's input reading (scanner/action/inputs.py walks `SETTINGS`),
 - `action.yml`'s `inputs:` and the README's tables (tests/support/action_docs.py
   writes them; tests/action/test_metadata.py fails when they differ),
 - the refusals, in the words of the interface the value came from
   (`display_name`): `--kb-path` on the command line, `kb-path` in a workflow.
 
-A value is checked once, here, when it is read; the rule that a setting of
-another retriever is refused lives with the retrievers (retrievers/factory.py).
+A value is checked once, here, when it is read (the parsers are scanner/settings/values.py); the
+rule that a setting of another retriever is refused is scanner/settings/retriever.py.
 
 Adding a setting: one `Setting` in `SETTINGS`, its attribute on `RunSettings`
-(or, for the Action alone, on scanner/action/mode.py's `ActionInputs`), then
+(or, for the Action alone, on scanner/action/inputs.py's `ActionInputs`), then
 `python -m tests.support.action_docs --write` for action.yml and the README.
 """
 
 from __future__ import annotations
 
-import argparse
 import enum
-import math
-import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, cast
@@ -43,20 +40,17 @@ from scanner.retrievers import command as command_module
 from scanner.retrievers import http_settings as http_module
 from scanner.retrievers.base import RetrieverKind
 from scanner.retrievers.builtin import FieldWeights, Tokenization
-from scanner.retrievers.concurrency import validate_concurrency
 from scanner.retrievers.mapping import (
     DEFAULT_HEADING_FIELD,
     DEFAULT_PATH_FIELD,
     DEFAULT_SCORE_FIELD,
-    validate_dotted_path,
 )
+from scanner.settings import values as parse
+from scanner.settings.values import MAX_CUTOFF, Refused
 
 DEFAULT_LIMIT = 10
 """Hits asked per query when neither `limit` nor the golden file's `defaults.limit` says."""
 DEFAULT_KS = (1, 5, 10)
-MAX_CUTOFF = 1000
-"""Largest `limit` and k: a golden query judges a handful of documents, and a deeper list only
-costs time (and, for an HTTP service, load)."""
 MAX_ANNOTATIONS_INPUT = 1000
 MAX_TIMEOUT_S = 3600.0
 """Largest `http-timeout` and `command-timeout`: an hour per attempt. Every value the settings
@@ -99,17 +93,6 @@ class Form(enum.Enum):
     """`--name` alone; `name: true` or `false`."""
     LIST = "list"
     """`--name` repeated; one item per line of the input."""
-
-
-class Refused(Exception):
-    """A value its parser cannot accept; turned into an InputError in the interface's words."""
-
-    def __init__(self, problem: str, example: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        """Says what is wrong, completing "`<name>` is '<value>': "."""
-        self.example = example
-        """A value that would be accepted, for the hint."""
 
 
 @dataclass(frozen=True)
@@ -204,77 +187,6 @@ def in_interface_words(error: InputError, interface: Interface) -> InputError:
     )
 
 
-# --- parsers: text -> value, or Refused ----------------------------------------------------
-
-
-def _text(text: str) -> str:
-    return text
-
-
-PATH_MAX_BYTES = 4096
-"""Bytes of the longest path the kernel takes (Linux's PATH_MAX, with its NUL); NAME_MAX_BYTES for
-one name in it. A path input past either was an OSError (ENAMETOOLONG) deep in the run, exit 3;
-it is refused here, as written and as the absolute path the run uses, with the setting's name."""
-NAME_MAX_BYTES = 255
-
-
-def _path(text: str) -> Path:
-    if not text:
-        raise Refused("an empty path", "docs")
-    try:
-        absolute = os.fsencode(os.path.abspath(text))
-    except (UnicodeError, ValueError):  # a lone surrogate not from undecodable bytes, a NUL
-        raise Refused("not a path this system can name", "docs") from None
-    if len(absolute) >= PATH_MAX_BYTES - 64 or any(len(part) > NAME_MAX_BYTES for part in absolute.split(b"/")):
-        # 64 bytes kept for the names kb-eval adds inside a folder input (the parse cache's file).
-        raise Refused(
-            f"longer than a path can be here ({PATH_MAX_BYTES - 64} bytes in all, {NAME_MAX_BYTES} per name)", "docs"
-        )
-    return Path(text)
-
-
-def _int_in(low: int, high: int, example: int) -> Callable[[str], int]:
-    """Every numeric setting has an upper bound the code can hold: a value the settings accept
-    must run (an unbounded one overflowed deep inside the run, exit 3)."""
-
-    def parse(text: str) -> int:
-        try:
-            # Digits are counted before int() sees them: a 5,000-digit number is refused here.
-            value = int(text) if len(text.strip()) <= 32 else None
-        except ValueError:
-            value = None
-        if value is None or value < low or value > high:
-            raise Refused(f"not a whole number from {low} to {high}", str(example))
-        return value
-
-    return parse
-
-
-def _float_in(low: float, high: float, *, low_open: bool, high_open: bool, example: str) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        above = value > low if low_open else value >= low
-        below = value < high if high_open else value <= high
-        if not (math.isfinite(value) and above and below):
-            upper = f"{high:g}{')' if high_open else ']'}"
-            raise Refused(f"not a number in {'(' if low_open else '['}{low:g}, {upper}", example)
-        return value
-
-    return parse
-
-
-def _choice(values: Sequence[str]) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        if text not in values:
-            raise Refused(f"not one of {', '.join(values)}", values[0])
-        return text
-
-    return parse
-
-
 MAX_REVISION_CHARS = 256
 
 
@@ -291,79 +203,6 @@ def _revision(text: str) -> BaseRequest:
     return BaseRequest(text)
 
 
-def _comment_mode(text: str) -> CommentMode:
-    # `true`/`false` were the input's values before the modes; workflows that use them keep working.
-    spelled = {"true": CommentMode.ALWAYS, "false": CommentMode.OFF}
-    if text in spelled:
-        return spelled[text]
-    try:
-        return CommentMode(text)
-    except ValueError:
-        raise Refused("not one of off, always, on-change", "on-change") from None
-
-
-def _retriever_kind(text: str) -> RetrieverKind:
-    return RetrieverKind(_choice([kind.value for kind in RetrieverKind])(text))
-
-
-def _k_list(text: str) -> tuple[int, ...]:
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    one = _int_in(1, MAX_CUTOFF, 10)
-    try:
-        values = tuple(one(part) for part in parts)
-    except Refused:
-        values = ()
-    if not values:
-        raise Refused(f"not a comma-separated list of cut-offs from 1 to {MAX_CUTOFF}", "1,5,10")
-    return values
-
-
-def _weights(text: str) -> FieldWeights:
-    try:
-        values = [float(part) for part in text.split(",")]
-    except ValueError:
-        values = []
-    if len(values) != 3 or not all(0 < value < 1000 for value in values):
-        raise Refused("not three positive numbers heading,breadcrumb,body", "2,2,1")
-    return FieldWeights(*values)
-
-
-def _http_method(text: str) -> str:
-    # The http module's own rule (GET or POST, any case); its words are the CLI's.
-    try:
-        return http_module.parse_method(text).value
-    except InputError:
-        raise Refused("not GET or POST", "GET") from None
-
-
-def _env_name(text: str) -> str:
-    try:
-        command_module.command_environment([text], {})
-    except InputError:
-        raise Refused("not an environment variable name", "KB_TOKEN") from None
-    return text
-
-
-def _http_header(text: str) -> str:
-    try:
-        http_module.parse_header(text)
-    except InputError:
-        raise Refused("not `Name: value`", "'Authorization: Bearer ${KB_TOKEN}'") from None
-    return text
-
-
-def _dotted_path(text: str) -> str:
-    try:
-        return validate_dotted_path(text, "")
-    except InputError:
-        raise Refused("not a dotted path (field names separated by dots)", "hits.hits") from None
-
-
-def _concurrency(text: str) -> int:
-    value = _int_in(1, MAX_CONCURRENCY, 4)(text)
-    return validate_concurrency(value)
-
-
 _HTTP_AND_COMMAND = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND})
 _HTTP = frozenset({RetrieverKind.HTTP})
 _BUILTIN = frozenset({RetrieverKind.BUILTIN})
@@ -374,10 +213,10 @@ SETTINGS: tuple[Setting, ...] = (
     # --- what is evaluated
     Setting(
         "kb-path", "kb_path", Group.EVALUATED, "the Markdown knowledge base folder, walked recursively",
-        _path, Path("."), ".", path=True, metavar="DIR", action_note=_PATH_NOTE,
+        parse.path, Path("."), ".", path=True, metavar="DIR", action_note=_PATH_NOTE,
     ),
     Setting(
-        "golden", "golden", Group.EVALUATED, "the golden query file", _path, None,
+        "golden", "golden", Group.EVALUATED, "the golden query file", parse.path, None,
         default_note="<kb>/.kb-eval.yml, then <kb>/.kb-mcp-eval.yml, <kb>/.groove-eval.yml",
         fingerprint="golden_sha256", path=True, metavar="FILE",
         action_note="Relative to the repository root; empty looks in kb-path for .kb-eval.yml, then "
@@ -385,30 +224,30 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "exclude", "exclude", Group.EVALUATED, "skip KB files matching this glob, relative to the KB folder",
-        _text, (), default_note="none", form=Form.LIST, metavar="GLOB",
+        parse.text, (), default_note="none", form=Form.LIST, metavar="GLOB",
         action_note="One pattern per line.",
     ),
     Setting(
         "limit", "limit", Group.EVALUATED, "hits asked of the retriever per query",
-        _int_in(1, MAX_CUTOFF, 20), None, default_note=f"the golden file's defaults.limit, else {DEFAULT_LIMIT}",
+        parse.int_in(1, MAX_CUTOFF, 20), None, default_note=f"the golden file's defaults.limit, else {DEFAULT_LIMIT}",
         fingerprint="limit", metavar="N",
     ),
     Setting(
         "k", "k", Group.EVALUATED, "cut-offs for recall@k and nDCG@k, comma separated",
-        _k_list, DEFAULT_KS, ",".join(map(str, DEFAULT_KS)), fingerprint="k", metavar="LIST",
+        parse.k_list, DEFAULT_KS, ",".join(map(str, DEFAULT_KS)), fingerprint="k", metavar="LIST",
         action_note="The largest one feeds the recall and ndcg outputs.",
     ),
     # --- output
     Setting(
         "format", "format", Group.OUTPUT, "what is printed on stdout (the log): text or json",
-        _choice(FORMATS), "text", "text", metavar="{text,json}",
+        parse.choice(FORMATS), "text", "text", metavar="{text,json}",
         action_note="The JSON report file is written either way.",
     ),
     # `report`, not `output`: it names what is written (`--output` next to `--format` reads as if it
     # were where stdout goes), and the Action's output of the same name already holds its path.
     Setting(
         "report", "output", Group.OUTPUT, "write the JSON report to this file (atomically)",
-        _path, None, default_note="none", aliases=("output",), path=True, metavar="FILE",
+        parse.path, None, default_note="none", aliases=("output",), path=True, metavar="FILE",
         action_default="kb-eval-report.json",
         action_note="Relative to the repository root; the report output names it.",
     ),
@@ -416,28 +255,28 @@ SETTINGS: tuple[Setting, ...] = (
         "cache-dir", "cache_dir", Group.OUTPUT,
         "keep parsed documents in this folder between runs (restore and save it with actions/cache); "
         "unchanged files are not parsed again",
-        _path, None, default_note="none", path=True, metavar="DIR",
+        parse.path, None, default_note="none", path=True, metavar="DIR",
         action_note="Relative to the repository root; empty keeps no cache.",
     ),
     # --- history, baseline and the gate
     Setting(
         "history", "history", Group.HISTORY, "run history to compare with and append to",
-        _path, None, default_note="<kb>/.kb-eval-history.json", path=True, metavar="FILE",
+        parse.path, None, default_note="<kb>/.kb-eval-history.json", path=True, metavar="FILE",
         action_note="Relative to the repository root; empty keeps no history (the workflow's files are "
         "gone after the job unless you save them).",
     ),
     Setting(
         "no-history", "no_history", Group.HISTORY, "neither read nor write a history",
-        _text, False, default_note="off", form=Form.SWITCH, action=False,
+        parse.text, False, default_note="off", form=Form.SWITCH, action=False,
     ),
     Setting(
         "history-size", "history_size", Group.HISTORY, "runs kept in the history",
-        _int_in(1, MAX_HISTORY_RUNS, DEFAULT_HISTORY_SIZE), DEFAULT_HISTORY_SIZE, str(DEFAULT_HISTORY_SIZE), metavar="N",
+        parse.int_in(1, MAX_HISTORY_RUNS, DEFAULT_HISTORY_SIZE), DEFAULT_HISTORY_SIZE, str(DEFAULT_HISTORY_SIZE), metavar="N",
     ),
     Setting(
         "baseline", "baseline", Group.HISTORY,
         "compare with this JSON report (e.g. the default branch's) instead of the history",
-        _path, None, default_note="none", path=True, metavar="FILE",
+        parse.path, None, default_note="none", path=True, metavar="FILE",
         action_note="Relative to the repository root; empty compares with the history, if any.",
     ),
     Setting(
@@ -451,24 +290,24 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "save-baseline", "save_baseline", Group.HISTORY,
         "also write this run's JSON report to this file, to use later as baseline",
-        _path, None, default_note="none", path=True, metavar="FILE", action_note=_PATH_NOTE,
+        parse.path, None, default_note="none", path=True, metavar="FILE", action_note=_PATH_NOTE,
     ),
     Setting(
         "fail-on-regression", "fail_on_regression", Group.HISTORY,
         "exit 1 when an aggregate metric dropped by more than regression-threshold against a comparable run "
         "(findings never do)",
-        _text, False, "false", default_note="off", form=Form.SWITCH, action_note="Exit 1 fails the step.",
+        parse.text, False, "false", default_note="off", form=Form.SWITCH, action_note="Exit 1 fails the step.",
     ),
     Setting(
         "regression-threshold", "regression_threshold", Group.HISTORY,
         "largest tolerated drop of any aggregate metric, absolute on the 0..1 scale",
-        _float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05"),
+        parse.float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05"),
         DEFAULT_REGRESSION_THRESHOLD, str(DEFAULT_REGRESSION_THRESHOLD), metavar="DROP",
     ),
     Setting(
         "alpha", "alpha", Group.HISTORY,
         "count a drop only when a paired sign-flip test over the queries gives p < alpha",
-        _float_in(0.0, 1.0, low_open=True, high_open=False, example="0.05"), None,
+        parse.float_in(0.0, 1.0, low_open=True, high_open=False, example="0.05"), None,
         default_note="none (the threshold alone)", metavar="A",
     ),
     # --- the retriever
@@ -476,34 +315,34 @@ SETTINGS: tuple[Setting, ...] = (
         "retriever", "retriever", Group.RETRIEVER,
         "what answers the golden queries: builtin (kb-eval's own index of the KB), http, command or "
         "run (a run file); when not given, the one whose http-url, command or run-file is given",
-        _retriever_kind, None, "builtin", default_note="builtin", fingerprint="retriever",
+        parse.retriever_kind, None, "builtin", default_note="builtin", fingerprint="retriever",
         metavar="{builtin,http,command,run}",
     ),
     Setting(
         "tokenization", "tokenization", Group.RETRIEVER,
         "built-in retriever: auto or word, one analysis for every script since query compiler 5 "
         "(stemmed words, CJK runs as bigrams); both stay valid",
-        lambda text: Tokenization(_choice([t.value for t in Tokenization])(text)),
+        lambda text: Tokenization(parse.choice([t.value for t in Tokenization])(text)),
         Tokenization.AUTO, Tokenization.AUTO.value, retrievers=_BUILTIN, fingerprint="retriever",
         metavar="{" + ",".join(t.value for t in Tokenization) + "}",
     ),
     Setting(
         "weights", "weights", Group.RETRIEVER, "built-in retriever: bm25 weights of heading,breadcrumb,body",
-        _weights, FieldWeights(), "2,2,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
+        parse.weights, FieldWeights(), "2,2,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
     ),
     Setting(
         "http-url", "http_url", Group.RETRIEVER, "HTTP retriever: the search endpoint; may hold ${ENV_NAME}",
-        _text, None, default_note="none", retrievers=_HTTP, fingerprint="retriever", metavar="URL",
+        parse.text, None, default_note="none", retrievers=_HTTP, fingerprint="retriever", metavar="URL",
     ),
     Setting(
         "http-method", "http_method", Group.RETRIEVER, "HTTP retriever: GET or POST",
-        _http_method, "POST", "POST", retrievers=_HTTP, fingerprint="retriever", metavar="METHOD",
+        parse.http_method, "POST", "POST", retrievers=_HTTP, fingerprint="retriever", metavar="METHOD",
     ),
     Setting(
         "http-body", "http_body", Group.RETRIEVER,
         "HTTP retriever: JSON request template with {query} and {limit}; for GET its fields become query "
         "parameters",
-        _text, None, default_note=http_module.DEFAULT_BODY_TEMPLATE, retrievers=_HTTP, fingerprint="retriever",
+        parse.text, None, default_note=http_module.DEFAULT_BODY_TEMPLATE, retrievers=_HTTP, fingerprint="retriever",
         metavar="JSON",
     ),
     # Singular, like the other repeatable settings (`exclude`, `path-prefix-strip`) and curl's
@@ -511,32 +350,32 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "http-header", "http_headers", Group.RETRIEVER,
         "HTTP retriever: a request header `Name: value`; the value may hold ${ENV_NAME} and is never recorded",
-        _http_header, (), default_note="none", form=Form.LIST, aliases=("http-headers",), retrievers=_HTTP,
+        parse.http_header, (), default_note="none", form=Form.LIST, aliases=("http-headers",), retrievers=_HTTP,
         fingerprint="retriever", metavar="'NAME: VALUE'", secret=True,
         action_note="One per line; pass secrets through the step's env: and ${ENV_NAME}.",
     ),
     Setting(
         "http-timeout", "http_timeout", Group.RETRIEVER, "HTTP retriever: seconds per attempt",
-        _float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="30"),
+        parse.float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="30"),
         http_module.DEFAULT_TIMEOUT_S, f"{http_module.DEFAULT_TIMEOUT_S:g}", retrievers=_HTTP, metavar="SECONDS",
     ),
     Setting(
         "http-retries", "http_retries", Group.RETRIEVER,
         "HTTP retriever: extra attempts after a connection error, timeout, 429 or 5xx",
-        _int_in(0, MAX_HTTP_RETRIES, http_module.DEFAULT_RETRIES), http_module.DEFAULT_RETRIES,
+        parse.int_in(0, MAX_HTTP_RETRIES, http_module.DEFAULT_RETRIES), http_module.DEFAULT_RETRIES,
         str(http_module.DEFAULT_RETRIES), retrievers=_HTTP, metavar="N",
     ),
     Setting(
         "command", "command", Group.RETRIEVER,
         "command retriever: a program run once per query without a shell, {query} and {limit} substituted "
         "inside its arguments, printing JSON hits",
-        _text, None, default_note="none", retrievers=frozenset({RetrieverKind.COMMAND}), fingerprint="retriever",
+        parse.text, None, default_note="none", retrievers=frozenset({RetrieverKind.COMMAND}), fingerprint="retriever",
         metavar="TEMPLATE",
     ),
     Setting(
         "command-timeout", "command_timeout", Group.RETRIEVER,
         "command retriever: seconds per query before the program is killed",
-        _float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="60"),
+        parse.float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="60"),
         command_module.DEFAULT_TIMEOUT_S, f"{command_module.DEFAULT_TIMEOUT_S:g}",
         retrievers=frozenset({RetrieverKind.COMMAND}), metavar="SECONDS",
     ),
@@ -544,48 +383,48 @@ SETTINGS: tuple[Setting, ...] = (
         "command-env", "command_env", Group.RETRIEVER,
         "command retriever: an environment variable passed to the program by name (it gets only PATH, HOME, "
         "LANG, LC_*, TZ, TMPDIR, USER and LOGNAME otherwise: no action input, no token)",
-        _env_name, (), default_note="none", form=Form.LIST, retrievers=frozenset({RetrieverKind.COMMAND}),
+        parse.env_name, (), default_note="none", form=Form.LIST, retrievers=frozenset({RetrieverKind.COMMAND}),
         metavar="NAME", action_note="One name per line; the value comes from the step's env:.",
     ),
     Setting(
         "concurrency", "concurrency", Group.RETRIEVER,
         "HTTP and command retrievers: queries in flight at once (the report is the same)",
-        _concurrency, 1, "1", retrievers=_HTTP_AND_COMMAND, metavar="N",
+        parse.concurrency_up_to(MAX_CONCURRENCY), 1, "1", retrievers=_HTTP_AND_COMMAND, metavar="N",
     ),
     Setting(
         "hits-path", "hits_path", Group.RETRIEVER,
         "HTTP and command retrievers: dotted path to the hit list in the answer",
-        _dotted_path, None, default_note="results, or the answer itself when it is a list",
+        parse.dotted_path, None, default_note="results, or the answer itself when it is a list",
         retrievers=_HTTP_AND_COMMAND, fingerprint="retriever", metavar="PATH",
     ),
     Setting(
         "path-field", "path_field", Group.RETRIEVER, "HTTP and command retrievers: dotted path to a hit's document",
-        _dotted_path, DEFAULT_PATH_FIELD, DEFAULT_PATH_FIELD, retrievers=_HTTP_AND_COMMAND,
+        parse.dotted_path, DEFAULT_PATH_FIELD, DEFAULT_PATH_FIELD, retrievers=_HTTP_AND_COMMAND,
         fingerprint="retriever", metavar="PATH",
     ),
     Setting(
         "heading-field", "heading_field", Group.RETRIEVER,
         "HTTP and command retrievers: dotted path to a hit's section heading",
-        _dotted_path, DEFAULT_HEADING_FIELD, DEFAULT_HEADING_FIELD, retrievers=_HTTP_AND_COMMAND,
+        parse.dotted_path, DEFAULT_HEADING_FIELD, DEFAULT_HEADING_FIELD, retrievers=_HTTP_AND_COMMAND,
         fingerprint="retriever", metavar="PATH",
     ),
     Setting(
         "score-field", "score_field", Group.RETRIEVER, "HTTP and command retrievers: dotted path to a hit's score",
-        _dotted_path, DEFAULT_SCORE_FIELD, DEFAULT_SCORE_FIELD, retrievers=_HTTP_AND_COMMAND,
+        parse.dotted_path, DEFAULT_SCORE_FIELD, DEFAULT_SCORE_FIELD, retrievers=_HTTP_AND_COMMAND,
         fingerprint="retriever", metavar="PATH",
     ),
     Setting(
         "path-prefix-strip", "path_prefix_strip", Group.RETRIEVER,
         "HTTP and command retrievers: a directory or URL prefix removed from returned paths to make them "
         "KB-relative",
-        _text, (), default_note="none", form=Form.LIST, retrievers=_HTTP_AND_COMMAND, fingerprint="retriever",
+        parse.text, (), default_note="none", form=Form.LIST, retrievers=_HTTP_AND_COMMAND, fingerprint="retriever",
         metavar="PREFIX", action_note="One prefix per line.",
     ),
     # `run-file`, not `run`: the value is a file, and `run` alone is also the retriever's name
     # (`retriever: run`) and reads like a yes/no input in a workflow.
     Setting(
         "run-file", "run", Group.RETRIEVER, "run retriever: a TREC or JSONL run file of precomputed rankings",
-        _path, None, default_note="none", aliases=("run",), retrievers=frozenset({RetrieverKind.RUN}),
+        parse.path, None, default_note="none", aliases=("run",), retrievers=frozenset({RetrieverKind.RUN}),
         fingerprint="retriever", path=True, metavar="FILE", action_note=_PATH_NOTE,
     ),
     # --- the workflow (Action only)
@@ -593,18 +432,18 @@ SETTINGS: tuple[Setting, ...] = (
         "annotations", "annotations", Group.WORKFLOW,
         "print warning annotations on the lines that quote the golden set, and on golden entries that point "
         "at missing files",
-        _text, True, "true", form=Form.SWITCH, cli=False,
+        parse.text, True, "true", form=Form.SWITCH, cli=False,
     ),
     Setting(
         "max-annotations", "max_annotations", Group.WORKFLOW,
         f"most annotations of each kind to print (GitHub shows {GITHUB_ANNOTATIONS_PER_KIND_PER_STEP} per kind "
         "per step); one notice counts the rest",
-        _int_in(0, MAX_ANNOTATIONS_INPUT, GITHUB_ANNOTATIONS_PER_KIND_PER_STEP),
+        parse.int_in(0, MAX_ANNOTATIONS_INPUT, GITHUB_ANNOTATIONS_PER_KIND_PER_STEP),
         GITHUB_ANNOTATIONS_PER_KIND_PER_STEP, str(GITHUB_ANNOTATIONS_PER_KIND_PER_STEP), cli=False,
     ),
     Setting(
         "summary", "summary", Group.WORKFLOW, "write the Markdown summary to the job's step summary",
-        _text, True, "true", form=Form.SWITCH, cli=False,
+        parse.text, True, "true", form=Form.SWITCH, cli=False,
     ),
     Setting(
         "comment", "comment", Group.WORKFLOW,
@@ -612,17 +451,15 @@ SETTINGS: tuple[Setting, ...] = (
         "run); or on-change (created or updated only when the metrics, the changed queries or the findings "
         "differ from the last comment, so a re-run notifies nobody); true means always, false off; needs "
         "pull-requests and issues write permission",
-        _comment_mode, CommentMode.OFF, "false", cli=False, metavar="{off,always,on-change}",
+        parse.comment_mode, CommentMode.OFF, "false", cli=False, metavar="{off,always,on-change}",
     ),
     Setting(
         "github-token", "github_token", Group.WORKFLOW, "token for the pull-request comment, used only when comment is true",
-        _text, "", "", cli=False, action_default="${{ github.token }}", secret=True,
+        parse.text, "", "", cli=False, action_default="${{ github.token }}", secret=True,
     ),
 )
 """In `--help` and table order. action.yml lists the inputs in this order too."""
 
-BY_NAME: Mapping[str, Setting] = {s.name: s for s in SETTINGS}
-BY_ATTRIBUTE: Mapping[str, Setting] = {s.attribute: s for s in SETTINGS}
 
 
 def setting(name: str) -> Setting:
@@ -654,13 +491,13 @@ class RunSettings:
     history_size: int
     baseline: Path | None
     baseline_ref: BaseRequest | None
-    """Issue 17; the Action sets the pull request's base commit here when neither is given."""
+    """The Action sets the pull request's base commit here when neither is given."""
     save_baseline: Path | None
     fail_on_regression: bool
     regression_threshold: float
     alpha: float | None
     retriever: RetrieverKind | None
-    """As given; None lets the factory infer it from the source setting given (retrievers/factory.py)."""
+    """As given; None lets the factory infer it from the source setting given (scanner/settings/retriever.py)."""
     tokenization: Tokenization
     weights: FieldWeights
     http_url: str | None
@@ -708,53 +545,6 @@ def convert(setting: Setting, text: str, interface: Interface) -> Any:
         return setting.parse(text)
     except Refused as refused:
         raise refusal(setting, interface, text, refused) from None
-
-
-# --- the command line ------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Every CLI setting as a flag (aliases included) in its group.
-
-    Values are collected as text and checked by `read_cli`, so a refusal has
-    the same shape and hint as in the Action. A flag not given is absent from
-    the namespace (SUPPRESS), which is how `given` is known.
-    """
-    groups: dict[Group, Any] = {}
-    for spec in RUN_SETTINGS:
-        group = groups.get(spec.group)
-        if group is None:
-            group = groups[spec.group] = parser.add_argument_group(spec.group.value)
-        shown = spec.default_note or spec.default_text
-        help_text = f"{spec.help} (default: {shown})".replace("%", "%%")
-        if spec.form is Form.SWITCH:
-            group.add_argument(*spec.flags, dest=spec.attribute, action="store_true", default=argparse.SUPPRESS,
-                               help=help_text)
-        elif spec.form is Form.LIST:
-            group.add_argument(*spec.flags, dest=spec.attribute, action="append", default=argparse.SUPPRESS,
-                               metavar=spec.metavar, help=help_text + "; repeatable")
-        else:
-            group.add_argument(*spec.flags, dest=spec.attribute, default=argparse.SUPPRESS, metavar=spec.metavar,
-                               help=help_text)
-
-
-def read_cli(namespace: argparse.Namespace) -> RunSettings:
-    """The namespace `add_arguments`' flags produced, checked; the first bad value raises InputError."""
-    given = vars(namespace)
-    values: dict[str, object] = {}
-    names: list[str] = []
-    for spec in RUN_SETTINGS:
-        if spec.attribute not in given:
-            continue
-        raw = given[spec.attribute]
-        names.append(spec.name)
-        if spec.form is Form.SWITCH:
-            values[spec.attribute] = bool(raw)
-        elif spec.form is Form.LIST:
-            values[spec.attribute] = tuple(convert(spec, item, Interface.CLI) for item in raw)
-        else:
-            values[spec.attribute] = convert(spec, raw, Interface.CLI)
-    return run_settings(values, names, Interface.CLI)
 
 
 def run_settings_attributes() -> frozenset[str]:

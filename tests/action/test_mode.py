@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from scanner.action.mode import INPUT_DEFAULTS, ActionInputs, read_inputs, workspace_path
+from scanner.action.inputs import INPUT_DEFAULTS, ActionInputs, read_inputs, workspace_path
 from scanner.cli.main import execute
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.render.phrases import displaced_phrase

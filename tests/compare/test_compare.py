@@ -14,10 +14,9 @@ from scanner.compare.comparison import (
     compare_runs,
     compare_with_history,
     corpus_change,
-    fingerprint_differences,
     no_previous,
-    pick_comparable,
 )
+from scanner.compare.fingerprint import fingerprint_differences, pick_comparable
 from scanner.compare.gate import evaluate_gate
 from scanner.compare.report import Report
 from scanner.render.phrases import corpus_note

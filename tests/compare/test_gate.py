@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import math
+from pathlib import Path
 
 import pytest
 
 from scanner.compare.comparison import compare_runs, compare_with_history
-from scanner.compare.gate import GateResult, check_gate_settings, evaluate_gate
+from scanner.compare.gate import GateResult, evaluate_gate
 from scanner.compare.report import Report
-from scanner.foundation.errors import InputError
+from scanner.foundation.errors import ExitCode
 from scanner.render.text import gate_lines
 from scanner.report.document import gate_document
+from tests.conftest import run_cli
 from tests.support.run_records import make_record, uniform_aggregate
 
 
@@ -126,21 +127,24 @@ def test_with_alpha_a_broad_drop_is_significant_and_trips() -> None:
 
 
 @pytest.mark.parametrize(
-    ("threshold", "alpha"),
+    ("flag", "value"),
     [
-        (-0.01, None),
-        (1.0, None),
-        (math.nan, None),
-        (0.05, 0.0),
-        (0.05, 1.5),
-        (0.05, math.inf),
+        ("--regression-threshold", "-0.01"),
+        ("--regression-threshold", "1.0"),
+        ("--regression-threshold", "nan"),
+        ("--alpha", "0"),
+        ("--alpha", "1.5"),
+        ("--alpha", "inf"),
     ],
 )
-def test_meaningless_gate_settings_are_input_errors(threshold: float, alpha: float | None) -> None:
-    with pytest.raises(InputError):
-        check_gate_settings(threshold, alpha)
+def test_meaningless_gate_settings_are_refused_where_declared(flag: str, value: str, tmp_path: Path) -> None:
+    # Checked once, by the declaration, before anything runs: the gate takes what it accepts.
+    result = run_cli("--kb-path", tmp_path, flag, value)
+    assert result.code == ExitCode.BAD_INPUT and flag in result.stderr
 
 
-def test_ordinary_gate_settings_are_accepted() -> None:
-    check_gate_settings(0.0, None)
-    check_gate_settings(0.05, 1.0)
+@pytest.mark.parametrize(("flag", "value"), [("--regression-threshold", "0"), ("--alpha", "1")])
+def test_ordinary_gate_settings_are_accepted(flag: str, value: str) -> None:
+    from scanner.settings.declaration import setting
+
+    setting(flag.lstrip("-")).parse(value)

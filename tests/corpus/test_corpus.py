@@ -67,7 +67,7 @@ def test_unreadable_content_is_skipped_with_a_warning_naming_the_file(tmp_path: 
     reasons = {w.file: w.message for w in diagnostics.items}
     assert set(reasons) == {"latin1.md", "nul.md", "big.md", "pipe.md"}
     assert "UTF-8" in reasons["latin1.md"] and "NUL" in reasons["nul.md"]
-    assert "limit" in reasons["big.md"] and "regular file" in reasons["pipe.md"]
+    assert "-byte cap" in reasons["big.md"] and "regular file" in reasons["pipe.md"]
     assert all(w.code == "file-skipped" for w in diagnostics.items)
 
 

@@ -179,7 +179,7 @@ def test_symlinked_oversized_and_non_regular_golden_files_are_refused(tmp_path: 
         load_golden(link)
     big = tmp_path / "big.yml"
     big.write_bytes(b"#" * (MAX_GOLDEN_BYTES + 1))
-    with pytest.raises(InputError, match="limit"):
+    with pytest.raises(InputError, match="-byte cap"):
         load_golden(big)
     with pytest.raises(InputError, match="regular file"):
         load_golden(tmp_path)

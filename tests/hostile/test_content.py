@@ -79,7 +79,7 @@ def test_a_200_mb_sparse_file_is_skipped_by_its_size_without_being_read(kb: Path
     assert time.perf_counter() - started < 5  # reading 200 MB of zeros and refusing them as NUL would not be
     assert documents(report) == 1 and warnings(report) == [("file-skipped", "huge.md")]
     assert report["warnings"][0]["message"] == (
-        f"{200 * MIB} bytes is over the {MAX_DOCUMENT_BYTES} byte limit per file; not indexed"
+        f"file is {200 * MIB} bytes, over the {MAX_DOCUMENT_BYTES}-byte cap; not indexed"
     )
 
 

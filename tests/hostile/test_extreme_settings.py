@@ -17,19 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from scanner.action.mode import workspace_path
+from scanner.action.inputs import workspace_path
 from scanner.foundation.errors import ExitCode, InputError
-from scanner.settings.declaration import (
-    MAX_CONCURRENCY,
-    MAX_HTTP_RETRIES,
-    MAX_TIMEOUT_S,
-    NAME_MAX_BYTES,
-    PATH_MAX_BYTES,
-    SETTINGS,
-    Form,
-    Refused,
-    Setting,
-)
+from scanner.settings.declaration import MAX_CONCURRENCY, MAX_HTTP_RETRIES, MAX_TIMEOUT_S, SETTINGS, Form, Setting
+from scanner.settings.values import NAME_MAX_BYTES, PATH_MAX_BYTES, Refused
 from tests.conftest import write_tree
 from tests.hostile.support import ANSWER, GOLDEN, refused, run, run_json
 from tests.support.loopback_server import Reply, running

@@ -52,7 +52,7 @@ def test_a_file_symlink_loop_is_skipped_as_unreadable(kb: Path) -> None:
     _, report = run_json(kb)
     assert documents(report) == 1
     assert warnings(report) == [("file-skipped", "loop.md"), ("file-skipped", "ping.md"), ("file-skipped", "pong.md")]
-    assert all("Too many levels of symbolic links" in w["message"] for w in report["warnings"])
+    assert all("is a symbolic link loop" in w["message"] for w in report["warnings"])
 
 
 def test_a_folder_symlink_loop_is_not_followed(kb: Path) -> None:
@@ -68,7 +68,7 @@ def test_a_dangling_symlink_is_skipped_with_a_warning(kb: Path) -> None:
     (kb / "gone.md").symlink_to("nowhere.md")
     _, report = run_json(kb)
     assert documents(report) == 1 and warnings(report) == [("file-skipped", "gone.md")]
-    assert "No such file" in report["warnings"][0]["message"]
+    assert "is a symbolic link to nothing" in report["warnings"][0]["message"]
 
 
 def test_a_symlinked_golden_file_is_refused_even_when_it_points_inside_the_kb(kb: Path) -> None:
@@ -76,17 +76,17 @@ def test_a_symlinked_golden_file_is_refused_even_when_it_points_inside_the_kb(kb
     (kb / ".kb-eval.yml").unlink()
     (kb / ".kb-eval.yml").symlink_to("real.yml")
     stderr = refused(kb)
-    assert "golden file is a symbolic link; refused" in stderr and ".kb-eval.yml" in stderr
+    assert "golden file is a symbolic link" in stderr and ".kb-eval.yml" in stderr
 
 
 def test_a_golden_file_that_is_a_fifo_is_refused_without_blocking(kb: Path) -> None:
     (kb / ".kb-eval.yml").unlink()
     os.mkfifo(kb / ".kb-eval.yml")
-    assert "golden file is not a regular file" in refused(kb)
+    assert "not a regular file" in refused(kb)
 
 
 def test_a_golden_path_that_is_a_folder_is_refused(kb: Path) -> None:
-    assert "golden file is not a regular file" in refused(kb, "--golden", kb)
+    assert "not a regular file" in refused(kb, "--golden", kb)
 
 
 def test_a_fifo_in_the_tree_is_skipped_without_being_opened(kb: Path) -> None:
@@ -151,7 +151,7 @@ def test_an_unreadable_file_is_skipped_with_a_warning(kb: Path) -> None:
     code, report, _ = run_unprivileged(kb)
     assert code == 0 and report is not None
     assert documents(report) == 1 and warnings(report) == [("file-skipped", "locked.md")]
-    assert report["warnings"][0]["message"] == "cannot be read (Permission denied); not indexed"
+    assert report["warnings"][0]["message"] == "file cannot be read (Permission denied); not indexed"
 
 
 def test_an_unreadable_folder_is_skipped_with_a_warning(kb: Path) -> None:

@@ -21,8 +21,9 @@ from scanner.corpus.reader import build_document
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
+from scanner.report.baseline import read_baseline
 from scanner.report.document import validation_errors as iter_validation_errors
-from scanner.report.history import read_baseline, read_history, record_run
+from scanner.report.history import read_history, record_run
 from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.mapping import ErrorContext, ResponseMapping, map_response
 from scanner.retrievers.runfile import RunFileRetriever

@@ -110,7 +110,7 @@ def test_a_golden_file_over_the_byte_cap_is_refused_before_it_is_parsed(tmp_path
     golden = "queries:\n" + "".join(f"  - {{query: q{n} alpha, expected: [a.md]}}\n" for n in range(100_000))
     assert len(golden) > MAX_GOLDEN_BYTES
     stderr = refused(golden_kb(tmp_path, golden))
-    assert f".kb-eval.yml: golden file is {len(golden)} bytes, over the {MAX_GOLDEN_BYTES} byte limit" in stderr
+    assert f".kb-eval.yml: golden file is {len(golden)} bytes, over the {MAX_GOLDEN_BYTES}-byte cap" in stderr
 
 
 def test_a_golden_file_exactly_at_the_byte_cap_is_read(tmp_path: Path) -> None:

@@ -19,14 +19,13 @@ import pytest
 import scanner.foundation.strict_json
 import scanner.report.history
 from scanner.foundation.errors import InputError
+from scanner.report.baseline import MAX_BASELINE_PROBLEMS, read_baseline
 from scanner.report.document import validation_errors as iter_validation_errors
 from scanner.report.history import (
     DETAILED_DROP_WARNINGS,
-    MAX_BASELINE_PROBLEMS,
     MAX_HISTORY_RUNS,
     lock_path,
     plan_history,
-    read_baseline,
     read_history,
     record_run,
     write_history,

@@ -48,7 +48,7 @@ def _drop_new_keys(node: dict[str, Any]) -> None:
     # rank move of a changed query. Their values are tested where they are computed.
     for key in ("displaces_expected", "rank_before", "rank_after", "now_above"):
         node.pop(key, None)
-    # Issue 17: what a comparison was made with (previous.commit/ref) and why none was (cause/hint).
+    # What a comparison was made with (previous.commit/ref) and why none was (cause/hint).
     if {"source", "fingerprint", "aggregate"} <= node.keys():
         node.pop("commit", None)
         node.pop("ref", None)

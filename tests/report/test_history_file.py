@@ -15,16 +15,11 @@ from typing import Any
 import pytest
 
 from scanner.foundation.errors import InputError
+from scanner.report.baseline import read_baseline, save_baseline
 from scanner.report.document import run_document
-from scanner.report.history import (
-    MAX_HISTORY_BYTES,
-    check_history_size,
-    read_baseline,
-    read_history,
-    save_baseline,
-    save_history,
-)
+from scanner.report.history import MAX_HISTORY_BYTES, MAX_HISTORY_RUNS, read_history, save_history
 from scanner.report.read import run_from_document
+from tests.conftest import run_cli
 from tests.support.run_records import make_run, run_with_a_finding
 
 
@@ -367,11 +362,16 @@ def test_a_single_run_too_big_for_the_cap_is_an_error_and_saves_nothing(
     assert path.read_bytes() == before
 
 
-def test_a_history_size_below_one_is_refused() -> None:
-    with pytest.raises(InputError) as error:
-        check_history_size(0)
-    assert error.value.field == "--history-size"
-    check_history_size(1)
+@pytest.mark.parametrize("value", ["0", "1001"])
+def test_a_history_size_outside_what_the_history_holds_is_refused_where_declared(value: str, tmp_path: Path) -> None:
+    result = run_cli("--kb-path", tmp_path, "--history-size", value)
+    assert result.code == 2 and "--history-size" in result.stderr and "from 1 to 1000" in result.stderr
+
+
+def test_the_largest_history_size_is_what_the_history_reads() -> None:
+    from scanner.settings.declaration import setting
+
+    assert setting("history-size").parse(str(MAX_HISTORY_RUNS)) == MAX_HISTORY_RUNS
 
 
 def test_saving_into_a_missing_folder_is_an_input_error(tmp_path: Path) -> None:

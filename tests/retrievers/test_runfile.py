@@ -185,5 +185,5 @@ def test_describe_records_format_and_content_hash(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_run_file_is_an_input_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="cannot read run file"):
+    with pytest.raises(InputError, match="run file"):
         RunFileRetriever(tmp_path / "absent.trec")

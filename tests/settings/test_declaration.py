@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner.action.mode import INPUT_DEFAULTS, read_inputs
+from scanner.action.inputs import INPUT_DEFAULTS, read_inputs
 from scanner.cli.main import build_parser, execute, parse_cli
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.github.comment import CommentMode
@@ -32,7 +32,7 @@ from tests.conftest import REPO
 from tests.support.container import action_inputs, input_environment
 
 BAD_VALUES = {
-    "baseline-ref": "-n",  # issue 17: a revision git would read as an option
+    "baseline-ref": "-n",  # a revision git would read as an option
     "comment": "sometimes",
     "limit": "0",
     "k": "1,x",

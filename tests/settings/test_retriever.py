@@ -1,4 +1,4 @@
-"""Choosing and building a retriever (retrievers/factory.py), from either interface."""
+"""Choosing and building a retriever (scanner/settings/retriever.py), from either interface."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner.action.mode import read_inputs
+from scanner.action.inputs import read_inputs
 from scanner.cli.main import execute, parse_cli
 from scanner.corpus.reader import build_document
 from scanner.foundation.diagnostics import Diagnostics

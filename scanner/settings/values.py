@@ -1,0 +1,178 @@
+"""How a setting's text becomes its value: one parser per kind of value, each refusing with
+`Refused` (what is wrong, and an example that would be accepted), which the declaration turns into
+an InputError in the words of the interface the value came from."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from scanner.foundation.errors import InputError
+from scanner.github.comment import CommentMode
+from scanner.retrievers import command as command_module
+from scanner.retrievers import http_settings as http_module
+from scanner.retrievers.base import RetrieverKind
+from scanner.retrievers.builtin import FieldWeights
+from scanner.retrievers.concurrency import validate_concurrency
+from scanner.retrievers.mapping import validate_dotted_path
+
+MAX_CUTOFF = 1000
+"""Largest `limit` and k: a golden query judges a handful of documents, and a deeper list only
+costs time (and, for an HTTP service, load)."""
+
+
+class Refused(Exception):
+    """A value its parser cannot accept; turned into an InputError in the interface's words."""
+
+    def __init__(self, problem: str, example: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        """Says what is wrong, completing "`<name>` is '<value>': "."""
+        self.example = example
+        """A value that would be accepted, for the hint."""
+
+
+
+def text(text: str) -> str:
+    return text
+
+
+PATH_MAX_BYTES = 4096
+"""Bytes of the longest path the kernel takes (Linux's PATH_MAX, with its NUL); NAME_MAX_BYTES for
+one name in it. A path input past either was an OSError (ENAMETOOLONG) deep in the run, exit 3;
+it is refused here, as written and as the absolute path the run uses, with the setting's name.
+PATH_ROOM bytes are kept for the names kb-eval adds inside a folder input (the parse cache's file)."""
+NAME_MAX_BYTES = 255
+PATH_ROOM = 64
+
+
+def path(text: str) -> Path:
+    if not text:
+        raise Refused("an empty path", "docs")
+    try:
+        absolute = os.fsencode(os.path.abspath(text))
+    except (UnicodeError, ValueError):  # a lone surrogate not from undecodable bytes, a NUL
+        raise Refused("not a path this system can name", "docs") from None
+    longest = PATH_MAX_BYTES - PATH_ROOM
+    if len(absolute) >= longest or any(len(part) > NAME_MAX_BYTES for part in absolute.split(b"/")):
+        raise Refused(f"longer than a path can be here ({longest} bytes in all, {NAME_MAX_BYTES} per name)", "docs")
+    return Path(text)
+
+
+def int_in(low: int, high: int, example: int) -> Callable[[str], int]:
+    """Every numeric setting has an upper bound the code can hold (declared with the setting):
+    a value the settings accept must run (an unbounded one overflowed deep inside the run, exit 3)."""
+
+    def parse(text: str) -> int:
+        try:
+            # Digits are counted before int() sees them: a 5,000-digit number is refused here.
+            value = int(text) if len(text.strip()) <= 32 else None
+        except ValueError:
+            value = None
+        if value is None or value < low or value > high:
+            raise Refused(f"not a whole number from {low} to {high}", str(example))
+        return value
+
+    return parse
+
+
+def float_in(low: float, high: float, *, low_open: bool, high_open: bool, example: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        above = value > low if low_open else value >= low
+        below = value < high if high_open else value <= high
+        if not (math.isfinite(value) and above and below):
+            upper = f"{high:g}{')' if high_open else ']'}"
+            raise Refused(f"not a number in {'(' if low_open else '['}{low:g}, {upper}", example)
+        return value
+
+    return parse
+
+
+def choice(values: Sequence[str]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in values:
+            raise Refused(f"not one of {', '.join(values)}", values[0])
+        return text
+
+    return parse
+
+
+def comment_mode(text: str) -> CommentMode:
+    # `true`/`false` were the input's values before the modes; workflows that use them keep working.
+    spelled = {"true": CommentMode.ALWAYS, "false": CommentMode.OFF}
+    if text in spelled:
+        return spelled[text]
+    try:
+        return CommentMode(text)
+    except ValueError:
+        raise Refused("not one of off, always, on-change", "on-change") from None
+
+
+def retriever_kind(text: str) -> RetrieverKind:
+    return RetrieverKind(choice([kind.value for kind in RetrieverKind])(text))
+
+
+def k_list(text: str) -> tuple[int, ...]:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    one = int_in(1, MAX_CUTOFF, 10)
+    try:
+        values = tuple(one(part) for part in parts)
+    except Refused:
+        values = ()
+    if not values:
+        raise Refused(f"not a comma-separated list of cut-offs from 1 to {MAX_CUTOFF}", "1,5,10")
+    return values
+
+
+def weights(text: str) -> FieldWeights:
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != 3 or not all(0 < value < 1000 for value in values):
+        raise Refused("not three positive numbers heading,breadcrumb,body", "2,2,1")
+    return FieldWeights(*values)
+
+
+def http_method(text: str) -> str:
+    # The http module's own rule (GET or POST, any case); its words are the CLI's.
+    try:
+        return http_module.parse_method(text).value
+    except InputError:
+        raise Refused("not GET or POST", "GET") from None
+
+
+def env_name(text: str) -> str:
+    try:
+        command_module.command_environment([text], {})
+    except InputError:
+        raise Refused("not an environment variable name", "KB_TOKEN") from None
+    return text
+
+
+def http_header(text: str) -> str:
+    try:
+        http_module.parse_header(text)
+    except InputError:
+        raise Refused("not `Name: value`", "'Authorization: Bearer ${KB_TOKEN}'") from None
+    return text
+
+
+def dotted_path(text: str) -> str:
+    try:
+        return validate_dotted_path(text, "")
+    except InputError:
+        raise Refused("not a dotted path (field names separated by dots)", "hits.hits") from None
+
+
+def concurrency_up_to(high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        return validate_concurrency(int_in(1, high, 4)(text))
+
+    return parse
