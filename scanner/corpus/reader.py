@@ -12,6 +12,7 @@ import marshal
 import os
 import re
 import sqlite3
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
