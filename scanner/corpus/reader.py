@@ -29,14 +29,14 @@ from scanner.foundation.workers import worker_pool
 
 INDEXED_SUFFIXES = (".md", ".markdown", ".txt")
 
-MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+MAX_DOCUMENT_BYTES = 3 * 1024 * 1024
 """Files larger than this are skipped with a warning. Real notes are kilobytes; the cap
 keeps a generated or hostile file (a 200 MB log renamed .md) from taking the runner's
 memory, and it is well above the largest hand-written Markdown file we have seen (~1 MB).
 It is what keeps one file under 512 MiB of peak memory in every script: a file's cost is its
 distinct terms, and Han text has the most per byte (each character is a term and starts a
-bigram): 8 MiB of random Han words peaked at 861 MiB, so the cap was halved from 8 MiB
-(docs/limits-and-safety.md has the per-script table and its command)."""
+bigram). Random Han words peaked at 861 MiB at 8 MiB and 504-521 MiB at 4 MiB, so the cap is
+3 MiB (docs/limits-and-safety.md has the per-script table and its command)."""
 
 
 MAX_CORPUS_FILES = 200_000
