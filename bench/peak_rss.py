@@ -198,20 +198,21 @@ def _prose(size: int) -> bytes:
 
 
 def bytes_at_corpus_cap(root: Path) -> Path:
-    """Files at the cap of prose, the last one short by a.md's size: exactly MAX_CORPUS_BYTES."""
+    """Files at the cap of prose, the last one filling up to exactly MAX_CORPUS_BYTES with a.md."""
     kb = _kb(root)
     big = _prose(CAP)
-    last = MAX_CORPUS_BYTES // CAP - 1
-    for n in range(last):
-        (kb / f"big{n:02}.md").write_bytes(big)
-    (kb / f"big{last:02}.md").write_bytes(big[: CAP - (kb / "a.md").stat().st_size])
+    full, rest = divmod(MAX_CORPUS_BYTES - (kb / "a.md").stat().st_size, CAP)
+    for n in range(full):
+        (kb / f"big{n:03}.md").write_bytes(big)
+    if rest:
+        (kb / "last.md").write_bytes(big[:rest])
     return kb
 
 
 def bytes_over_corpus_cap(root: Path) -> Path:
     """One byte more than bytes_at_corpus_cap: refused (exit 2) before any file is read."""
     kb = bytes_at_corpus_cap(root)
-    with open(kb / f"big{MAX_CORPUS_BYTES // CAP - 1:02}.md", "ab") as handle:
+    with open(kb / "last.md", "ab") as handle:
         handle.write(b"x")
     return kb
 
