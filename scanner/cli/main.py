@@ -18,6 +18,7 @@ from typing import TextIO
 
 from scanner import __version__
 from scanner.compare.comparison import BaseRequest
+from scanner.compare.gate import gate_cannot_run
 from scanner.compare.report import Report
 from scanner.foundation.diagnostics import Diagnostic, Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
@@ -151,7 +152,7 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         stderr.write("kb-eval: internal error (please report this):\n" + traceback.format_exc())
         return finished(ExitCode.INTERNAL)
     _print_diagnostics(diagnostics, stderr)
-    stderr.write(console.findings_warning(outcome.report.run.findings))
+    stderr.write(console.findings_warning(outcome.report.run.findings, outcome.report.findings_at_base))
     if args.format == "json":
         stdout.write(outcome.json_text)
     else:
@@ -159,6 +160,11 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
     code = ExitCode.OK
     gate = outcome.report.gate
     if args.fail_on_regression and not gate.evaluated:  # a gate that could not run says so
+        blocked = gate_cannot_run(outcome.report.comparison)
+        if blocked is not None:
+            worded = in_interface_words(blocked, args.interface)
+            stderr.write(console.error_lines(worded))
+            return finished(ExitCode.BAD_INPUT, outcome, worded)
         stderr.write(f"kb-eval: warning: {phrases.gate_not_run(gate, outcome.report.comparison)}\n")
     if gate.tripped and args.fail_on_regression:
         stderr.write(console.regression_line(gate))

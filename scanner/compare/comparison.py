@@ -60,8 +60,11 @@ class NotComparedCause(enum.Enum):
     SHALLOW_CLONE = "shallow-clone"
     """The git revision to compare with is not in this checkout, which is shallow."""
     REVISION_UNAVAILABLE = "revision-unavailable"
-    """The git revision could not be evaluated: no git, not a repository, the KB folder absent
-    at that revision, an external retriever, or git failing or over its deadline."""
+    """The git revision could not be evaluated: no git, not a repository, an external retriever,
+    or git failing or over its deadline."""
+    KB_ABSENT_AT_BASE = "kb-absent-at-base"
+    """The revision was read and the KB folder did not exist there (a pull request that adds the
+    KB): there is nothing to compare with, and nothing the person could fix."""
 
 
 class Origin(enum.Enum):
@@ -112,7 +115,7 @@ evaluated in the same job."""
 
 @dataclass(frozen=True, slots=True)
 class BaseRevision:
-    """The git revision a `git` comparison evaluated (scanner.git.base)."""
+    """The git revision a `git` comparison evaluated (scanner.pipeline.base)."""
 
     commit: str
     """The full commit SHA the revision resolved to."""

@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scanner.compare.comparison import Comparison, Metric
+from scanner.compare.comparison import Comparison, Metric, NotComparedCause, Source
 from scanner.compare.significance import SignFlipResult, paired_sign_flip_test
+from scanner.foundation.errors import InputError
 from scanner.foundation.untrusted_text import shown
 
 DEFAULT_REGRESSION_THRESHOLD = 0.05
@@ -59,6 +60,26 @@ class GateResult:
     alpha: float | None
     verdicts: tuple[MetricVerdict, ...]
     """Every aggregate metric that fell, worst first."""
+
+
+GATE_NEEDS_THE_BASE = frozenset({NotComparedCause.SHALLOW_CLONE, NotComparedCause.REVISION_UNAVAILABLE})
+"""Why a comparison with a git revision can fail for a reason the workflow can fix (the clone lacks
+the commit, git could not read it). A KB absent at the base is not one: nothing was there to lose."""
+
+
+def gate_cannot_run(comparison: Comparison) -> InputError | None:
+    """The refusal when a regression gate was asked for on a comparison with a git revision (a
+    pull request's base) that could not happen: a team that believes it has a gate must not get a
+    green step that checked nothing. None when the gate ran, or when nothing could be compared for
+    a reason no setting fixes (the first run of a history, a KB the base did not have yet)."""
+    if comparison.compared or comparison.source is not Source.GIT or comparison.cause not in GATE_NEEDS_THE_BASE:
+        return None
+    reason = "; ".join(comparison.reasons) or "the base revision could not be evaluated"
+    return InputError(
+        f"the regression gate cannot run: {reason}",
+        field="--fail-on-regression",
+        hint=comparison.hint or "make the base revision readable in this checkout, or turn the gate off",
+    )
 
 
 def evaluate_gate(comparison: Comparison, threshold: float, alpha: float | None = None) -> GateResult:

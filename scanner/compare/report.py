@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scanner.compare.comparison import Comparison
+from scanner.compare.findings import FindingAtBase
 from scanner.compare.gate import GateResult
 from scanner.evaluation.records import RunRecord
 
@@ -20,3 +21,10 @@ class Report:
     run: RunRecord
     comparison: Comparison
     gate: GateResult
+    findings_at_base: tuple[FindingAtBase, ...] | None = None
+    """Each finding of `run` told from the pull request's base (same order); None when this run
+    was not compared with a git revision it could evaluate."""
+
+    def at_base(self, path: str) -> FindingAtBase | None:
+        """How the finding on `path` stands against the base; None when unknown."""
+        return next((item for item in self.findings_at_base or () if item.path == path), None)

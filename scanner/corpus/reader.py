@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import marshal
 import os
-import re
 import sqlite3
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from scanner.corpus.documents import Chunk, Corpus, Document
+from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles, shown, skipped_file
 from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, ParsedDocument, parse_document
 from scanner.corpus.parse_cache import Lookup, ParseCache, cache_key, lookup, pack, proves_itself, unpack
 from scanner.corpus.parse_memo import ParseMemo
@@ -26,18 +26,6 @@ from scanner.foundation.errors import InputError
 from scanner.foundation.files import FileRefused, LinkPolicy, read_capped
 from scanner.foundation.progress import progress
 from scanner.foundation.workers import worker_pool
-
-INDEXED_SUFFIXES = (".md", ".markdown", ".txt")
-
-MAX_DOCUMENT_BYTES = 3 * 1024 * 1024
-"""Files larger than this are skipped with a warning. Real notes are kilobytes; the cap
-keeps a generated or hostile file (a 200 MB log renamed .md) from taking the runner's
-memory, and it is well above the largest hand-written Markdown file we have seen (~1 MB).
-It is what keeps one file under 512 MiB of peak memory in every script: a file's cost is its
-distinct terms, and Han text has the most per byte (each character is a term and starts a
-bigram). Random Han words peaked at 861 MiB at 8 MiB and 504-521 MiB at 4 MiB, so the cap is
-3 MiB (docs/limits-and-safety.md has the per-script table and its command)."""
-
 
 MAX_CORPUS_FILES = 200_000
 """Indexable files in one KB. Past it the run stops (exit 2) before anything is read, naming the
@@ -98,7 +86,7 @@ def read_documents(
     With a `memo`, every parsed document is remembered by its path and bytes, and a file
     remembered there is not parsed again (a pull request's base is read after its head, and most of its files are the same).
     With a `source`, the files are its (KB-relative path, bytes) pairs instead of the folder walk:
-    another reader (scanner.git.base) chose them and applied the per-file limits, and `root`,
+    another reader (scanner.git.tree, by scanner.corpus.kb_files' rules) chose them and applied the per-file limits, and `root`,
     `exclude` and `cache` are not used; they are parsed in this process, most come from the memo."""
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
     cache = cache if source is None else None
@@ -212,7 +200,7 @@ def _check_corpus_size(root: Path, files: Sequence[tuple[str, Path]]) -> None:
 
 def _over_cap(root: Path, relative: str, what: str) -> InputError:
     return InputError(
-        f"{what}; stopped at {_shown(relative)} rather than evaluate part of it",
+        f"{what}; stopped at {shown(relative)} rather than evaluate part of it",
         file=str(root),
         field="--kb-path",
         hint="leave generated or vendored folders out with --exclude GLOB, or point --kb-path at the notes only",
@@ -340,82 +328,38 @@ def _breadcrumb_part(text: str) -> str:
     return text if len(text) <= MAX_BREADCRUMB_PART_CHARS else text[:MAX_BREADCRUMB_PART_CHARS]
 
 
-def compile_excludes(patterns: Iterable[str]) -> re.Pattern[str] | None:
-    """Glob patterns over KB-relative paths: `*` and `?` stay within one folder, `**` spans
-    folders, and a pattern without `/` matches a file or folder name at any depth (as in
-    .gitignore), so `drafts` and `*.tmp.md` do what people expect."""
-    parts = []
-    for pattern in patterns:
-        pattern = pattern.strip().strip("/")
-        if not pattern:
-            continue
-        anchored = "/" in pattern
-        regex = ""
-        i = 0
-        while i < len(pattern):
-            if pattern.startswith("**/", i):
-                regex += "(?:.*/)?"
-                i += 3
-            elif pattern.startswith("**", i):
-                regex += ".*"
-                i += 2
-            elif pattern[i] == "*":
-                regex += "[^/]*"
-                i += 1
-            elif pattern[i] == "?":
-                regex += "[^/]"
-                i += 1
-            else:
-                regex += re.escape(pattern[i])
-                i += 1
-        parts.append(regex if anchored else f"(?:.*/)?{regex}")
-    if not parts:
-        return None
-    # A match on a folder excludes everything below it.
-    return re.compile(f"(?:{'|'.join(parts)})(?:/.*)?", re.DOTALL)
-
-
 def _indexable_files(
     root: Path, exclude: Sequence[str], diagnostics: Diagnostics
 ) -> Iterable[tuple[str, Path]]:
-    excluded = compile_excludes(exclude)
+    rules = KbFiles.excluding(exclude)
     real_root = os.path.realpath(root)
     for folder, dirnames, filenames in _walk(str(root), _walk_error(root, diagnostics)):
         relative_folder = os.path.relpath(folder, root)
         relative_folder = "" if relative_folder == "." else relative_folder.replace(os.sep, "/") + "/"
-        kept = []
-        for name in sorted(dirnames):
-            relative = relative_folder + name
-            # Dot-folders are tool state (.git, .github, .obsidian), never notes.
-            if name.startswith(".") or (excluded is not None and excluded.fullmatch(relative)):
-                continue
-            if os.path.islink(os.path.join(folder, name)):
-                diagnostics.warn(DiagnosticCode.SYMLINK_SKIPPED, "symbolic link to a folder is not followed", _shown(relative))
-                continue
-            kept.append(name)
-        dirnames[:] = kept
+        dirnames[:] = [
+            name for name in sorted(dirnames)
+            if rules.enters_folder(
+                relative_folder + name, is_link=os.path.islink(os.path.join(folder, name)), diagnostics=diagnostics
+            )
+        ]
         for name in sorted(filenames):
-            if not name.lower().endswith(INDEXED_SUFFIXES):
-                continue
             relative = relative_folder + name
-            if excluded is not None and excluded.fullmatch(relative):
+            if not rules.is_candidate(relative):
                 continue
             absolute = Path(folder, name)
-            if not _is_readable_name(relative):
-                diagnostics.warn(DiagnosticCode.FILE_SKIPPED, "file name is not valid UTF-8; rename it", _shown(relative))
-                continue
-            try:
-                is_link = stat.S_ISLNK(os.lstat(absolute).st_mode)
-            except OSError as error:
-                # A name that takes the path past PATH_MAX (ENAMETOOLONG) or vanished: a skip, named.
-                diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"cannot be read ({error.strerror}); not indexed", relative)
-                continue
-            if is_link:
-                target = os.path.realpath(absolute)
-                if os.path.commonpath([real_root, target]) != real_root:
-                    diagnostics.warn(DiagnosticCode.SYMLINK_SKIPPED, "symbolic link points outside the KB; not followed", relative)
-                    continue
-            yield relative, absolute
+            if rules.holds_file(relative, diagnostics, link_leaves_kb=_leaves(real_root, absolute)):
+                yield relative, absolute
+
+
+def _leaves(real_root: str, absolute: Path) -> bool:
+    """A symbolic link whose target is outside the KB (a link inside it is read as its target)."""
+    try:
+        if not stat.S_ISLNK(os.lstat(absolute).st_mode):
+            return False
+    except OSError:  # a path past PATH_MAX (ENAMETOOLONG), or gone: reading it names the skip
+        return False
+    target = os.path.realpath(absolute)
+    return os.path.commonpath([real_root, target]) != real_root
 
 
 def _walk(
@@ -452,7 +396,7 @@ def _walk(
 
 def _walk_error(root: Path, diagnostics: Diagnostics):  # type: ignore[no-untyped-def]
     def record(error: OSError) -> None:
-        name = _shown(os.path.relpath(error.filename, root).replace(os.sep, "/")) if error.filename else str(root)
+        name = shown(os.path.relpath(error.filename, root).replace(os.sep, "/")) if error.filename else str(root)
         diagnostics.warn(DiagnosticCode.FOLDER_SKIPPED, f"folder cannot be read ({error.strerror}); its files are not indexed", name)
 
     return record
@@ -463,7 +407,7 @@ def _read_bytes(relative: str, absolute: Path, diagnostics: Diagnostics) -> byte
     try:
         return read_capped(absolute, MAX_DOCUMENT_BYTES, LinkPolicy.FOLLOW)
     except FileRefused as refused:
-        diagnostics.warn(DiagnosticCode.FILE_SKIPPED, f"file {refused.reason}; not indexed", relative)
+        skipped_file(relative, refused.reason, diagnostics)
         return None
 
 
@@ -477,17 +421,3 @@ def _parse(relative: str, data: bytes, diagnostics: Diagnostics) -> Document | N
         diagnostics.warn(DiagnosticCode.FILE_SKIPPED, "contains NUL bytes (binary data?); not indexed", relative)
         return None
     return build_document(relative, text, diagnostics)
-
-
-def _is_readable_name(relative: str) -> bool:
-    try:
-        relative.encode("utf-8")
-    except UnicodeEncodeError:  # undecodable bytes survive os.walk as lone surrogates
-        return False
-    return True
-
-
-def _shown(relative: str) -> str:
-    """A name with undecodable bytes, spelled with the bytes escaped (`caf\\xe9.md`), as the user
-    would recognise it; its lone surrogates could not be written to the report or the terminal."""
-    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -46,7 +46,7 @@ class EvalOptions:
     """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
     timestamp: datetime | None = None
     """Fixed in tests; the current UTC time otherwise."""
-    # --- issue 17: evaluating another revision of the KB (scanner.git.base) ---
+    # --- evaluating another revision of the KB (scanner.pipeline.base) ---
     golden: GoldenSet | None = None
     """Already loaded (the base side uses this run's golden set); None: load `golden_path`."""
     parse_memo: ParseMemo | None = None

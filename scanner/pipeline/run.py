@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scanner.compare.comparison import BaseRequest, Comparison, Source, compare_runs, compare_with_history, no_previous
+from scanner.compare.findings import FindingAtBase, findings_at_base
 from scanner.compare.gate import GateResult, evaluate_gate
 from scanner.compare.report import Report
 from scanner.corpus.parse_memo import ParseMemo
@@ -31,7 +32,8 @@ from scanner.report.document import report_document, run_document, serialise, va
 from scanner.report.history import HistoryPlan, HistoryRead, plan_history, read_history, write_history
 
 if TYPE_CHECKING:
-    from scanner.git.base import BaseBesideHead, ResolvedBase
+    from scanner.pipeline.base import BaseEvaluation, ResolvedBase
+    from scanner.pipeline.beside import BaseBesideHead
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +51,7 @@ class RunPlan:
     history_disabled_reason: str = "history disabled (--no-history) and no --baseline given"
     """What the comparison says when there is neither history nor baseline, in the interface's words."""
     baseline_ref: BaseRequest | None = None
-    """Issue 17: compare with the KB at this git revision, evaluated in this run (wins over the history)."""
+    """Compare with the KB at this git revision, evaluated in this run (wins over the history)."""
     builtin_retriever: bool = True
     """False: an external retriever answers, which cannot answer for the KB at another revision."""
 
@@ -66,28 +68,69 @@ class RunOutcome:
     evaluation: EvalOutcome
 
 
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What the run reads before it evaluates: anything wrong here stops it before a file is written."""
+
+    history: HistoryRead | None
+    baseline: RunRecord | None
+    base: ResolvedBase | Comparison | None
+    """The git revision to compare with, why it cannot be, or None (no --baseline-ref, or the pull
+    request's base does not apply)."""
+
+
 def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) -> RunOutcome:
-    """Raises InputError (exit 2) for bad input, ReportInvalid (exit 3) for a report that fails
-    its schema; nothing is written in either case."""
+    """The phases in order. Raises InputError (exit 2) for bad input, ReportInvalid (exit 3) for a
+    report that fails its schema; nothing is written in either case."""
+    inputs = read_inputs(options, plan, diagnostics)
+    beside = base_beside_head(inputs.base, options)
+    evaluation = evaluate_head(options, beside, diagnostics)
+    base = evaluate_base_side(beside)
+    comparison = compare(evaluation.run, inputs, base, plan)
+    gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha)
+    history_plan = plan_history_write(evaluation.run, inputs.history, plan, diagnostics)
+    run = evaluation.run
+    if history_plan is not None and history_plan.warnings:
+        run = dataclasses.replace(run, warnings=run.warnings + history_plan.warnings)
+    report = Report(run, comparison, gate, findings_against(evaluation.run, base, comparison))
+    document = report_document(report)
+    validate(document)
+    json_text = serialise(document)
+    write(plan, history_plan, document, json_text)
+    history_runs = inputs.history.runs if inputs.history is not None else ()
+    return RunOutcome(report, document, json_text, history_runs, evaluation)
+
+
+def read_inputs(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) -> Inputs:
+    """The history, the baseline and the base revision, read BEFORE the evaluation: one that cannot
+    be read, or a bad --baseline-ref, is exit 2 before anything is written."""
     history = read_history(plan.history) if plan.history is not None else None
     if history is not None:
         diagnostics.items.extend(history.warnings)
     baseline = read_baseline(plan.baseline, validation_errors) if plan.baseline is not None else None
-
-    # Issue 17: the revision is resolved BEFORE the evaluation (a bad --baseline-ref is exit 2 before
-    # anything is written) and evaluated after it, taking the files both sides share from the memo.
-    # Its run is only compared with: it never reaches the history, the report's runs or any file.
     base: ResolvedBase | Comparison | None = None
-    beside: BaseBesideHead | None = None
     if plan.baseline_ref is not None:
         # Imported here: dulwich is about a fifth of the interpreter's memory at start, and only a
         # run that reads a git revision needs it.
-        from scanner.git.base import BaseBesideHead, ResolvedBase, resolve_base
+        from scanner.pipeline.base import resolve_base
 
         base = resolve_base(options.kb_path, plan.baseline_ref, external_retriever=not plan.builtin_retriever)
-        beside = BaseBesideHead(base, options, ParseMemo()) if isinstance(base, ResolvedBase) else None
+    return Inputs(history, baseline, base)
+
+
+def base_beside_head(base: ResolvedBase | Comparison | None, options: EvalOptions) -> BaseBesideHead | None:
+    """The base's evaluation, to start once the head's corpus is read (files both sides share are
+    then taken from the memo)."""
+    if base is None or isinstance(base, Comparison):
+        return None
+    from scanner.pipeline.beside import BaseBesideHead
+
+    return BaseBesideHead(base, options, ParseMemo())
+
+
+def evaluate_head(options: EvalOptions, beside: BaseBesideHead | None, diagnostics: Diagnostics) -> EvalOutcome:
     try:
-        evaluation = run_eval(
+        return run_eval(
             dataclasses.replace(
                 options,
                 parse_memo=beside.memo if beside else None,
@@ -99,36 +142,53 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
         if beside is not None:
             beside.cancel()
         raise
-    run = evaluation.run
-    if beside is not None:
-        from scanner.git.base import compare_with_base
 
-        comparison = compare_with_base(run, beside.base, beside.result())
-    elif isinstance(base, Comparison):
-        comparison = base  # the revision cannot be evaluated; the comparison says why
-    else:  # no --baseline-ref, or the pull request's base does not apply (no git checkout)
-        comparison = compare_with_previous(run, history, baseline, plan.history_disabled_reason)
-    gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha)
 
-    history_plan: HistoryPlan | None = None
-    if plan.history is not None and history is not None:
-        history_plan = plan_history(plan.history, [run_document(run), *history.documents], plan.history_size)
-        if history_plan.warnings:
-            run = dataclasses.replace(run, warnings=run.warnings + history_plan.warnings)
-            diagnostics.items.extend(history_plan.warnings)
+def evaluate_base_side(beside: BaseBesideHead | None) -> BaseEvaluation | Comparison | None:
+    """The base's run, or why it could not be evaluated. Its run is only compared with: it never
+    reaches the history, the report's runs or any file."""
+    return beside.result() if beside is not None else None
 
-    report = Report(run, comparison, gate)
-    document = report_document(report)
-    validate(document)
-    json_text = serialise(document)
 
+def compare(run: RunRecord, inputs: Inputs, base: BaseEvaluation | Comparison | None, plan: RunPlan) -> Comparison:
+    """With the base revision when there is one, else as without it (baseline, history)."""
+    if base is not None:
+        from scanner.pipeline.base import ResolvedBase, compare_with_base
+
+        assert isinstance(inputs.base, ResolvedBase)  # a base was evaluated only when it resolved
+        return compare_with_base(run, inputs.base, base)
+    if isinstance(inputs.base, Comparison):
+        return inputs.base  # the revision cannot be evaluated; the comparison says why
+    return compare_with_previous(run, inputs.history, inputs.baseline, plan.history_disabled_reason)
+
+
+def findings_against(
+    run: RunRecord, base: BaseEvaluation | Comparison | None, comparison: Comparison
+) -> tuple[FindingAtBase, ...] | None:
+    """The head's findings told from the base's, when the base was evaluated and compared."""
+    if base is None or isinstance(base, Comparison) or not comparison.compared:
+        return None
+    return findings_at_base(run, base.run, base.quoted)
+
+
+def plan_history_write(
+    run: RunRecord, history: HistoryRead | None, plan: RunPlan, diagnostics: Diagnostics
+) -> HistoryPlan | None:
+    if plan.history is None or history is None:
+        return None
+    history_plan = plan_history(plan.history, [run_document(run), *history.documents], plan.history_size)
+    diagnostics.items.extend(history_plan.warnings)
+    return history_plan
+
+
+def write(plan: RunPlan, history_plan: HistoryPlan | None, document: dict[str, object], json_text: str) -> None:
+    """Every file, after the report validated: the history, the saved baseline, the report."""
     if plan.history is not None and history_plan is not None:
         write_history(plan.history, history_plan)
     if plan.save_baseline is not None:
         save_baseline(plan.save_baseline, document)
     if plan.output is not None:
         write_atomically(plan.output, json_text.encode("utf-8"), "report")
-    return RunOutcome(report, document, json_text, history.runs if history is not None else (), evaluation)
 
 
 def compare_with_previous(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 
 from scanner.compare.comparison import NotComparedCause
+from scanner.compare.findings import FindingAtBase
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, displacing_first
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
@@ -37,13 +38,11 @@ def repository_path(path: str, base: str = ".") -> str | None:
         return None
 
 
-def finding_annotation(located: LocatedFinding, kb_path: str) -> Annotation:
+def finding_annotation(located: LocatedFinding, kb_path: str, at_base: FindingAtBase | None = None) -> Annotation:
     """One warning at the first quotation in the file (the one a reader meets first)."""
     finding = located.finding
     first = min(located.locations, key=lambda at: (at.line, at.column or 0))
-    names = ", ".join(
-        f"{q.query_id} ({phrases.displaced_phrase(q.rank_in_top_k, q.displaces_expected)})" for q in finding.quoted
-    )
+    names = ", ".join(f"{q.query_id} ({phrases.quoted_phrase(q, at_base)})" for q in finding.quoted)
     message = (
         f"{finding.path} quotes {len(finding.quoted)} golden queries verbatim "
         f"(a finding needs {MIN_QUOTED_QUERIES} or more): {names}. {phrases.TWO_CAUSES}"
@@ -113,7 +112,13 @@ def base_not_compared_annotation(report: Report) -> Annotation | None:
 def report_annotations(report: Report, kb_path: str) -> list[Annotation]:
     """Findings first, those that displaced a labelled answer leading (they are what the check is
     for), then warnings, golden-file ones first, then the corpus-change notice."""
-    findings = [finding_annotation(located, kb_path) for located in displacing_first(report.run.findings)]
+    # A finding the pull request's base already had is in the summary, not annotated again: an
+    # annotation asks the reviewer about a line this pull request wrote.
+    findings = [
+        finding_annotation(located, kb_path, report.at_base(located.finding.path))
+        for located in displacing_first(report.run.findings)
+        if not _already_at_base(report, located)
+    ]
     warnings = sorted(report.run.warnings, key=lambda w: w.code != DiagnosticCode.EXPECTED_NOT_IN_CORPUS)
     corpus_note = corpus_change_annotation(report)
     return (
@@ -121,6 +126,11 @@ def report_annotations(report: Report, kb_path: str) -> list[Annotation]:
         + [diagnostic_annotation(warning, kb_path) for warning in warnings]
         + ([corpus_note] if corpus_note is not None else [])
     )
+
+
+def _already_at_base(report: Report, located: LocatedFinding) -> bool:
+    at_base = report.at_base(located.finding.path)
+    return at_base is not None and at_base.present_at_base
 
 
 def input_error_annotation(error: InputError) -> Annotation:

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import IO
 
+from scanner.compare.findings import FindingAtBase
 from scanner.compare.gate import GateResult
-from scanner.evaluation.records import LocatedFinding, displacing_first
+from scanner.evaluation.records import LocatedFinding
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.foundation.errors import InputError
 from scanner.foundation.untrusted_text import shown
@@ -58,16 +59,23 @@ def error_lines(error: InputError) -> str:
     return f"kb-eval: error: {error}\n"
 
 
-def findings_warning(findings: Sequence[LocatedFinding]) -> str:
+def findings_warning(findings: Sequence[LocatedFinding], at_base: Sequence[FindingAtBase] | None = None) -> str:
     """The stderr warning: names the check, each path, each quoted query with its rank, the ones that
-    displaced a labelled answer first, and both possible causes without choosing one."""
+    displaced a labelled answer first, and both possible causes without choosing one; against a pull
+    request's base, which findings the base already had."""
     if not findings:
         return ""
+    by_path = {item.path: item for item in at_base or ()}
     lines = [f"kb-eval: {phrases.findings_headline(len(findings))}."]
-    for located in displacing_first(findings):
-        lines.append(f"  {shown(located.finding.path)}")
+    note = phrases.findings_at_base_note(at_base)
+    if note is not None:
+        lines.append(f"  {note}")
+    for located in phrases.reading_order(findings, at_base):
+        known = by_path.get(located.finding.path)
+        origin = f" ({phrases.AT_BASE})" if known is not None and known.present_at_base else ""
+        lines.append(f"  {shown(located.finding.path)}{origin}")
         for quoted in located.finding.quoted:
-            phrase = phrases.displaced_phrase(quoted.rank_in_top_k, quoted.displaces_expected)
+            phrase = phrases.quoted_phrase(quoted, known)
             lines.append(f"    {shown(quoted.query_id)} ({phrase})")
     lines.append("  " + phrases.TWO_CAUSES)
     return "\n".join(lines) + "\n"

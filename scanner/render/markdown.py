@@ -24,8 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scanner.compare.comparison import MetricDelta, QueryDelta
+from scanner.compare.findings import FindingAtBase
 from scanner.compare.report import Report
-from scanner.evaluation.records import LocatedFinding, RunRecord, displacing_first
+from scanner.evaluation.records import LocatedFinding, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.github.workflow import escape_markdown_text
 from scanner.render import phrases
@@ -89,7 +90,7 @@ def render_summary(report: Report, context: SummaryContext) -> str:
         headline(report, context),
         metrics_section(report),
         changed_queries_section(report),
-        findings_section(report.run.findings, context),
+        findings_section(report.run.findings, context, report.findings_at_base),
         trend_section(report, context),
         details_section(report),
         footer(context),
@@ -185,20 +186,29 @@ def _rank_move(query: QueryDelta) -> str:
     return f"rank {rank(query.rank_before)} → {rank(query.rank_after)}"
 
 
-def findings_section(findings: Sequence[LocatedFinding], context: SummaryContext) -> list[str]:
+def findings_section(
+    findings: Sequence[LocatedFinding], context: SummaryContext, at_base: Sequence[FindingAtBase] | None = None
+) -> list[str]:
     if not findings:
         return [phrases.no_findings()]
-    lines = [f"### {phrases.findings_headline(len(findings))}", "", "| document | quoted queries |", "| --- | --- |"]
-    for located in displacing_first(findings)[:MAX_FINDING_ROWS]:
+    by_path = {item.path: item for item in at_base or ()}
+    lines = [f"### {phrases.findings_headline(len(findings))}", ""]
+    note = phrases.findings_at_base_note(at_base)
+    if note is not None:
+        lines += [note, ""]
+    lines += ["| document | quoted queries |", "| --- | --- |"]
+    for located in phrases.reading_order(findings, at_base)[:MAX_FINDING_ROWS]:
         finding = located.finding
+        known = by_path.get(finding.path)
         repo_path = _join_repo(context.kb_path, finding.path)
         first = min(located.locations, key=lambda at: (at.line, at.column or 0))
         quoted = "<br>".join(
-            f"{text(q.query_id)} ({text(phrases.displaced_phrase(q.rank_in_top_k, q.displaces_expected))}, "
+            f"{text(q.query_id)} ({text(phrases.quoted_phrase(q, known))}, "
             f"{_linked('line ' + str(at.line), repo_path, at.line, context.links)})"
             for q, at in zip(finding.quoted, located.locations)
         )
-        lines.append(f"| {_linked(finding.path, repo_path, first.line, context.links)} | {quoted} |")
+        origin = f"<br>({phrases.AT_BASE})" if known is not None and known.present_at_base else ""
+        lines.append(f"| {_linked(finding.path, repo_path, first.line, context.links)}{origin} | {quoted} |")
     if len(findings) > MAX_FINDING_ROWS:
         lines.append(f"| … {len(findings) - MAX_FINDING_ROWS} more in the JSON report | |")
     lines += ["", phrases.TWO_CAUSES]  # kb-eval's own text: its `expected` is meant as code

@@ -9,11 +9,14 @@ log, Markdown escaping for the summary).
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 
 from scanner.compare.comparison import Comparison, ComparisonStatus, Source
+from scanner.compare.findings import FindingAtBase
 from scanner.compare.gate import GateResult
 from scanner.compare.report import Report
-from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
+from scanner.evaluation.records import LocatedFinding, displacing_first
+from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES, QuotedQuery
 
 TWO_CAUSES = (
     "Either these notes leaked into the corpus (a note about the test makes the eval look better than search is), "
@@ -40,13 +43,48 @@ def no_findings() -> str:
     return f"No document quotes {MIN_QUOTED_QUERIES} or more golden queries verbatim ({CHECK_NAME})."
 
 
-def displaced_phrase(rank: int | None, displaces_expected: bool | None) -> str:
-    """What a quoting document did to the labelled answer of one query it quotes."""
+def displaced_phrase(rank: int | None, displaces_expected: bool | None, since_base: bool | None = None) -> str:
+    """What a quoting document did to the labelled answer of one query it quotes. `since_base`:
+    whether the answer ranks worse than at the pull request's base (None: not compared with one);
+    a displacement the base already had is stated, not blamed on the page."""
+    if displaces_expected and since_base is False:
+        return f"{rank_phrase(rank)}, above the expected document already at the base commit"
     if displaces_expected:
         return f"took {rank_phrase(rank)} above the expected document"
     if displaces_expected is False:
         return f"{rank_phrase(rank)}, below the expected document"
     return rank_phrase(rank)
+
+
+AT_BASE = "already at the base commit"
+"""A finding the pull request did not bring: the base commit's corpus had it too."""
+
+
+def quoted_phrase(quoted: QuotedQuery, at_base: FindingAtBase | None) -> str:
+    """`displaced_phrase` for one quoted query of a finding, told from the base when known."""
+    since_base = None if at_base is None else quoted.query_id in at_base.newly_displacing
+    return displaced_phrase(quoted.rank_in_top_k, quoted.displaces_expected, since_base)
+
+
+def reading_order(
+    findings: Sequence[LocatedFinding], at_base: Sequence[FindingAtBase] | None
+) -> list[LocatedFinding]:
+    """The order a reader meets findings in: what this pull request brought first, then what the
+    base already had; in each, those that displaced a labelled answer first (displacing_first)."""
+    old = {item.path for item in at_base or () if item.present_at_base}
+    return sorted(displacing_first(findings), key=lambda located: located.finding.path in old)
+
+
+def findings_at_base_note(findings_at_base: Sequence[FindingAtBase] | None) -> str | None:
+    """`1 of them was already at the base commit (not annotated again).`, or None."""
+    if not findings_at_base:
+        return None
+    old = sum(1 for item in findings_at_base if item.present_at_base)
+    if not old:
+        return "None of them was at the base commit: this pull request brought them."
+    if old == len(findings_at_base):
+        return f"All of them were {AT_BASE}: this pull request did not bring them (not annotated again)."
+    return f"{old} of them {'was' if old == 1 else 'were'} {AT_BASE} (not annotated again)."
 
 
 def missed_headline(count: int, largest_k: int) -> str:
@@ -62,6 +100,9 @@ def corpus_note(comparison: Comparison) -> str | None:
     """The sentence every output carries when the corpus changed (or it is unknown whether it did)."""
     corpus = comparison.corpus
     if not comparison.compared or corpus is None or corpus.changed is False:
+        return None
+    if comparison.source is Source.GIT:
+        # Against the pull request's base the corpus change is what is measured, not a caveat.
         return None
     if corpus.changed is None:
         return f"Whether the corpus changed since the compared run is unknown ({corpus.description})."

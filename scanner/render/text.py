@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from scanner.compare.comparison import ComparisonStatus, QueryStatus
 from scanner.compare.report import Report
-from scanner.evaluation.records import displacing_first
 from scanner.foundation.untrusted_text import shown
 from scanner.render import phrases
 
@@ -45,10 +44,15 @@ def render_text(report: Report) -> str:
     if run.findings:
         out.append("")
         out.append(f"findings: {phrases.findings_headline(len(run.findings))}")
-        for located in displacing_first(run.findings):
-            out.append(f"  {shown(located.finding.path)}")
+        note = phrases.findings_at_base_note(report.findings_at_base)
+        if note is not None:
+            out.append(f"  {note}")
+        for located in phrases.reading_order(run.findings, report.findings_at_base):
+            known = report.at_base(located.finding.path)
+            origin = f" ({phrases.AT_BASE})" if known is not None and known.present_at_base else ""
+            out.append(f"  {shown(located.finding.path)}{origin}")
             for quoted, location in zip(located.finding.quoted, located.locations):
-                phrase = phrases.displaced_phrase(quoted.rank_in_top_k, quoted.displaces_expected)
+                phrase = phrases.quoted_phrase(quoted, known)
                 out.append(f"    {shown(quoted.query_id)} ({phrase}), {location.field} line {location.line}")
     largest = run.largest_k
     missed = [q for q in run.queries or () if q.metrics.counted and q.metrics.recall_at_k[largest] < 1.0]

@@ -72,9 +72,21 @@ def report_document(report: Report) -> Document:
             "reasons": list(report.comparison.reasons),
             "cause": report.comparison.cause.value if report.comparison.cause is not None else None,
             "hint": report.comparison.hint,
+            "findings_at_base": findings_at_base_document(report),
         },
         "gate": gate_document(report.gate),
     }
+
+
+def findings_at_base_document(report: Report) -> list[Document] | None:
+    """Each finding told from the pull request's base, in the findings' order; null when this run
+    was not compared with a git revision it evaluated."""
+    if report.findings_at_base is None:
+        return None
+    return [
+        {"path": item.path, "present_at_base": item.present_at_base, "newly_displacing": list(item.newly_displacing)}
+        for item in report.findings_at_base
+    ]
 
 
 def run_document(run: RunRecord) -> Document:

@@ -33,6 +33,7 @@ from typing import Any, cast
 from scanner.compare.comparison import BaseRequest
 from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD
 from scanner.foundation.errors import InputError
+from scanner.git.revision import is_revision_name
 from scanner.github.comment import CommentMode
 from scanner.github.workflow import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
 from scanner.report.history import DEFAULT_HISTORY_SIZE, MAX_HISTORY_RUNS
@@ -187,18 +188,11 @@ def in_interface_words(error: InputError, interface: Interface) -> InputError:
     )
 
 
-MAX_REVISION_CHARS = 256
-
-
 def _revision(text: str) -> BaseRequest:
-    """One git name, refused before git sees it when it could be read as an option or holds what no
-    ref name can (control characters, spaces); whether it names a commit is git's to say (exit 2
-    then too, naming the setting)."""
+    """One git name (scanner.git.revision's rule); whether it names a commit is the repository's to
+    say (exit 2 then too, naming the setting)."""
     text = text.strip()
-    if (
-        not text or len(text) > MAX_REVISION_CHARS or text.startswith("-")
-        or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text)
-    ):
+    if not is_revision_name(text):
         raise Refused("not a git revision (a branch, tag or commit SHA)", "origin/main")
     return BaseRequest(text)
 

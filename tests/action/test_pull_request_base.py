@@ -48,17 +48,37 @@ def test_a_pull_request_is_compared_with_its_base_commit_by_default(launch: Laun
     assert observed.outputs["regressed"] == "true"
 
 
-def test_a_shallow_pull_request_checkout_completes_and_says_to_fetch_the_history(
+def test_a_gate_on_a_shallow_pull_request_checkout_fails_the_step_and_says_to_fetch_the_history(
     launch: Launch, tmp_path: Path
 ) -> None:
+    # A team that turned the gate on must not get a green step that compared nothing.
     layout, _ = pull_request_checkout(tmp_path, shallow=True)
     run = run_entrypoint(launch, layout, action_inputs({"kb-path": "kb", "fail-on-regression": "true"}))
     observed = observe(run)
-    assert observed.returncode == 0
-    report = report_of(layout)
+    assert observed.returncode == 2
+    report = report_of(layout)  # the run itself is still reported
     assert report["comparison"]["cause"] == "shallow-clone"
     assert "fetch-depth: 0" in report["comparison"]["hint"]
-    assert "The regression gate could not run" in run.stdout and "fetch-depth: 0" in run.stdout
+    [error] = [a for a in observed.annotations if a[0] == "error"]
+    assert "regression gate cannot run" in error[5] and "fetch-depth: 0" in error[5]
+    assert "fail-on-regression" in run.stdout and "--fail-on-regression" not in run.stdout  # the input, as written
+
+
+def test_a_gate_on_a_pull_request_that_adds_the_kb_stays_a_warning(launch: Launch, tmp_path: Path) -> None:
+    # The near miss: the base was read and had no KB folder; nothing could be compared and nothing
+    # in the workflow is wrong, so the gate's silence is a warning, as outside pull requests.
+    origin = new_repo(tmp_path / "origin")
+    base = commit(origin, {"README.md": "# Project\n"}, "base", kb="")
+    head = commit(origin, BASE_KB, "add the KB")
+    layout = RunnerLayout(tmp_path / "runner")
+    subprocess.run(["git", "clone", "-q", f"file://{origin}", str(layout.workspace)], env=GIT_ENV, check=True)
+    layout.write_event(pull_request_event(head_sha=head, base_sha=base))
+    run = run_entrypoint(launch, layout, action_inputs({"kb-path": "kb", "fail-on-regression": "true"}))
+    observed = observe(run)
+    assert observed.returncode == 0
+    assert report_of(layout)["comparison"]["cause"] == "kb-absent-at-base"
+    assert not [a for a in observed.annotations if a[0] == "error"]
+    assert "The regression gate could not run" in run.stdout
 
 
 def test_a_baseline_input_wins_over_the_pull_request_base(launch: Launch, tmp_path: Path) -> None:

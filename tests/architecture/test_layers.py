@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "scanner"
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"cli", "action"}),
-    frozenset({"pipeline", "git"}),
+    frozenset({"pipeline"}),
     frozenset({"settings"}),
     frozenset({"render", "report"}),
     frozenset({"compare"}),
@@ -25,6 +25,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"metrics"}),
     frozenset({"retrievers"}),
     frozenset({"search"}),
+    frozenset({"git"}),
     frozenset({"corpus", "golden", "github"}),
     frozenset({"foundation"}),
 )

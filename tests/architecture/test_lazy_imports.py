@@ -28,5 +28,5 @@ def test_each_is_imported_by_the_run_that_needs_it() -> None:
         "build_retriever(parse_cli(['--http-url', 'http://127.0.0.1:9/search']), None, [])"
     )
     assert {"requests", "urllib3"} <= loaded_after(build_http)
-    assert "dulwich" in loaded_after("import scanner.git.base")
+    assert "dulwich" in loaded_after("import scanner.git.repository")
     assert "jsonschema" in loaded_after("from scanner.report.document import validation_errors\nvalidation_errors({})")

@@ -11,6 +11,7 @@ from scanner.compare.comparison import (
     Comparison,
     ComparisonStatus,
     Metric,
+    Source,
     compare_runs,
     compare_with_history,
     corpus_change,
@@ -113,6 +114,7 @@ def test_no_history_means_no_previous_and_corpus_changed_is_null_not_false() -> 
             "reasons": ["no previous run in the history"],
             "cause": "no-history",
             "hint": None,
+            "findings_at_base": None,
         },
     }
 
@@ -127,6 +129,7 @@ def test_a_history_with_no_comparable_run_compares_nothing_and_says_why() -> Non
         "reasons": ["golden changed since the previous run"],
         "cause": "incomparable-fingerprint",
         "hint": None,
+        "findings_at_base": None,
     }
     assert parts["previous"] is None and parts["diff"] is None
     assert parts["corpus_changed"] is None
@@ -258,6 +261,7 @@ def test_no_previous_is_its_own_status() -> None:
         "reasons": ["history disabled (--no-history)"],
         "cause": "no-baseline",
         "hint": None,
+        "findings_at_base": None,
     }
 
 
@@ -279,6 +283,15 @@ def test_a_document_added_marks_the_corpus_changed_and_still_compares() -> None:
     assert comparison.corpus is not None
     assert comparison.corpus.description == "642 -> 646 documents, 9400 -> 9420 chunks"
     assert "642 -> 646 documents" in (corpus_note(comparison) or "") and "not retrieval" in (corpus_note(comparison) or "")
+
+
+def test_against_the_pull_requests_base_the_corpus_change_is_what_is_measured_not_a_caveat() -> None:
+    changed = (make_record(corpus=_corpus(646, 9420)), make_record(corpus=_corpus(642, 9400)))
+    against_base = compare_runs(*changed, Source.GIT)
+    assert against_base.corpus is not None and against_base.corpus.changed is True  # still recorded
+    assert corpus_note(against_base) is None
+    # The near miss: against a baseline the same change is a caveat on every delta.
+    assert "642 -> 646 documents" in (corpus_note(compare_runs(*changed, Source.BASELINE)) or "")
 
 
 def test_same_counts_with_another_digest_is_a_changed_corpus() -> None:

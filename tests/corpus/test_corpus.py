@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scanner.corpus.reader import MAX_DOCUMENT_BYTES, compile_excludes, read_corpus
+from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, compile_excludes
+from scanner.corpus.reader import read_corpus
 from scanner.foundation.diagnostics import Diagnostics
 from tests.conftest import write_tree
 
@@ -100,7 +101,7 @@ def test_parallel_reading_gives_the_same_documents_and_warnings_in_the_same_orde
 
 
 def test_the_per_kb_caps_hold_for_files_another_reader_chose(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A git revision's tree (scanner.git.base) comes in as a source: the same caps as the walk.
+    # A git revision's tree (scanner.git.tree) comes in as a source: the same caps as the walk.
     from scanner.corpus import reader as corpus
     from scanner.foundation.errors import InputError
 

@@ -12,7 +12,7 @@ from tests.conftest import REPO
 
 TRUSTED_JSON_LOADS = {
     "scanner/report/document.py": "the schema shipped inside the package",
-    "scanner/git/base.py": "the answer of kb-eval's own forked base evaluation",
+    "scanner/pipeline/beside.py": "the answer of kb-eval's own forked base evaluation",
     "scanner/retrievers/templates.py": "a body template from the settings, checked as a template",
     "scanner/action/event.py": "the runner's event payload (GITHUB_EVENT_PATH)",
     "scanner/corpus/parse_cache.py": "a cache entry, checked field by field after parsing",

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +14,16 @@ import pytest
 
 from scanner.cli.main import RunResult, execute, parse_cli
 from scanner.compare.comparison import BaseRequest, Comparison, NotComparedCause, Origin
+from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.corpus.reader import read_corpus
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import ExitCode
-from scanner.git.base import (
-    SHALLOW_HINT,
-    ResolvedBase,
-    find_repository,
-    list_tree,
-    object_size,
-    open_repository,
-    read_blobs,
-    resolve_base,
-)
+from scanner.git.objects import object_size, read_blobs
+from scanner.git.repository import Deadline, open_repository
+from scanner.git.revision import find_repository
+from scanner.git.tree import list_tree
+from scanner.pipeline.base import SHALLOW_HINT, ResolvedBase, resolve_base
 from tests.conftest import golden_yaml, write_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -96,8 +91,8 @@ def run_pull_request(kb: Path, base_sha: str, *flags: str) -> tuple[RunResult, d
     return result, report
 
 
-def soon() -> float:
-    return time.monotonic() + 60
+def soon() -> Deadline:
+    return Deadline.after(60)
 
 
 def per_query(report: dict[str, Any]) -> dict[str, float]:
@@ -114,7 +109,7 @@ def test_the_base_commit_is_evaluated_and_a_regression_against_it_fails_the_gate
     result, report = run(repo / "kb", "--baseline-ref=HEAD~1", "--fail-on-regression")
     assert result.exit_code == ExitCode.REGRESSION
     assert report["comparison"] == {
-        "status": "compared", "source": "git", "reasons": [], "cause": None, "hint": None,
+        "status": "compared", "source": "git", "reasons": [], "cause": None, "hint": None, "findings_at_base": [],
     }
     assert report["previous"]["source"] == "git"
     assert report["previous"]["commit"] == base and len(base) == 40
@@ -166,9 +161,9 @@ def test_unchanged_files_are_parsed_once_for_both_sides(tmp_path: Path) -> None:
     read_corpus(repo / "kb", memo=memo)
     resolved = resolve_base(repo / "kb", BaseRequest(base), external_retriever=False)
     assert isinstance(resolved, ResolvedBase)
-    files = list_tree(resolved, (), Diagnostics(), soon())
+    files = list_tree(resolved.repository, resolved.commit, KbFiles.excluding(()), Diagnostics(), soon())
     assert files is not None
-    blobs = read_blobs(resolved.repository, [f.blob for f in files], soon())
+    blobs = read_blobs(resolved.repository, [f.blob for f in files], soon(), MAX_DOCUMENT_BYTES)
     corpus = read_corpus(repo / "kb", memo=memo, source=((f.path, b) for f, b in zip(files, blobs)))
     assert [d.path for d in corpus.documents] == ["deploy.md", "onboarding.md", "rollback.md"]
     assert memo.hits == 2  # deploy.md and rollback.md; onboarding.md changed and is parsed
@@ -185,15 +180,21 @@ def test_a_shallow_clone_without_the_base_completes_and_says_what_to_add(tmp_pat
     subprocess.run(
         ["git", "clone", "-q", "--depth", "1", f"file://{origin}", str(clone)], env=GIT_ENV, check=True
     )
-    result, report = run_pull_request(clone / "kb", base, "--fail-on-regression")
+    # Without a gate: the run completes and says what to add.
+    result, report = run_pull_request(clone / "kb", base)
     assert result.exit_code == ExitCode.OK
     assert report["comparison"]["status"] == "no-previous"
     assert report["comparison"]["cause"] == NotComparedCause.SHALLOW_CLONE.value
     assert report["comparison"]["hint"] == SHALLOW_HINT and "fetch-depth: 0" in SHALLOW_HINT
     assert "shallow" in report["comparison"]["reasons"][0]
     assert report["gate"]["evaluated"] is False
-    assert "The regression gate could not run" in result.stderr_text and "fetch-depth: 0" in result.stderr_text
-    # The same commit named by the user in the shallow clone: still a warning, not exit 2.
+    # With the gate asked for, a gate that compared nothing is not green: exit 2 and the fix.
+    gated, report = run_pull_request(clone / "kb", base, "--fail-on-regression")
+    assert gated.exit_code == ExitCode.BAD_INPUT
+    assert report["gate"]["evaluated"] is False  # the report is still printed
+    assert "the regression gate cannot run" in gated.stderr_text and "fetch-depth: 0" in gated.stderr_text
+    assert "--fail-on-regression" in gated.stderr_text
+    # The same commit named by the user in the shallow clone, without a gate: a warning, not exit 2.
     named, _ = run(clone / "kb", f"--baseline-ref={base}")
     assert named.exit_code == ExitCode.OK
 
@@ -333,7 +334,7 @@ def test_a_kb_folder_absent_at_the_base_is_not_compared(tmp_path: Path) -> None:
     commit(repo, BASE_KB, "add the kb")
     result, report = run(repo / "kb", "--baseline-ref=HEAD~1")
     assert result.exit_code == ExitCode.OK
-    assert report["comparison"]["cause"] == "revision-unavailable"
+    assert report["comparison"]["cause"] == "kb-absent-at-base"
     assert "does not exist" in report["comparison"]["reasons"][0]
 
 
@@ -350,7 +351,7 @@ def test_a_symlink_in_the_base_tree_pointing_outside_the_kb_is_not_followed(tmp_
     resolved = resolve_base(repo / "kb", BaseRequest("HEAD~1"), external_retriever=False)
     assert isinstance(resolved, ResolvedBase)
     diagnostics = Diagnostics()
-    files = list_tree(resolved, (), diagnostics, soon())
+    files = list_tree(resolved.repository, resolved.commit, KbFiles.excluding(()), diagnostics, soon())
     assert files is not None
     assert [f.path for f in files] == [".kb-eval.yml", "alias.md", "deploy.md", "onboarding.md", "rollback.md"][1:]
     assert [(d.code, d.file) for d in diagnostics.items] == [("symlink-skipped", "leak.md")]
@@ -444,6 +445,10 @@ def make_tricky_tree(repo: Path) -> None:
     os.symlink("../kb/deploy.md", kb / "round-trip.md")
     os.symlink("notes", kb / "folder-link")
     os.symlink("missing.md", kb / "dangling.md")
+    # Into folders the walk leaves out (a dot-folder, an excluded one): read as their targets.
+    os.symlink(".obsidian/workspace.md", kb / "into-dot.md")
+    os.symlink("drafts/wip.md", kb / "into-excluded.md")
+    os.symlink(".obsidian", kb / "dot-folder-link")
     os.symlink("loop-b.md", kb / "loop-a.md")
     os.symlink("loop-a.md", kb / "loop-b.md")
     with open(os.fsencode(kb) + b"/caf\xe9.md", "wb") as handle:
@@ -463,14 +468,15 @@ def test_the_base_tree_gives_the_corpus_and_warnings_the_folder_walk_gives(tmp_p
     resolved = resolve_base(repo / "kb", BaseRequest("HEAD"), external_retriever=False)
     assert isinstance(resolved, ResolvedBase)
     in_tree = Diagnostics()
-    files = list_tree(resolved, exclude, in_tree, soon())
+    files = list_tree(resolved.repository, resolved.commit, KbFiles.excluding(exclude), in_tree, soon())
     assert files is not None
-    blobs = read_blobs(resolved.repository, [f.blob for f in files], soon())
+    blobs = read_blobs(resolved.repository, [f.blob for f in files], soon(), MAX_DOCUMENT_BYTES)
     tree = read_corpus(repo / "kb", (), in_tree, source=((f.path, b) for f, b in zip(files, blobs)))
 
     assert tree.documents == disk.documents
     paths = [d.path for d in tree.documents]
     assert ".hidden.md" in paths and "alias.md" in paths and "chain.md" in paths and "round-trip.md" in paths
+    assert "into-dot.md" in paths and "into-excluded.md" in paths
     assert not any(p.startswith((".obsidian", "drafts", "leak")) or p.endswith(".tmp.md") for p in paths)
 
     def warnings(diagnostics: Diagnostics) -> list[tuple[str, str, str | None, int | None]]:
@@ -503,7 +509,7 @@ def test_the_base_evaluated_in_process_where_there_is_no_fork_gives_the_same_rep
 def test_a_base_evaluation_that_fails_is_an_internal_error_not_a_missing_comparison(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import scanner.git.base
+    import scanner.pipeline.base
 
     repo = new_repo(tmp_path / "repo")
     commit(repo, BASE_KB, "base")
@@ -511,7 +517,7 @@ def test_a_base_evaluation_that_fails_is_an_internal_error_not_a_missing_compari
     def broken(*_args: object) -> object:
         raise ZeroDivisionError("a bug in the base evaluation")
 
-    monkeypatch.setattr(scanner.git.base, "evaluate_base", broken)
+    monkeypatch.setattr(scanner.pipeline.base, "evaluate_base", broken)
     result, _ = run(repo / "kb", "--baseline-ref=HEAD")
     assert result.exit_code == ExitCode.INTERNAL
     assert "ZeroDivisionError" in result.stderr_text

@@ -13,6 +13,7 @@ import dataclasses
 import io
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,6 +106,42 @@ def many_changed(folder: Path, count: int = 57) -> RunOutcome:
     return dataclasses.replace(outcome, report=report)
 
 
+EVAL_NOTES = (
+    "# Notes on the evaluation\n\n"
+    "Two of the golden questions: how do I roll back a database migration, and which tag do container images get.\n"
+)
+"""A page about the test that quotes two golden queries; on the base commit already."""
+FAQ = (
+    "# FAQ\n\n"
+    "Setting up a new laptop? See the checklist. An outage caused by dropping a column? See the postmortem.\n"
+)
+"""A page the pull request adds, quoting two other golden queries."""
+_GIT_ENV = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_AUTHOR_DATE": "2026-12-03T12:00:00Z", "GIT_COMMITTER_DATE": "2026-12-03T12:00:00Z",
+}
+
+
+def _commit(repo: Path, message: str) -> None:
+    for args in (["add", "-A"], ["commit", "-q", "-m", message]):
+        subprocess.run(["git", "-C", str(repo), *args], env=_GIT_ENV, check=True)
+
+
+def pull_request_findings(folder: Path) -> RunOutcome:
+    """On a pull request compared with its base commit: one finding the base already had, one the
+    pull request brought (with the pushy note that pushes two labelled answers down)."""
+    kb = fresh_kb(folder)
+    subprocess.run(["git", "-c", "init.defaultBranch=main", "init", "-q", str(folder)], env=_GIT_ENV, check=True)
+    (kb / "notes" / "eval-notes.md").write_text(EVAL_NOTES, encoding="utf-8")
+    _commit(folder, "base")
+    (kb / "notes" / "faq.md").write_text(FAQ, encoding="utf-8")
+    (kb / "notes" / "rollback-and-tags.md").write_text(PUSHY_NOTE, encoding="utf-8")
+    _commit(folder, "the pull request")
+    return _run(kb, None, "--baseline-ref", "HEAD~1", "--regression-threshold", "0.5")
+
+
 def context(outcome: RunOutcome, *, gate_requested: bool = False, links: SourceLinks | None = LINKS) -> SummaryContext:
     return SummaryContext(
         kb_path="docs/kb", report_path="kb-eval-report.json", links=links,
@@ -120,6 +157,7 @@ STATES = {
     "regressed": lambda folder: pushed_down(folder, "--fail-on-regression", "--regression-threshold", "0.01"),
     "gate-without-previous": gate_without_previous,
     "many-changed": many_changed,
+    "pull-request-findings": pull_request_findings,
 }
 
 __all__ = ["STATES", "context", "io"]

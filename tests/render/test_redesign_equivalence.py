@@ -48,13 +48,15 @@ def _drop_new_keys(node: dict[str, Any]) -> None:
     # rank move of a changed query. Their values are tested where they are computed.
     for key in ("displaces_expected", "rank_before", "rank_after", "now_above"):
         node.pop(key, None)
-    # What a comparison was made with (previous.commit/ref) and why none was (cause/hint).
+    # What a comparison was made with (previous.commit/ref), why none was (cause/hint), and how
+    # the findings stand against a pull request's base (findings_at_base).
     if {"source", "fingerprint", "aggregate"} <= node.keys():
         node.pop("commit", None)
         node.pop("ref", None)
     if {"status", "source", "reasons"} <= node.keys():
         node.pop("cause", None)
         node.pop("hint", None)
+        node.pop("findings_at_base", None)
 
 
 def _drop_kb_mcp_additions(node: dict[str, Any]) -> None:

@@ -93,6 +93,7 @@ def test_an_edited_golden_file_skips_the_comparison_with_the_reason(tmp_path: Pa
         "reasons": ["golden changed since the previous run"],
         "cause": "incomparable-fingerprint",
         "hint": None,
+        "findings_at_base": None,
     }
     assert report["previous"] is None and report["diff"] is None and report["corpus_changed"] is None
     assert report["gate"]["evaluated"] is False

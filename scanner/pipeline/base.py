@@ -1,0 +1,220 @@
+"""The pull request's base: the KB as it was at a git revision, evaluated in this run.
+
+`--baseline-ref REV` (Action: `baseline-ref`, or a pull request's base commit by
+default) reads the KB folder's files from the tree of commit REV (scanner.git),
+evaluates them with THIS run's golden set and settings, and compares this run
+with that evaluation. Both sides share the golden file and every setting, so
+their fingerprints are equal and the comparison is possible also when the pull
+request edits the golden file; what differs is the corpus, which is what a
+reviewer wants measured.
+
+Three phases, each a function of records: `resolve_base` (before the head's
+evaluation, so a bad flag stops the run before anything is written),
+`evaluate_base` (the KB's files at the commit, read under one deadline) and
+`compare_with_base`. What cannot be compared is a `Comparison` with a
+`NotComparedCause` and a hint, never a stopped run, except when the user named the
+revision and it is the user's to fix (`--baseline-ref` naming nothing in a full
+clone, no repository): then it is an InputError naming the flag (exit 2). The
+base's evaluation is returned for the comparison only; it is never written to the
+history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+
+from scanner.compare.comparison import (
+    BaseRequest,
+    BaseRevision,
+    Comparison,
+    NotComparedCause,
+    Origin,
+    Source,
+    compare_runs,
+    no_previous,
+)
+from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
+from scanner.corpus.parse_memo import ParseMemo
+from scanner.evaluation.records import RunRecord
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.errors import InputError
+from scanner.git.objects import read_blobs
+from scanner.git.renames import renamed_since
+from scanner.git.repository import Absent, Deadline, GitFailed, resolve_commit
+from scanner.git.revision import Repository, find_repository, is_revision_name
+from scanner.git.tree import list_tree
+from scanner.golden.file import GoldenSet
+from scanner.pipeline.evaluate import EvalOptions, run_eval
+
+FLAG = "--baseline-ref"
+
+GIT_DEADLINE_SECONDS = 300.0
+"""For every read of the base together (resolving the revision, listing the KB's tree, finding
+renames, reading blobs), checked between objects. Listing and reading a 10,000-file KB takes
+about a second (bench/base_and_head.py); the deadline only stops a read that crawls (a network
+file system, a hostile history), and then the run goes on without a comparison."""
+
+SHALLOW_HINT = "set `fetch-depth: 0` on actions/checkout, so the checkout holds the base commit"
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedBase:
+    request: BaseRequest
+    repository: Repository
+    commit: str
+    committed_at: datetime
+    deadline: Deadline
+    """Started when the revision was looked up; every later read of the base is inside it."""
+
+    @property
+    def revision(self) -> BaseRevision:
+        return BaseRevision(self.commit, self.request.ref)
+
+
+@dataclass(frozen=True, slots=True)
+class BaseEvaluation:
+    """The base side of a comparison: its run record, and what reading it recorded."""
+
+    run: RunRecord
+    diagnostics: Diagnostics
+    """Kept apart from this run's warnings: they describe files as they were at the base."""
+    renamed: Mapping[str, str]
+    """Expected files scored under their old name at the base (new -> old)."""
+    quoted: Mapping[str, tuple[str, ...]]
+    """The base's findings: each quoting document's path and the golden query ids it quotes."""
+
+
+def resolve_base(
+    kb_path: Path, request: BaseRequest, *, external_retriever: bool
+) -> ResolvedBase | Comparison | None:
+    """The commit to evaluate, or a Comparison saying why there is none, or None when the pull
+    request's base does not apply (no repository, no git, an external retriever): the Action
+    chose it by default, so the run then compares as it would without it (history, baseline).
+
+    Raises InputError (exit 2) only for a revision the user named (Origin.FLAG) whose problem
+    the user must fix."""
+    explicit = request.origin is Origin.FLAG
+
+    def unavailable(reason: str, hint: str | None = None) -> Comparison:
+        return no_previous(reason, Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, hint=hint)
+
+    if not is_revision_name(request.revision):
+        # The flag's text was checked where it is declared; this is a pull request's event naming
+        # something no commit is called.
+        if explicit:
+            raise InputError(
+                f"{FLAG} is {request.revision[:80]!r}, which is not a git revision", field=FLAG,
+                hint="give a branch, tag or commit SHA, e.g. origin/main (Action input baseline-ref)",
+            )
+        return unavailable(f"{_shown_ref(request)} does not name a commit in this repository", SHALLOW_HINT)
+    if external_retriever:
+        reason = "the base revision is evaluated with the built-in search; an external retriever answers from its own index"
+        if explicit:
+            raise InputError(reason, field=FLAG, hint="drop --baseline-ref, or compare with a saved --baseline report")
+        return None
+    repository = find_repository(kb_path)
+    if repository is None:
+        reason = f"{kb_path} is not inside a git repository"
+        if explicit:
+            raise InputError(reason, field=FLAG, hint="run kb-eval on a git checkout, or drop --baseline-ref")
+        return None
+    deadline = Deadline.after(GIT_DEADLINE_SECONDS)
+    try:
+        found = resolve_commit(repository, request.revision, deadline)
+    except GitFailed as error:
+        return unavailable(f"git could not read {_shown_ref(request)}: {error}")
+    if found is Absent.SHALLOW:
+        return no_previous(
+            f"{_shown_ref(request)} is not in this checkout, which is shallow (a fetch of the last "
+            "commit only): nothing was compared",
+            Source.GIT, NotComparedCause.SHALLOW_CLONE, hint=SHALLOW_HINT,
+        )
+    if found is Absent.UNKNOWN:
+        reason = f"{_shown_ref(request)} does not name a commit in this repository"
+        if explicit:
+            raise InputError(
+                reason, field=FLAG,
+                hint="give a branch, tag or commit SHA that `git rev-parse` knows (e.g. origin/main after a fetch)",
+            )
+        return unavailable(reason, SHALLOW_HINT)
+    return ResolvedBase(request, repository, found.commit, found.committed_at, deadline)
+
+
+def _shown_ref(request: BaseRequest) -> str:
+    if request.label is not None:
+        return f"the base commit {request.revision[:12]} ({request.label})"
+    return f"revision {request.revision!r}"
+
+
+def evaluate_base(
+    base: ResolvedBase, options: EvalOptions, golden: GoldenSet, memo: ParseMemo | None
+) -> BaseEvaluation | Comparison:
+    """Evaluate the KB at the base commit with this run's golden set and settings: only the files
+    the KB folder holds there, by the folder walk's rules, each read once, inside the deadline."""
+    diagnostics = Diagnostics()
+    rules = KbFiles.excluding(options.exclude)
+    try:
+        files = list_tree(base.repository, base.commit, rules, diagnostics, base.deadline)
+        if files is None:
+            return no_previous(
+                f"the KB folder {base.repository.prefix or '.'} does not exist at {base.commit[:12]} "
+                f"({base.request.ref}): nothing to compare with",
+                Source.GIT, NotComparedCause.KB_ABSENT_AT_BASE, revision=base.revision,
+            )
+        expected = {entry.path for query in golden.queries for entry in query.expected}
+        renames = renamed_since(base.repository, base.commit, files, expected, rules, base.deadline)
+        present = {file.path for file in files}
+        base_golden = golden_at_base(golden, renames, present)
+
+        def source(_diagnostics: Diagnostics) -> Iterator[tuple[str, bytes]]:
+            blobs = read_blobs(base.repository, [file.blob for file in files], base.deadline, MAX_DOCUMENT_BYTES)
+            return ((file.path, data) for file, data in zip(files, blobs))
+
+        outcome = run_eval(
+            replace(
+                options,
+                golden=base_golden,
+                parse_memo=memo,
+                corpus_source=source,
+                cache_dir=None,
+                timestamp=base.committed_at,
+            ),
+            diagnostics,
+        )
+    except GitFailed as error:
+        return no_previous(
+            f"git could not read the KB at {base.commit[:12]} ({base.request.ref}): {error}",
+            Source.GIT, NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
+        )
+    used = {new: old for new, old in renames.items() if old in present}
+    quoted = {
+        located.finding.path: tuple(quoted.query_id for quoted in located.finding.quoted)
+        for located in outcome.run.findings
+    }
+    return BaseEvaluation(outcome.run, diagnostics, used, quoted)
+
+
+def golden_at_base(golden: GoldenSet, renames: Mapping[str, str], present: set[str]) -> GoldenSet:
+    """This run's golden set, with each expected file that the base knows under its old name
+    expected under that name: a pull request that renames a labelled note (and its golden
+    entry) is then not scored as the base missing it. The file hash, and so the fingerprint,
+    stays this run's."""
+    queries = []
+    for query in golden.queries:
+        expected = tuple(
+            replace(entry, path=renames[entry.path])
+            if entry.path not in present and renames.get(entry.path) in present
+            else entry
+            for entry in query.expected
+        )
+        queries.append(replace(query, expected=expected))
+    return replace(golden, queries=tuple(queries))
+
+
+def compare_with_base(current: RunRecord, base: ResolvedBase, evaluated: BaseEvaluation | Comparison) -> Comparison:
+    if isinstance(evaluated, Comparison):
+        return evaluated
+    return compare_runs(current, evaluated.run, Source.GIT, base.revision)

@@ -1,0 +1,111 @@
+"""The base evaluated in a forked child while this process evaluates the head.
+
+The only process plumbing of a run's phases: the child runs `evaluate_base`
+(scanner.pipeline.base) and sends its record back over a pipe in the report's JSON run
+format, which the history's reader reads back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from typing import Any
+
+from scanner.compare.comparison import Comparison, NotComparedCause, Source, no_previous
+from scanner.corpus.parse_memo import ParseMemo
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.golden.file import GoldenSet
+from scanner.pipeline import base as base_phase
+from scanner.pipeline.base import BaseEvaluation, ResolvedBase
+from scanner.pipeline.evaluate import EvalOptions
+from scanner.report.document import run_document
+from scanner.report.read import run_from_document
+
+
+class BaseBesideHead:
+    """The base evaluated in a forked child while this process goes on with the head.
+
+    Started from `EvalOptions.after_read`, when the head's corpus is read: the child inherits
+    the filled parse memo (copy-on-write, nothing is sent), and the two index builds and
+    searches, which are most of an evaluation, run on two cores at once instead of one after
+    the other (bench/base_and_head.py). The child sends its run back as the report's JSON run
+    document (the history's format, read back by the history's reader) or why it could not
+    compare; a child that fails is an internal error, as it would be in process. Where there is
+    no fork (Windows) the base is evaluated after the head, in process."""
+
+    def __init__(self, base: ResolvedBase, options: EvalOptions, memo: ParseMemo) -> None:
+        self.base = base
+        self.options = options
+        self.memo = memo
+        self._golden: GoldenSet | None = None
+        self._child: tuple[int, int] | None = None
+        """(pid, read end of its pipe) while a child runs."""
+
+    def start(self, golden: GoldenSet) -> None:
+        self._golden = golden
+        if not hasattr(os, "fork"):
+            return
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child's lines are measured by what it sends back
+            os.close(read_end)
+            self._run_child(write_end, golden)
+        os.close(write_end)
+        self._child = (pid, read_end)
+
+    def _run_child(self, write_end: int, golden: GoldenSet) -> None:  # pragma: no cover - in the child
+        code = 0
+        try:
+            evaluated = base_phase.evaluate_base(self.base, self.options, golden, self.memo)
+            message: dict[str, object]
+            if isinstance(evaluated, Comparison):
+                message = {"not_compared": [evaluated.reasons[0], evaluated.cause.value if evaluated.cause else None]}
+            else:
+                message = {
+                    "run": run_document(evaluated.run), "renamed": dict(evaluated.renamed),
+                    "quoted": {path: list(ids) for path, ids in evaluated.quoted.items()},
+                }
+        except BaseException:  # noqa: BLE001 - whatever happens, the parent must hear of it
+            message, code = {"error": traceback.format_exc()}, 1
+        try:
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(json.dumps(message).encode("utf-8"))
+        finally:
+            os._exit(code)  # no atexit handler, no flush of buffers the parent also holds
+
+    def result(self) -> BaseEvaluation | Comparison:
+        if self._golden is None:
+            raise RuntimeError("the base was never started")  # run_eval calls after_read first
+        if self._child is None:
+            return base_phase.evaluate_base(self.base, self.options, self._golden, self.memo)
+        pid, read_end = self._child
+        self._child = None
+        with os.fdopen(read_end, "rb") as pipe:
+            data = pipe.read()  # to EOF before waiting: a large run would fill the pipe
+        os.waitpid(pid, 0)
+        message: dict[str, Any] = (
+            json.loads(data) if data else {"error": "the base evaluation's process ended without an answer"}
+        )
+        if "error" in message:
+            raise RuntimeError(f"evaluating the base revision failed:\n{message['error']}")
+        if "not_compared" in message:
+            reason, cause = message["not_compared"]
+            return no_previous(
+                reason, Source.GIT, NotComparedCause(cause) if cause else NotComparedCause.REVISION_UNAVAILABLE,
+                revision=self.base.revision,
+            )
+        quoted = {path: tuple(ids) for path, ids in message.get("quoted", {}).items()}
+        return BaseEvaluation(run_from_document(message["run"]), Diagnostics(), message.get("renamed", {}), quoted)
+
+    def cancel(self) -> None:
+        """Stop a child whose answer is no longer wanted (the head's evaluation failed)."""
+        if self._child is not None:
+            pid, read_end = self._child
+            self._child = None
+            os.close(read_end)
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
