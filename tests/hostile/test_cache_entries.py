@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import scanner.corpus.reader
-from scanner.corpus.parse_cache import ParseCache
+from scanner.corpus.parse_cache import Lookup, ParseCache, lookup, payload_bound
 from scanner.corpus.reader import read_corpus
 from scanner.foundation.diagnostics import Diagnostics
 from tests.conftest import write_tree
@@ -105,12 +105,19 @@ def test_an_entry_made_from_the_same_bytes_is_used(tmp_path: Path, parse_calls: 
 
 
 def test_an_entry_longer_than_its_file_could_make_is_refused_before_it_is_read(tmp_path: Path) -> None:
-    # 1.4 million sections for a 33-byte note were 608 MB once parsed; the length is checked in SQLite.
+    # 1.4 million sections for a 33-byte note were 608 MB once parsed (300,000 here, ~8 MB of entry);
+    # the length is checked in SQLite, before the row is read.
     root, cache = write_tree(tmp_path / "kb", {"a.md": "# One\nrollback steps for a note\n"}), ParseCache(tmp_path / "cache")
     read_corpus(root, (), workers=1, cache=cache)
     (key, payload), = _entries(cache.path).items()
     title, title_line, chunks, warnings = json.loads(payload)
-    _plant(cache.path, {key: json.dumps([title, title_line, chunks * 1_400_000, warnings])})
+    _plant(cache.path, {key: json.dumps([title, title_line, chunks * 300_000, warnings])})
     diagnostics = Diagnostics()
-    corpus = in_capped_child(lambda: read_corpus(root, (), diagnostics, workers=1, cache=cache), limit_mib=512, deadline=60)
+    # Refused by its length, in SQLite: the row's text is never handed to the JSON parser.
+    data = (root / "a.md").read_bytes()
+    connection = cache.open_for_reading()
+    assert connection is not None
+    assert lookup(connection, key, data) is Lookup.REFUSED and payload_bound(data) < 100_000
+    connection.close()
+    corpus = in_capped_child(lambda: read_corpus(root, (), diagnostics, workers=1, cache=cache), limit_mib=512, deadline=120)
     assert len(corpus.documents[0].chunks) == 1
