@@ -349,7 +349,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "weights", "weights", Group.RETRIEVER, "built-in retriever: bm25 weights of heading,breadcrumb,body",
-        parse.weights, FieldWeights(), "2,2,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
+        parse.weights, FieldWeights(), "2,3.5,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
     ),
     Setting(
         "http-url", "http_url", Group.RETRIEVER, "HTTP retriever: the search endpoint; may hold ${ENV_NAME}",

@@ -136,7 +136,7 @@ def weights(text: str) -> FieldWeights:
     except ValueError:
         values = []
     if len(values) != 3 or not all(0 < value < 1000 for value in values):
-        raise Refused("not three positive numbers heading,breadcrumb,body", "2,2,1")
+        raise Refused("not three positive numbers heading,breadcrumb,body", "2,3.5,1")
     return FieldWeights(*values)
 
 
