@@ -322,4 +322,9 @@ def comment_state(report: Report) -> str:
                      for f in run.findings],
         "verdict": phrases.verdict(report).value,
     }
+    if report.findings_at_base is not None:
+        # A rebase can turn a finding the pull request brought into one its base already had: the
+        # comment then says something else, so on-change mode must update it.
+        what["at_base"] = [[item.path, item.present_at_base, list(item.newly_displacing)]
+                           for item in report.findings_at_base]
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]

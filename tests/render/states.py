@@ -1,5 +1,7 @@
 """Real runs in each state a reviewer meets, as records: first run, unchanged, worse, improved,
-regressed, gate without anything to compare, and many changed queries.
+regressed, gate without anything to compare, many changed queries, and on a pull request compared
+with its base commit: a finding the base already had beside one the pull request brought, and a
+gate that cannot run because the clone lacks the base.
 
 Each state is produced by running the CLI on a real KB (the redesign fixture copied to a
 temporary folder), editing the KB between runs the way a pull request would. Shared by the
@@ -13,11 +15,13 @@ import dataclasses
 import io
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from scanner.cli.main import execute
-from scanner.compare.comparison import QueryDelta
+from scanner.cli.main import execute, parse_cli
+from scanner.compare.comparison import BaseRequest, Origin, QueryDelta
+from scanner.foundation.errors import ExitCode
 from scanner.pipeline.run import RunOutcome
 from scanner.render.markdown import SourceLinks, SummaryContext
 
@@ -105,6 +109,60 @@ def many_changed(folder: Path, count: int = 57) -> RunOutcome:
     return dataclasses.replace(outcome, report=report)
 
 
+FAQ_NOTE = (
+    "# Frequently asked\n\n"
+    "Setting up a new laptop? See the onboarding guide.\n\n"
+    "What reranks the candidates after BM25? A cross-encoder.\n"
+)
+"""A page a pull request adds that quotes two golden queries the base commit's pages did not."""
+
+
+def _repository(folder: Path) -> Path:
+    """A git repository whose one commit holds the example KB (with its note about the eval), as on main."""
+    repo = folder / "repo"
+    kb = fresh_kb(repo)
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "base")):
+        git(repo, *args)
+    return kb
+
+
+def pull_request_with_findings_at_base(folder: Path) -> RunOutcome:
+    """The pull request adds a FAQ quoting two queries; the note about the eval was already on main."""
+    kb = _repository(folder)
+    (kb / "notes" / "faq.md").write_text(FAQ_NOTE, encoding="utf-8")
+    git(kb.parent, "add", "-A")
+    git(kb.parent, "commit", "-q", "-m", "the pull request")
+    return _run(kb, None, "--baseline-ref", "HEAD~1")
+
+
+def gate_cannot_run_on_pull_request(folder: Path) -> RunOutcome:
+    """The gate is on, and the pull request's base commit is not in the clone (a shallow checkout,
+    actions/checkout's default): the step fails with exit 2 instead of passing green."""
+    origin = _repository(folder / "origin").parent
+    base = subprocess.run(["git", "-C", str(origin), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    (origin / "kb" / "notes" / "faq.md").write_text(FAQ_NOTE, encoding="utf-8")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "the pull request")
+    git(folder, "clone", "-q", "--depth", "1", f"file://{origin}", "checkout")
+    settings = parse_cli(["--kb-path", "kb", "--no-history", "--format", "json", "--fail-on-regression"])
+    chosen = dataclasses.replace(settings, baseline_ref=BaseRequest(base, Origin.PULL_REQUEST, "main"))
+    with _inside(folder / "checkout"):
+        result = execute(chosen)
+    assert result.exit_code == ExitCode.BAD_INPUT and result.outcome is not None, result.stderr_text
+    return result.outcome
+
+
+def git(repo: Path, *args: str) -> None:
+    environment = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2026-11-30T12:00:00Z",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_COMMITTER_DATE": "2026-11-30T12:00:00Z",
+    }
+    subprocess.run(["git", "-c", "init.defaultBranch=main", "-C", str(repo), *args], env=environment, check=True,
+                   capture_output=True)
+
+
 def context(outcome: RunOutcome, *, gate_requested: bool = False, links: SourceLinks | None = LINKS) -> SummaryContext:
     return SummaryContext(
         kb_path="docs/kb", report_path="kb-eval-report.json", links=links,
@@ -120,6 +178,8 @@ STATES = {
     "regressed": lambda folder: pushed_down(folder, "--fail-on-regression", "--regression-threshold", "0.01"),
     "gate-without-previous": gate_without_previous,
     "many-changed": many_changed,
+    "pull-request-findings-at-base": pull_request_with_findings_at_base,
+    "pull-request-gate-cannot-run": gate_cannot_run_on_pull_request,
 }
 
 __all__ = ["STATES", "context", "io"]
