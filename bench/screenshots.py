@@ -1,6 +1,7 @@
 """Render the step summary of every state a reviewer meets, as GitHub would show it.
 
     python bench/screenshots.py            # writes docs/screenshots/<state>.md, .html and .png
+    python bench/screenshots.py worse      # only the states named
 
 Each state is a real run (tests/render/states.py). The Markdown is rendered with cmark-gfm
 (the renderer GitHub uses, with its table, autolink, strikethrough and tagfilter extensions),
@@ -41,7 +42,7 @@ def stable(markdown: str) -> str:
 
 def state_markdown(name: str, folder: Path) -> str:
     outcome = STATES[name](folder)
-    return stable(render_summary(outcome.report, context(outcome, gate_requested=name not in ("worse", "pull-request-findings-at-base"))))
+    return stable(render_summary(outcome.report, context(outcome, gate_requested=name != "worse")))
 
 
 def to_html(markdown: str, css: str) -> str:
@@ -102,11 +103,15 @@ def screenshot(html: Path, png: Path, height: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-png", action="store_true", help="write the Markdown and HTML only")
+    parser.add_argument("states", nargs="*", metavar="STATE", help=f"the states to render (default: all): {', '.join(STATES)}")
     args = parser.parse_args()
+    unknown = sorted(set(args.states) - set(STATES))
+    if unknown:
+        parser.error(f"no such state: {', '.join(unknown)}")
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
         css = "" if args.no_png else github_css(Path(work))
-        for name in STATES:
+        for name in args.states or STATES:
             markdown = state_markdown(name, Path(tempfile.mkdtemp(dir=work)))
             (OUT / f"{name}.md").write_text(markdown, encoding="utf-8")
             if args.no_png:

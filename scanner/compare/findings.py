@@ -4,8 +4,8 @@ whose labelled answer it pushed down.
 A finding at the head is *present at the base* when the base commit's corpus already had a finding
 on the same document quoting at least the same golden queries: the pull request did not bring it,
 so a reviewer is not asked about it again (no new annotation). A quoted query *newly displaces*
-when this page ranks above the query's labelled answers now and the answer ranks worse than it did
-at the base (or left the list): a miss that was already a miss is not blamed on the page.
+when this page ranks above the query's labelled answers now and did not at the base: a page that
+already outranked the answer, or an answer that was already a miss, is not blamed on the page.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ class FindingAtBase:
     present_at_base: bool
     """The base's corpus had a finding on this document quoting at least the same queries."""
     newly_displacing: tuple[str, ...]
-    """Quoted query ids whose labelled answer this page now outranks and which rank worse than
-    at the base; in the finding's (golden) order."""
+    """Quoted query ids whose labelled answers this page outranks now and did not outrank at the
+    base (the answer was found there, above this page or without it); in golden order."""
 
 
 def findings_at_base(
@@ -40,7 +40,6 @@ def findings_at_base(
     scan them again: their findings are the current ones), `base` its run."""
     at_base = {path: set(ids) for path, ids in quoted_at_base.items()}
     base_queries = {query.id: query for query in base.queries or ()}
-    current_queries = {query.id: query for query in current.queries or ()}
     result = []
     for located in current.findings:
         finding = located.finding
@@ -49,19 +48,18 @@ def findings_at_base(
         newly = tuple(
             quoted.query_id
             for quoted in finding.quoted
-            if quoted.displaces_expected and _answer_fell(current_queries.get(quoted.query_id), base_queries)
+            if quoted.displaces_expected and not _displaced_at_base(finding.path, base_queries.get(quoted.query_id))
         )
         result.append(FindingAtBase(finding.path, present, newly))
     return tuple(result)
 
 
-def _answer_fell(query: QueryRecord | None, base_queries: Mapping[str, QueryRecord]) -> bool:
+def _displaced_at_base(path: str, query: QueryRecord | None) -> bool:
+    """Whether, at the base, the query's labelled answers were already below this page or missing."""
     if query is None:
-        return False
-    before = base_queries.get(query.id)
-    if before is None:
-        return True  # a query the base did not have: nothing was there before this page
-    rank_before, rank_after = first_expected_rank(before), first_expected_rank(query)
-    if rank_before is None:
-        return False  # already a miss at the base
-    return rank_after is None or rank_after > rank_before
+        return False  # a query the base did not have: nothing was displaced before
+    answer = first_expected_rank(query)
+    if answer is None:
+        return True  # already a miss at the base
+    page = next((hit.rank for hit in query.hits if hit.path == path), None)
+    return page is not None and page < answer

@@ -15,7 +15,7 @@ from typing import IO
 
 from scanner.compare.findings import FindingAtBase
 from scanner.compare.gate import GateResult
-from scanner.evaluation.records import LocatedFinding, displacing_first
+from scanner.evaluation.records import LocatedFinding
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.foundation.errors import InputError
 from scanner.foundation.untrusted_text import shown
@@ -70,7 +70,7 @@ def findings_warning(findings: Sequence[LocatedFinding], at_base: Sequence[Findi
     note = phrases.findings_at_base_note(at_base)
     if note is not None:
         lines.append(f"  {note}")
-    for located in displacing_first(findings):
+    for located in phrases.reading_order(findings, at_base):
         known = by_path.get(located.finding.path)
         origin = f" ({phrases.AT_BASE})" if known is not None and known.present_at_base else ""
         lines.append(f"  {shown(located.finding.path)}{origin}")

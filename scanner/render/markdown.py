@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from scanner.compare.comparison import MetricDelta, QueryDelta
 from scanner.compare.findings import FindingAtBase
 from scanner.compare.report import Report
-from scanner.evaluation.records import LocatedFinding, RunRecord, displacing_first
+from scanner.evaluation.records import LocatedFinding, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.github.workflow import escape_markdown_text
 from scanner.render import phrases
@@ -197,7 +197,7 @@ def findings_section(
     if note is not None:
         lines += [note, ""]
     lines += ["| document | quoted queries |", "| --- | --- |"]
-    for located in displacing_first(findings)[:MAX_FINDING_ROWS]:
+    for located in phrases.reading_order(findings, at_base)[:MAX_FINDING_ROWS]:
         finding = located.finding
         known = by_path.get(finding.path)
         repo_path = _join_repo(context.kb_path, finding.path)

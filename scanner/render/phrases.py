@@ -15,6 +15,7 @@ from scanner.compare.comparison import Comparison, ComparisonStatus, Source
 from scanner.compare.findings import FindingAtBase
 from scanner.compare.gate import GateResult, gate_cannot_run
 from scanner.compare.report import Report
+from scanner.evaluation.records import LocatedFinding, displacing_first
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES, QuotedQuery
 
 TWO_CAUSES = (
@@ -47,7 +48,7 @@ def displaced_phrase(rank: int | None, displaces_expected: bool | None, since_ba
     whether the answer ranks worse than at the pull request's base (None: not compared with one);
     a displacement the base already had is stated, not blamed on the page."""
     if displaces_expected and since_base is False:
-        return f"{rank_phrase(rank)}, above the expected document, which ranked no better at the base commit"
+        return f"{rank_phrase(rank)}, above the expected document already at the base commit"
     if displaces_expected:
         return f"took {rank_phrase(rank)} above the expected document"
     if displaces_expected is False:
@@ -63,6 +64,15 @@ def quoted_phrase(quoted: QuotedQuery, at_base: FindingAtBase | None) -> str:
     """`displaced_phrase` for one quoted query of a finding, told from the base when known."""
     since_base = None if at_base is None else quoted.query_id in at_base.newly_displacing
     return displaced_phrase(quoted.rank_in_top_k, quoted.displaces_expected, since_base)
+
+
+def reading_order(
+    findings: Sequence[LocatedFinding], at_base: Sequence[FindingAtBase] | None
+) -> list[LocatedFinding]:
+    """The order a reader meets findings in: what this pull request brought first, then what the
+    base already had; in each, those that displaced a labelled answer first (displacing_first)."""
+    old = {item.path for item in at_base or () if item.present_at_base}
+    return sorted(displacing_first(findings), key=lambda located: located.finding.path in old)
 
 
 def findings_at_base_note(findings_at_base: Sequence[FindingAtBase] | None) -> str | None:

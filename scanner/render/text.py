@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from scanner.compare.comparison import ComparisonStatus, QueryStatus
 from scanner.compare.report import Report
-from scanner.evaluation.records import displacing_first
 from scanner.foundation.untrusted_text import shown
 from scanner.render import phrases
 
@@ -48,7 +47,7 @@ def render_text(report: Report) -> str:
         note = phrases.findings_at_base_note(report.findings_at_base)
         if note is not None:
             out.append(f"  {note}")
-        for located in displacing_first(run.findings):
+        for located in phrases.reading_order(run.findings, report.findings_at_base):
             known = report.at_base(located.finding.path)
             origin = f" ({phrases.AT_BASE})" if known is not None and known.present_at_base else ""
             out.append(f"  {shown(located.finding.path)}{origin}")

@@ -109,58 +109,63 @@ def many_changed(folder: Path, count: int = 57) -> RunOutcome:
     return dataclasses.replace(outcome, report=report)
 
 
-FAQ_NOTE = (
-    "# Frequently asked\n\n"
-    "Setting up a new laptop? See the onboarding guide.\n\n"
-    "What reranks the candidates after BM25? A cross-encoder.\n"
+EVAL_NOTES = (
+    "# Notes on the evaluation\n\n"
+    "Two of the golden questions: how do I roll back a database migration, and which tag do container images get.\n"
 )
-"""A page a pull request adds that quotes two golden queries the base commit's pages did not."""
+"""A page about the test that quotes two golden queries; on the base commit already."""
+FAQ = (
+    "# FAQ\n\n"
+    "Setting up a new laptop? See the checklist. An outage caused by dropping a column? See the postmortem.\n"
+)
+"""A page the pull request adds, quoting two other golden queries."""
+_GIT_ENV = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_AUTHOR_DATE": "2026-12-03T12:00:00Z", "GIT_COMMITTER_DATE": "2026-12-03T12:00:00Z",
+}
 
 
-def _repository(folder: Path) -> Path:
-    """A git repository whose one commit holds the example KB (with its note about the eval), as on main."""
-    repo = folder / "repo"
-    kb = fresh_kb(repo)
-    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "base")):
-        git(repo, *args)
-    return kb
+def _commit(repo: Path, message: str) -> None:
+    for args in (["add", "-A"], ["commit", "-q", "-m", message]):
+        subprocess.run(["git", "-C", str(repo), *args], env=_GIT_ENV, check=True)
 
 
-def pull_request_with_findings_at_base(folder: Path) -> RunOutcome:
-    """The pull request adds a FAQ quoting two queries; the note about the eval was already on main."""
-    kb = _repository(folder)
-    (kb / "notes" / "faq.md").write_text(FAQ_NOTE, encoding="utf-8")
-    git(kb.parent, "add", "-A")
-    git(kb.parent, "commit", "-q", "-m", "the pull request")
-    return _run(kb, None, "--baseline-ref", "HEAD~1")
+def pull_request_findings(folder: Path) -> RunOutcome:
+    """On a pull request compared with its base commit: one finding the base already had, one the
+    pull request brought (with the pushy note that pushes two labelled answers down)."""
+    kb = fresh_kb(folder)
+    subprocess.run(["git", "-c", "init.defaultBranch=main", "init", "-q", str(folder)], env=_GIT_ENV, check=True)
+    (kb / "notes" / "eval-notes.md").write_text(EVAL_NOTES, encoding="utf-8")
+    _commit(folder, "base")
+    (kb / "notes" / "faq.md").write_text(FAQ, encoding="utf-8")
+    (kb / "notes" / "rollback-and-tags.md").write_text(PUSHY_NOTE, encoding="utf-8")
+    _commit(folder, "the pull request")
+    return _run(kb, None, "--baseline-ref", "HEAD~1", "--regression-threshold", "0.5")
 
 
 def gate_cannot_run_on_pull_request(folder: Path) -> RunOutcome:
     """The gate is on, and the pull request's base commit is not in the clone (a shallow checkout,
     actions/checkout's default): the step fails with exit 2 instead of passing green."""
-    origin = _repository(folder / "origin").parent
-    base = subprocess.run(["git", "-C", str(origin), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
-    (origin / "kb" / "notes" / "faq.md").write_text(FAQ_NOTE, encoding="utf-8")
-    git(origin, "add", "-A")
-    git(origin, "commit", "-q", "-m", "the pull request")
-    git(folder, "clone", "-q", "--depth", "1", f"file://{origin}", "checkout")
+    origin = folder / "origin"
+    kb = fresh_kb(origin)
+    subprocess.run(["git", "-c", "init.defaultBranch=main", "init", "-q", str(origin)], env=_GIT_ENV, check=True)
+    _commit(origin, "base")
+    base = subprocess.run(
+        ["git", "-C", str(origin), "rev-parse", "HEAD"], env=_GIT_ENV, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (kb / "notes" / "faq.md").write_text(FAQ, encoding="utf-8")
+    _commit(origin, "the pull request")
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", f"file://{origin}", str(folder / "checkout")], env=_GIT_ENV, check=True
+    )
     settings = parse_cli(["--kb-path", "kb", "--no-history", "--format", "json", "--fail-on-regression"])
     chosen = dataclasses.replace(settings, baseline_ref=BaseRequest(base, Origin.PULL_REQUEST, "main"))
     with _inside(folder / "checkout"):
         result = execute(chosen)
     assert result.exit_code == ExitCode.BAD_INPUT and result.outcome is not None, result.stderr_text
     return result.outcome
-
-
-def git(repo: Path, *args: str) -> None:
-    environment = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2026-11-30T12:00:00Z",
-        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_COMMITTER_DATE": "2026-11-30T12:00:00Z",
-    }
-    subprocess.run(["git", "-c", "init.defaultBranch=main", "-C", str(repo), *args], env=environment, check=True,
-                   capture_output=True)
 
 
 def context(outcome: RunOutcome, *, gate_requested: bool = False, links: SourceLinks | None = LINKS) -> SummaryContext:
@@ -178,7 +183,7 @@ STATES = {
     "regressed": lambda folder: pushed_down(folder, "--fail-on-regression", "--regression-threshold", "0.01"),
     "gate-without-previous": gate_without_previous,
     "many-changed": many_changed,
-    "pull-request-findings-at-base": pull_request_with_findings_at_base,
+    "pull-request-findings": pull_request_findings,
     "pull-request-gate-cannot-run": gate_cannot_run_on_pull_request,
 }
 

@@ -152,12 +152,12 @@ Make = Callable[[Path], RunOutcome]
 def test_on_a_pull_request_the_finding_the_base_had_is_marked_and_the_new_one_is_not(
     outcomes: dict[str, RunOutcome],
 ) -> None:
-    markdown = summary(outcomes, "pull-request-findings-at-base", gate_requested=False)
+    markdown = summary(outcomes, "pull-request-findings", gate_requested=False)
     rows = {line.split("](")[0].lstrip("| ["): line for line in markdown.splitlines() if line.startswith("| [notes/")}
-    assert "(already at the base commit)" in rows["notes/about-the-eval.md"]
+    assert "(already at the base commit)" in rows["notes/eval-notes.md"]
     assert "already at the base commit" not in rows["notes/faq.md"]
     assert "took rank 1 above the expected document" in rows["notes/faq.md"]  # brought by this pull request
-    assert "1 of them was already at the base commit (not annotated again)." in markdown
+    assert "2 of them were already at the base commit (not annotated again)." in markdown
     # Against the base commit the corpus change is what is measured: no caveat about it.
     assert "corpus changed" not in markdown.lower()
 
@@ -183,7 +183,7 @@ def test_the_reason_for_no_comparison_and_its_fix_are_two_sentences(outcomes: di
 
 def test_the_comment_is_updated_when_a_finding_turns_out_to_be_at_the_base(outcomes: dict[str, RunOutcome]) -> None:
     # on-change mode compares this digest: a rebase onto a base that has the page must change it.
-    report = outcomes["pull-request-findings-at-base"].report
+    report = outcomes["pull-request-findings"].report
     assert report.findings_at_base is not None
     flipped = tuple(dataclasses.replace(item, present_at_base=not item.present_at_base) for item in report.findings_at_base)
     assert comment_state(dataclasses.replace(report, findings_at_base=flipped)) != comment_state(report)
