@@ -11,7 +11,7 @@ import io
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -22,10 +22,14 @@ from scanner.compare.gate import gate_cannot_run
 from scanner.compare.report import Report
 from scanner.foundation.diagnostics import Diagnostic, Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
+from scanner.foundation.files import write_atomically
+from scanner.foundation.untrusted_text import shown
+from scanner.github.workflow import append_summary
 from scanner.pipeline.evaluate import EvalOptions
 from scanner.pipeline.run import RunOutcome, RunPlan, run_pipeline
 from scanner.render import console, phrases
 from scanner.render.console import SafeStream
+from scanner.render.markdown import SummaryContext, render_input_error, render_summary
 from scanner.render.text import render_text
 from scanner.report.document import ReportInvalid
 from scanner.retrievers.base import RetrieverKind
@@ -144,6 +148,7 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         worded = in_interface_words(raised, args.interface)
         _print_diagnostics(diagnostics, stderr)
         stderr.write(console.error_lines(worded))
+        write_summaries(args, render_input_error(str(worded)), stderr)
         return finished(ExitCode.BAD_INPUT, error=worded)
     except ReportInvalid as error:
         stderr.write(f"kb-eval: internal error: {error}\n")
@@ -153,6 +158,7 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         return finished(ExitCode.INTERNAL)
     _print_diagnostics(diagnostics, stderr)
     stderr.write(console.findings_warning(outcome.report.run.findings, outcome.report.findings_at_base))
+    write_summaries(args, summary_markdown(args, outcome, os.environ), stderr)
     if args.format == "json":
         stdout.write(outcome.json_text)
     else:
@@ -187,6 +193,40 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         # A closed pipe or stream while printing is not a regression: never let it pass as exit 1.
         return ExitCode.INTERNAL if result.exit_code == ExitCode.OK else result.exit_code
     return result.exit_code
+
+
+def summary_markdown(args: RunSettings, outcome: RunOutcome, environ: Mapping[str, str]) -> str:
+    """The Markdown Action mode writes to the step summary, for this run of the command line: the
+    same renderer and context (links to the files when the runner's GITHUB_* variables say where)."""
+    from scanner.action.event import read_event, source_links  # the runner's variables, read once here
+
+    context = SummaryContext(
+        kb_path=str(args.kb_path),
+        report_path=str(args.output) if args.output is not None else None,
+        links=source_links(environ, read_event(environ)),
+        history=outcome.history,
+        gate_requested=args.fail_on_regression,
+    )
+    return render_summary(outcome.report, context)
+
+
+def write_summaries(args: RunSettings, markdown: str, stderr: SafeStream) -> None:
+    """`--summary FILE` (written whole, atomically) and, on the command line, the step summary when
+    GITHUB_STEP_SUMMARY is set (a workflow's `run:` step): appended, as every step does. Action mode
+    writes its own step summary, with its inputs (scanner/action/mode.py)."""
+    if args.interface is not Interface.CLI:
+        return
+    if args.summary_file is not None:
+        try:
+            write_atomically(args.summary_file, markdown.encode("utf-8"), "summary")
+        except (InputError, OSError) as error:
+            stderr.write(f"kb-eval: warning: --summary {shown(str(args.summary_file))} not written: {error}\n")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        try:
+            append_summary(step_summary, markdown)
+        except OSError as error:
+            stderr.write(f"kb-eval: warning: GITHUB_STEP_SUMMARY not written: {error}\n")
 
 
 def check_kb_folder(kb_path: Path) -> None:
@@ -238,6 +278,8 @@ def options_from_args(args: RunSettings) -> EvalOptions:
         ks=tuple(args.k),
         cache_dir=args.cache_dir,
         retriever=retriever_builder(args),
+        score_level=args.score_level,
+        interface=args.interface,
     )
 
 

@@ -29,6 +29,12 @@ class DiagnosticCode(StrEnum):
     HISTORY_PRUNED = "history-pruned"
     HISTORY_RUN_DROPPED = "history-run-dropped"
     HISTORY_UNPARSABLE = "history-unparsable"
+    HITS_OUTSIDE_CORPUS = "hits-outside-corpus"
+    OWN_FILE_RETURNED = "own-file-returned"
+    ANSWERS_WITHOUT_HEADINGS = "answers-without-headings"
+    PARTIAL_RESULTS = "partial-results"
+    SCORE_NOT_NUMBER = "score-not-number"
+    SERVICE_ERRORS = "service-errors"
 
     @property
     def annotation_title(self) -> str:
@@ -57,6 +63,12 @@ _TITLES: dict[DiagnosticCode, str] = {
     DiagnosticCode.HISTORY_PRUNED: "history-pruned",
     DiagnosticCode.HISTORY_RUN_DROPPED: "history-run-dropped",
     DiagnosticCode.HISTORY_UNPARSABLE: "history-unparsable",
+    DiagnosticCode.HITS_OUTSIDE_CORPUS: "returned paths not in the corpus",
+    DiagnosticCode.OWN_FILE_RETURNED: "kb-eval's own file returned as a hit",
+    DiagnosticCode.ANSWERS_WITHOUT_HEADINGS: "answers without headings",
+    DiagnosticCode.PARTIAL_RESULTS: "partial results",
+    DiagnosticCode.SCORE_NOT_NUMBER: "score not a number",
+    DiagnosticCode.SERVICE_ERRORS: "the search service reported errors",
 }
 _KB_RELATIVE = frozenset({
     DiagnosticCode.FILE_SKIPPED, DiagnosticCode.SYMLINK_SKIPPED, DiagnosticCode.FOLDER_SKIPPED,

@@ -12,12 +12,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from scanner import __version__
 from scanner.corpus.parse_cache import ParseCache
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.corpus.reader import read_documents
+from scanner.evaluation.answers import (
+    AnswerSource,
+    ScoreLevel,
+    check_answers,
+    expected_for_scoring,
+    warn_answer_notes,
+)
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
@@ -28,7 +35,7 @@ from scanner.retrievers.base import SearchRequest
 from scanner.scan.quotes import Finding, locate, normalise, scan
 from scanner.search.index import Index
 from scanner.search.query_compiler import compile_query
-from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, default_settings
+from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, Interface, default_settings, interface_words
 from scanner.settings.retriever import RetrieverBuilder, retriever_builder
 
 
@@ -58,6 +65,10 @@ class EvalOptions:
     the documents the pull request changed: an unchanged one's findings are the head's."""
     after_read: Callable[[GoldenSet], None] | None = None
     """Called once the corpus is read and the memo filled: the base side starts then, beside this one."""
+    score_level: ScoreLevel = ScoreLevel.SECTION
+    """`document`: headings are ignored when hits are matched with golden entries."""
+    interface: Interface = Interface.CLI
+    """Where the settings came from: the warnings about answers name them in its words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +112,12 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
 
     with index.read_snapshot():
         lists = retriever.search_all(requests)
+        words = interface_words(options.interface)
+        warn_answer_notes(retriever.notes(), diagnostics, words)
+        check_answers(
+            golden, lists, index.paths, _answer_source(retriever.describe()), options.score_level, diagnostics,
+            golden_name=PurePosixPath(golden.path.replace("\\", "/")).name, words=words,
+        )
         clock.lap("search")
         returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}
         chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
@@ -114,7 +131,8 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     queries = tuple(
         QueryRecord(
             id=q.id, text=q.text, tags=q.tags, line=q.line, expected=q.expected,
-            hits=tuple(returned[q.id]), metrics=score_query(returned[q.id], q.expected, ks),
+            hits=tuple(returned[q.id]),
+            metrics=score_query(returned[q.id], expected_for_scoring(q.expected, options.score_level), ks),
         )
         for q in golden.queries
     )
@@ -124,6 +142,8 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         "k": list(ks),
         "golden_sha256": golden.sha256,
         "metric_version": METRIC_VERSION,
+        # Only when not the default: every run recorded before the setting stays comparable.
+        **({"score_level": options.score_level.value} if options.score_level is not ScoreLevel.SECTION else {}),
     }
     timestamp = options.timestamp or datetime.now(UTC)
     run = RunRecord(
@@ -139,6 +159,15 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     )
     clock.lap("report")
     return EvalOutcome(run, golden, clock.seconds)
+
+
+def _answer_source(described: Mapping[str, object]) -> AnswerSource:
+    mapping = described.get("mapping")
+    prefixes = mapping.get("path_prefix_strip") if isinstance(mapping, dict) else None
+    return AnswerSource(
+        kind=str(described.get("name", "")),
+        prefixes=tuple(str(p) for p in prefixes) if isinstance(prefixes, list) else (),
+    )
 
 
 def refuse_unsearchable_queries(golden: GoldenSet) -> None:

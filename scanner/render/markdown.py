@@ -215,8 +215,14 @@ def findings_section(
     return lines
 
 
+TREND_COLOURS = ("#0072B2", "#E69F00")
+"""MRR blue, nDCG orange (Okabe-Ito): apart for every common colour-vision deficiency, and on light
+and dark themes alike; Mermaid's default palette draws the second line in a pale tint of the first."""
+
+
 def trend_section(report: Report, context: SummaryContext) -> list[str]:
-    """The last runs' MRR and nDCG@k as a Mermaid chart (GitHub renders it in summaries and comments)."""
+    """The last runs' MRR and nDCG@k as a Mermaid chart (GitHub renders it in summaries and comments):
+    every run its own point, each line named in a legend and drawn in its own colour."""
     runs = [report.run, *context.history][:MAX_TREND_POINTS][::-1]
     if len(runs) < 2:
         return []
@@ -225,21 +231,48 @@ def trend_section(report: Report, context: SummaryContext) -> list[str]:
     ndcg = [r.aggregate.ndcg_at_k.get(k, math.nan) for r in runs]
     if any(math.isnan(value) for value in ndcg):  # an older run without nDCG@k: no line rather than a gap
         ndcg = []
-    labels = ", ".join(f'"{r.timestamp[5:16].replace("T", " ")}"' for r in runs)
+    series = [("MRR", mrr), *([(f"nDCG@{k}", ndcg)] if ndcg else [])]
+    labels = ", ".join(f'"{label}"' for label in trend_labels([r.timestamp for r in runs]))
     lines = [
         "<details><summary>Trend</summary>",
         "",
         "```mermaid",
+        "---",
+        "config:",
+        "  xyChart:",
+        "    showLegend: true",
+        "  themeVariables:",
+        "    xyChart:",
+        f'      plotColorPalette: "{", ".join(TREND_COLOURS[: len(series)])}"',
+        "---",
         "xychart-beta",
-        f'    title "MRR{" and nDCG@" + str(k) if ndcg else ""}, last {len(runs)} runs"',
+        f'    title "{" and ".join(name for name, _ in series)}, last {len(runs)} runs"',
         f"    x-axis [{labels}]",
         '    y-axis "score" 0 --> 1',
-        f"    line [{', '.join(f'{v:.4f}' for v in mrr)}]",
+        *(f'    line "{name}" [{", ".join(f"{v:.4f}" for v in values)}]' for name, values in series),
+        "```",
+        "",
+        phrases.trend_legend([(name, colour) for (name, _), colour in zip(series, TREND_COLOURS)]),
+        "",
+        "</details>",
     ]
-    if ndcg:
-        lines.append(f"    line [{', '.join(f'{v:.4f}' for v in ndcg)}]")
-    lines += ["```", "", "</details>"]
     return lines
+
+
+def trend_labels(timestamps: Sequence[str]) -> list[str]:
+    """One label per run, none twice: `MM-DD HH:MM`, with the seconds where two runs share a minute,
+    and `#2`, `#3` after a label two runs still share (a chart axis draws equal labels as one point)."""
+    minutes = [stamp[5:16].replace("T", " ") for stamp in timestamps]
+    labels = [
+        stamp[5:19].replace("T", " ") if minutes.count(minute) > 1 else minute
+        for stamp, minute in zip(timestamps, minutes)
+    ]
+    seen: dict[str, int] = {}
+    unique: list[str] = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        unique.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return unique
 
 
 def details_section(report: Report) -> list[str]:

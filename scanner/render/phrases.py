@@ -192,3 +192,11 @@ def gate_headline(gate: GateResult) -> str:
         fell = ", ".join(f"{v.metric.label} {v.delta:+.4f}" for v in gate.verdicts if v.counts)
         return f"Regression: dropped by more than {gate.threshold:g}: {fell}"
     return f"Regression gate passed: {gate.reason}"
+
+
+def trend_legend(series: Sequence[tuple[str, str]]) -> str:
+    """Under the trend chart: which line is which, for a renderer that draws no legend."""
+    return "Lines: " + "; ".join(f"{name} ({_COLOUR_NAMES.get(colour, colour)})" for name, colour in series) + "."
+
+
+_COLOUR_NAMES = {"#0072B2": "blue", "#E69F00": "orange"}

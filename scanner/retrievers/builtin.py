@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from scanner.foundation.progress import progress
-from scanner.retrievers.base import Hit, SearchRequest
+from scanner.retrievers.base import AnswerNote, Hit, SearchRequest
 from scanner.search.analysis import STEMMER
 from scanner.search.bm25 import Bm25Parameters
 from scanner.search.index import INDEXED_FIELDS, Index
@@ -76,6 +76,9 @@ class BuiltinRetriever:
         """Analyse the corpus and build the scorer, before the read snapshot starts."""
         if requests:
             self.index.scorer(self.weights.as_tuple(), self.parameters)
+
+    def notes(self) -> tuple[AnswerNote, ...]:
+        return ()
 
     def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         results = []

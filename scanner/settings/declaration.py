@@ -32,6 +32,7 @@ from typing import Any, cast
 
 from scanner.compare.comparison import BaseRequest
 from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD
+from scanner.evaluation.answers import ScoreLevel
 from scanner.foundation.errors import InputError
 from scanner.git.revision import is_revision_name
 from scanner.github.comment import CommentMode
@@ -125,10 +126,13 @@ class Setting:
     metavar: str | None = None
     secret: bool = False
     """Never echoed in a refusal."""
+    cli_flag: str | None = None
+    """The command line's spelling when it differs from `name`: the CLI's `--summary FILE` is a file,
+    where the Action's input `summary` is a switch (the step summary is always there)."""
 
     @property
     def flags(self) -> tuple[str, ...]:
-        return tuple("--" + spelling for spelling in (self.name, *self.aliases))
+        return tuple("--" + spelling for spelling in (self.cli_flag or self.name, *self.aliases))
 
     @property
     def action_default_text(self) -> str:
@@ -137,7 +141,7 @@ class Setting:
 
 def display_name(setting: Setting, interface: Interface) -> str:
     """The setting as the person wrote it: `--kb-path` on the command line, `kb-path` in a workflow."""
-    return "--" + setting.name if interface is Interface.CLI else setting.name
+    return "--" + (setting.cli_flag or setting.name) if interface is Interface.CLI else setting.name
 
 
 def refusal(setting: Setting, interface: Interface, text: str, refused: Refused) -> InputError:
@@ -163,6 +167,19 @@ def in_interface_words(error: InputError, interface: Interface) -> InputError:
     """
     if interface is Interface.CLI:
         return error
+    words = interface_words(interface)
+
+    def reworded(text: str | None) -> str | None:
+        return None if text is None else words(text)
+
+    return InputError(
+        reworded(error.message) or "", error.file, error.line, reworded(error.field), reworded(error.hint)
+    )
+
+
+def interface_words(interface: Interface) -> Callable[[str], str]:
+    """Text with each `--flag` of a setting named as `interface` names it (warnings written below the
+    settings use the command line's words too)."""
 
     def named(match: re.Match[str]) -> str:
         try:
@@ -170,12 +187,9 @@ def in_interface_words(error: InputError, interface: Interface) -> InputError:
         except KeyError:
             return match.group(0)
 
-    def reworded(text: str | None) -> str | None:
-        return None if text is None else _FLAG.sub(named, text)
-
-    return InputError(
-        reworded(error.message) or "", error.file, error.line, reworded(error.field), reworded(error.hint)
-    )
+    if interface is Interface.CLI:
+        return lambda text: text
+    return lambda text: _FLAG.sub(named, text)
 
 
 def _revision(text: str) -> BaseRequest:
@@ -217,6 +231,13 @@ SETTINGS: tuple[Setting, ...] = (
         fingerprint="limit", metavar="N",
     ),
     Setting(
+        "score-level", "score_level", Group.EVALUATED,
+        "section: a golden entry with a heading is found only by a hit of that section; document: headings "
+        "are ignored, for a retriever that answers with whole documents (docs/retrievers.md)",
+        lambda text: ScoreLevel(parse.choice([level.value for level in ScoreLevel])(text)),
+        ScoreLevel.SECTION, ScoreLevel.SECTION.value, fingerprint="score_level", metavar="{section,document}",
+    ),
+    Setting(
         "k", "k", Group.EVALUATED, "cut-offs for recall@k and nDCG@k, comma separated",
         parse.k_list, DEFAULT_KS, ",".join(map(str, DEFAULT_KS)), fingerprint="k", metavar="LIST",
         action_note="The largest one feeds the recall and ndcg outputs.",
@@ -234,6 +255,12 @@ SETTINGS: tuple[Setting, ...] = (
         parse.path, None, default_note="none", aliases=("output",), path=True, metavar="FILE",
         action_default="kb-eval-report.json",
         action_note="Relative to the repository root; the report output names it.",
+    ),
+    Setting(
+        "summary-file", "summary_file", Group.OUTPUT,
+        "write the Markdown summary Action mode puts in the step summary to this file (the step summary gets it "
+        "too whenever GITHUB_STEP_SUMMARY is set, as in a workflow's run: step)",
+        parse.path, None, default_note="none", path=True, metavar="FILE", action=False, cli_flag="summary",
     ),
     Setting(
         "cache-dir", "cache_dir", Group.OUTPUT,
@@ -465,11 +492,14 @@ class RunSettings:
     golden: Path | None
     exclude: tuple[str, ...]
     limit: int | None
+    score_level: ScoreLevel
     k: tuple[int, ...]
     format: str
     output: Path | None
     """The `report` setting (`--report`, `--output`)."""
     cache_dir: Path | None
+    summary_file: Path | None
+    """The CLI's `--summary FILE`."""
     history: Path | None
     no_history: bool
     history_size: int

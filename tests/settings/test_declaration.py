@@ -55,6 +55,7 @@ BAD_VALUES = {
     "heading-field": ".",
     "score-field": "a.",
     "max-annotations": "1001",
+    "score-level": "chunk",
 }
 """A value each checked setting refuses."""
 
@@ -82,7 +83,8 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "history", "no_history", "history_size", "baseline", "baseline_ref", "save_baseline", "fail_on_regression",
         "regression_threshold", "alpha", "retriever", "http_url", "http_method", "http_body", "http_headers",
         "http_timeout", "http_retries", "concurrency", "hits_path", "path_field", "heading_field", "score_field",
-        "path_prefix_strip", "command", "command_timeout", "command_env", "run",
+        "path_prefix_strip", "command", "command_timeout", "command_env", "run", "score_level",
+        "summary_file",
     }
     assert run_settings_attributes() == historic
 
@@ -94,8 +96,16 @@ def test_each_default_is_what_its_default_text_parses_to() -> None:
 
 
 def test_every_setting_that_makes_sense_in_a_workflow_is_an_input() -> None:
-    # --no-history is the CLI's way to say what an empty history input says.
-    assert [spec.name for spec in RUN_SETTINGS if not spec.action] == ["no-history"]
+    # --no-history is the CLI's way to say what an empty history input says; --summary FILE is what the
+    # Action's step summary is (the input `summary` switches that).
+    assert [spec.name for spec in RUN_SETTINGS if not spec.action] == ["summary-file", "no-history"]
+
+
+def test_the_cli_spells_the_summary_file_summary_and_the_action_input_summary_stays_a_switch(tmp_path: Path) -> None:
+    assert setting("summary-file").flags == ("--summary",)
+    assert parse_cli(["--summary", "s.md"]).summary_file == Path("s.md")
+    assert display_name(setting("summary-file"), Interface.CLI) == "--summary"
+    assert setting("summary").form is Form.SWITCH and not setting("summary").cli
     for name in ("hits-path", "path-field", "heading-field", "score-field", "path-prefix-strip", "http-timeout",
                  "http-retries", "concurrency", "command-timeout", "tokenization", "weights", "history-size"):
         assert setting(name).action and name in INPUT_DEFAULTS, name
@@ -166,7 +176,8 @@ def test_the_old_cli_spellings_keep_working(old: str, new: str, attribute: str, 
 def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: Path) -> None:
     # Set each input to a non-default value through INPUT_<NAME> (hyphens kept) and see it arrive.
     values = {
-        "kb-path": "docs", "golden": "g.yml", "exclude": "x/*", "limit": "7", "k": "1,3", "format": "json",
+        "kb-path": "docs", "golden": "g.yml", "exclude": "x/*", "limit": "7", "score-level": "document", "k": "1,3",
+        "format": "json",
         "report": "out.json", "cache-dir": "c", "history": "h.json", "history-size": "4", "baseline": "b.json",
         "baseline-ref": "origin/main", "save-baseline": "s.json", "fail-on-regression": "true", "regression-threshold": "0.1", "alpha": "0.2",
         "retriever": "http", "http-url": "http://127.0.0.1:9/", "http-method": "GET", "http-body": '{"q": "{query}"}',
