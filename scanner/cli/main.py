@@ -256,6 +256,7 @@ def plan_from_args(args: RunSettings) -> RunPlan:
         ),
         baseline_ref=baseline_request(args),
         builtin_retriever=choose_kind(args) is RetrieverKind.BUILTIN,
+        export_trec=args.export_trec,
     )
 
 
@@ -276,6 +277,7 @@ def options_from_args(args: RunSettings) -> EvalOptions:
         exclude=tuple(args.exclude),
         limit=args.limit,
         ks=tuple(args.k),
+        relevance_level=args.relevance_level,
         cache_dir=args.cache_dir,
         retriever=retriever_builder(args),
         score_level=args.score_level,

@@ -26,7 +26,7 @@ from typing import Any
 from scanner.corpus.documents import Chunk, Document
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 """Bump when chunking or frontmatter handling changes what a file parses into."""
 
 CACHE_FILE = "kb-eval-parse-cache.sqlite"

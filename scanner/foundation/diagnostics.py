@@ -26,6 +26,7 @@ class DiagnosticCode(StrEnum):
     EXPECTED_NOT_IN_CORPUS = "expected-not-in-corpus"
     K_OVER_LIMIT = "k-over-limit"
     QUERY_CUT = "query-cut"
+    NO_RELEVANT_ENTRY = "no-relevant-entry"
     HISTORY_PRUNED = "history-pruned"
     HISTORY_RUN_DROPPED = "history-run-dropped"
     HISTORY_UNPARSABLE = "history-unparsable"
@@ -60,6 +61,7 @@ _TITLES: dict[DiagnosticCode, str] = {
     DiagnosticCode.EXPECTED_NOT_IN_CORPUS: "expected document not in the corpus",
     DiagnosticCode.K_OVER_LIMIT: "k-over-limit",
     DiagnosticCode.QUERY_CUT: "query-cut",
+    DiagnosticCode.NO_RELEVANT_ENTRY: "query left out of the aggregates",
     DiagnosticCode.HISTORY_PRUNED: "history-pruned",
     DiagnosticCode.HISTORY_RUN_DROPPED: "history-run-dropped",
     DiagnosticCode.HISTORY_UNPARSABLE: "history-unparsable",

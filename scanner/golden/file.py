@@ -35,6 +35,11 @@ characters), and kb-mcp, which sets no limit, runs them, so a long query is cut,
 MAX_LIMIT_DIGITS = 4
 """`defaults.limit` is at most 1000: more digits than this is refused before it is converted."""
 ID_FROM_TEXT_CHARS = 32
+DEFAULT_GRADE = 1
+"""An expected entry without `grade:`: relevant, with the binary gain every ungraded file meant."""
+MAX_GRADE = 1000
+"""Largest `grade:`. Graded scales in use are short (TREC 0-4, Cranfield 1-4, Elasticsearch's
+ratings 0-3); the bound keeps the number a person can mistype small and the digits checked."""
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -50,6 +55,10 @@ class ExpectedEntry:
     heading: str | None
     line: int
     """Line of this entry in the golden file."""
+    grade: int = DEFAULT_GRADE
+    """How relevant the entry is (`grade:`): 0 is "judged, not relevant"; higher is more relevant.
+    nDCG uses it as the gain; `--relevance-level` decides which grades the other measures count
+    as relevant. An entry without `grade:` is 1, so an ungraded file keeps its binary meaning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,19 +276,34 @@ class _GoldenReader:
 
     def expected(self, node: yaml.Node, where: str) -> ExpectedEntry:
         path_node: yaml.Node
+        grade = DEFAULT_GRADE
         if isinstance(node, yaml.ScalarNode):  # `- notes/a.md` is shorthand for `- path: notes/a.md`
             path_node, heading = node, None
         else:
-            fields = self.mapping(node, where, ("path", "heading"))
+            fields = self.mapping(node, where, ("path", "heading", "grade"))
             if "path" not in fields:
                 raise self.fail(node, "missing `path`", f"{where}.path")
             path_node = fields["path"]
             heading = self.string(fields["heading"], f"{where}.heading") if _given(fields, "heading") else None
+            if _given(fields, "grade"):
+                grade = self.grade(fields["grade"], f"{where}.grade")
         path = self.string(path_node, f"{where}.path")
         problem = _path_problem(path)
         if problem is not None:
             raise self.fail(path_node, problem, f"{where}.path", hint="write the path relative to the KB folder, with `/`")
-        return ExpectedEntry(path, heading, node.start_mark.line + 1)
+        return ExpectedEntry(path, heading, node.start_mark.line + 1, grade)
+
+    def grade(self, node: yaml.Node, field: str) -> int:
+        """A whole number from 0 to MAX_GRADE, in decimal digits. `true`, `2.5`, `"2"` and `0x2` are
+        refused rather than read as a number: a grade is a judgment, and a misread one changes nDCG
+        with nobody told."""
+        value = _plain_decimal(node.value) if isinstance(node, yaml.ScalarNode) and node.tag == _INT else None
+        if value is None or value > MAX_GRADE:
+            raise self.fail(
+                node, f"`grade` must be a whole number from 0 to {MAX_GRADE}", field,
+                hint="0 means judged not relevant; 1 (the default) relevant; higher, more relevant (e.g. `grade: 2`)",
+            )
+        return value
 
 
 def _given(fields: dict[str, yaml.Node], key: str) -> bool:

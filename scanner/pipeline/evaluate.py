@@ -7,6 +7,7 @@ print and which exit code to return.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -30,7 +31,15 @@ from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.foundation.progress import counted
 from scanner.golden.file import GoldenSet, find_golden, load_golden
-from scanner.metrics.measures import METRIC_VERSION, AggregateMetrics, aggregate, score_query
+from scanner.metrics.measures import (
+    DEFAULT_RELEVANCE_LEVEL,
+    METRIC_VERSION,
+    AggregateMetrics,
+    aggregate,
+    relevant_entries,
+    score_query,
+)
+from scanner.metrics.uncertainty import aggregate_columns, intervals
 from scanner.retrievers.base import SearchRequest
 from scanner.scan.quotes import Finding, locate, normalise, scan
 from scanner.search.index import Index
@@ -47,6 +56,8 @@ class EvalOptions:
     limit: int | None = None
     """None: the golden file's `defaults.limit`, else DEFAULT_LIMIT."""
     ks: tuple[int, ...] = DEFAULT_KS
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL
+    """The lowest grade counted as relevant (`--relevance-level`, trec_eval's -l)."""
     retriever: RetrieverBuilder = field(default_factory=lambda: retriever_builder(default_settings()))
     """Builds the retriever over the index (scanner/settings/retriever.py); the default is the built-in one."""
     cache_dir: Path | None = None
@@ -90,6 +101,7 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         golden = load_golden(golden_file, shown=str(golden_file))
     diagnostics.items.extend(golden.warnings)
     refuse_unsearchable_queries(golden)
+    check_relevance_level(golden, options.relevance_level, diagnostics)
     limit = options.limit or golden.default_limit or DEFAULT_LIMIT
     ks = tuple(sorted(set(options.ks)))
     if ks[-1] > limit:
@@ -132,9 +144,16 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         QueryRecord(
             id=q.id, text=q.text, tags=q.tags, line=q.line, expected=q.expected,
             hits=tuple(returned[q.id]),
-            metrics=score_query(returned[q.id], expected_for_scoring(q.expected, options.score_level), ks),
+            metrics=score_query(
+                returned[q.id], expected_for_scoring(q.expected, options.score_level), ks, options.relevance_level
+            ),
         )
         for q in golden.queries
+    )
+    # The relevance level is recorded only when it is not trec_eval's default: every run recorded
+    # before the setting existed counted grade 1 and above, and stays comparable with one that still does.
+    level = (
+        {"relevance_level": options.relevance_level} if options.relevance_level != DEFAULT_RELEVANCE_LEVEL else {}
     )
     fingerprint = {
         "retriever": retriever.describe(),
@@ -142,6 +161,7 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         "k": list(ks),
         "golden_sha256": golden.sha256,
         "metric_version": METRIC_VERSION,
+        **level,
         # Only when not the default: every run recorded before the setting stays comparable.
         **({"score_level": options.score_level.value} if options.score_level is not ScoreLevel.SECTION else {}),
     }
@@ -161,6 +181,23 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     return EvalOutcome(run, golden, clock.seconds)
 
 
+def with_intervals(run: RunRecord) -> RunRecord:
+    """`run` with the bootstrap interval of every mean of its aggregate and of each tag's
+    (metrics/uncertainty.py). Only the run a report is about needs them: a compared run is not
+    bootstrapped, which keeps the pull-request loop's second evaluation as cheap as the first."""
+    rows = run.queries or ()
+    ks = run.ks
+
+    def bootstrapped(metrics: AggregateMetrics, selected: Sequence[QueryRecord]) -> AggregateMetrics:
+        return dataclasses.replace(metrics, intervals=intervals(aggregate_columns([q.metrics for q in selected], ks)))
+
+    return dataclasses.replace(
+        run,
+        aggregate=bootstrapped(run.aggregate, rows),
+        by_tag=tuple((tag, bootstrapped(metrics, [q for q in rows if tag in q.tags])) for tag, metrics in run.by_tag),
+    )
+
+
 def _answer_source(described: Mapping[str, object]) -> AnswerSource:
     mapping = described.get("mapping")
     prefixes = mapping.get("path_prefix_strip") if isinstance(mapping, dict) else None
@@ -178,6 +215,28 @@ def refuse_unsearchable_queries(golden: GoldenSet) -> None:
                 f"query {query.id!r} has no letters or digits to search for",
                 file=golden.path, line=query.line, field=f"queries[{query.id}].query",
                 hint="write the query as words; punctuation and search operators alone match nothing",
+            )
+
+
+def check_relevance_level(golden: GoldenSet, level: int, diagnostics: Diagnostics) -> None:
+    """A level above every grade leaves nothing relevant: every query would drop out and every
+    aggregate be a zero that measures nothing, so it is refused. A query that alone loses all its
+    relevant entries to the level is scored, left out of the aggregates, and named."""
+    graded = [entry.grade for query in golden.queries for entry in query.expected]
+    if graded and max(graded) < level:
+        raise InputError(
+            f"--relevance-level {level} is above every grade in the golden file (the highest is {max(graded)}): "
+            "no expected entry would count as relevant",
+            file=golden.path, field="--relevance-level",
+            hint=f"lower --relevance-level to {max(graded)} or less, or give the answers a higher `grade:`",
+        )
+    for query in golden.queries:
+        if query.expected and not relevant_entries(query.expected, level):
+            diagnostics.warn(
+                DiagnosticCode.NO_RELEVANT_ENTRY,
+                f"query {query.id!r} has no expected entry with grade {level} or more (--relevance-level): "
+                "it is scored but left out of every aggregate",
+                golden.path, query.line,
             )
 
 

@@ -19,12 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scanner.compare.comparison import MetricDelta, QueryDelta
+from scanner.compare.comparison import Metric, MetricDelta, MetricFamily, QueryDelta, QueryStatus, metrics_of
 from scanner.compare.findings import FindingAtBase
+from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
@@ -36,6 +38,9 @@ MAX_FINDING_ROWS = 50
 MAX_MISSED_ROWS = 50
 MAX_WARNING_ROWS = 30
 """Row caps: past these the tables stop helping a reader, and the JSON report lists everything."""
+MAX_UNJUDGED_QUERIES = 20
+MAX_UNJUDGED_PER_QUERY = 10
+"""Caps of the unjudged section; the JSON report's `diff.pooling` lists every one."""
 MAX_HITS_SHOWN = 3
 MAX_TREND_POINTS = 20
 
@@ -110,6 +115,7 @@ def render_summary(report: Report, context: SummaryContext) -> str:
         headline(report, context),
         metrics_section(report),
         changed_queries_section(report),
+        unjudged_section(report),
         findings_section(report.run.findings, context, report.findings_at_base),
         trend_section(report, context),
         details_section(report),
@@ -147,27 +153,63 @@ def headline(report: Report, context: SummaryContext) -> list[str]:
     if report.gate.evaluated:
         sentence = phrases.gate_headline(report.gate)
         lines += ["", f"**{sentence}**" if report.gate.tripped else sentence]
+    fell_unjudged = falling_pools_with_unjudged(report)
+    if fell_unjudged:
+        lines += ["", text(phrases.verdict_rests_on_unjudged(fell_unjudged))]
     elif context.gate_requested:
         lines += ["", "**" + prose(phrases.gate_not_run(report.gate, comparison)) + "**"]
     return lines
 
 
 def metrics_section(report: Report) -> list[str]:
+    """kb-mcp's metrics and MAP in one table; P@k, success@k and judged@k folded below it."""
     run = report.run
-    deltas = {d.metric.label: d for d in report.comparison.metric_deltas}
-    compared = report.comparison.compared
-    header = "| metric | value | change |" if compared else "| metric | value |"
-    rule = "| --- | ---: | ---: |" if compared else "| --- | ---: |"
-    lines = [header, rule]
-    rows = [("MRR", run.aggregate.mrr)]
+    rows: list[tuple[str, float]] = [("MRR", run.aggregate.mrr)]
     rows += [(f"recall@{k}", run.aggregate.recall_at_k[k]) for k in run.ks]
     rows += [(f"nDCG@{k}", run.aggregate.ndcg_at_k[k]) for k in run.ks]
-    for label, value in rows:
-        if compared:
-            lines.append(f"| {label} | {value:.4f} | {_delta_cell(deltas.get(label))} |")
-        else:
-            lines.append(f"| {label} | {value:.4f} |")
+    standard = [
+        (metric.label, value)
+        for metric in metrics_of(run.aggregate)[2 * len(run.ks) + 1:]
+        if (value := metric.in_aggregate(run.aggregate)) is not None
+    ]
+    rows += [row for row in standard if row[0] == "MAP"]
+    lines = _metrics_table(report, rows)
+    notes = [phrases.intervals_note(run.aggregate.query_count)] if run.aggregate.intervals else []
+    detectable = phrases.detectable_sentence(report.gate, run.largest_k)
+    if detectable is not None:
+        notes.append(detectable)
+    if notes:
+        lines += ["", " ".join(notes)]
+    folded = [row for row in standard if row[0] != "MAP"]
+    if folded:
+        lines += ["", f"<details><summary>{phrases.STANDARD_MEASURES}</summary>", ""]
+        lines += _metrics_table(report, folded)
+        lines += ["", "</details>"]
     return lines
+
+
+def _metrics_table(report: Report, rows: Sequence[tuple[str, float]]) -> list[str]:
+    deltas = {d.metric.label: d for d in report.comparison.metric_deltas}
+    compared = report.comparison.compared
+    bounds = {Metric(_FAMILY_OF[i.measure], i.k).label: i for i in report.run.aggregate.intervals}
+    lines = [
+        "| metric | value | 95% interval |" + (" change |" if compared else ""),
+        "| --- | ---: | ---: |" + (" ---: |" if compared else ""),
+    ]
+    for label, value in rows:
+        interval = bounds.get(label)
+        cells = [label, f"{value:.4f}", phrases.interval_phrase(interval.low, interval.high) if interval else ""]
+        if compared:
+            cells.append(_delta_cell(deltas.get(label)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+_FAMILY_OF: dict[str, MetricFamily] = {
+    "mrr": "mrr", "map": "map", "recall_at_k": "recall", "ndcg_at_k": "ndcg", "precision_at_k": "precision",
+    "success_at_k": "success", "judged_at_k": "judged",
+}
+"""An interval's measure (the report's key) as the metric family it bounds."""
 
 
 def _delta_cell(delta: MetricDelta | None) -> str:
@@ -192,6 +234,46 @@ def changed_queries_section(report: Report) -> list[str]:
     if len(changed) > MAX_CHANGED_ROWS:
         lines.append(f"| … {len(changed) - MAX_CHANGED_ROWS} more in the JSON report | | |")
     return lines
+
+
+def falling_pools_with_unjudged(report: Report) -> list[QueryPool]:
+    """Pools of the queries that fell (worse or mixed) with a document nobody judged in their top k."""
+    fell = {q.query_id for q in report.comparison.query_deltas if q.status in (QueryStatus.WORSE, QueryStatus.MIXED)}
+    return [pool for pool in report.comparison.pools if pool.query_id in fell and pool.rests_on_unjudged]
+
+
+def unjudged_section(report: Report) -> list[str]:
+    """Per query, the documents that entered its top k with no label, and the lines that would judge them."""
+    pools = report.comparison.pools
+    with_unjudged = [pool for pool in pools if pool.rests_on_unjudged]
+    moved = phrases.rankings_moved(list(pools))
+    if not with_unjudged:
+        return [text(moved)] if moved else []
+    lines = [f"### {phrases.unjudged_headline(with_unjudged[0].k)}", ""]
+    for pool in with_unjudged[:MAX_UNJUDGED_QUERIES]:
+        lines.append(
+            f"- **{text(pool.query_id)}**: {text(pool.query)} — {phrases.entered_unlabelled(pool)}; "
+            f"{phrases.overlap_phrase(pool)}"
+        )
+        for document in pool.unlabelled[:MAX_UNJUDGED_PER_QUERY]:
+            heading = f" # {text(document.heading)}" if document.heading else ""
+            lines.append(f"  - rank {document.rank}: {text(document.path)}{heading}")
+        if len(pool.unlabelled) > MAX_UNJUDGED_PER_QUERY:
+            lines.append(f"  - … {len(pool.unlabelled) - MAX_UNJUDGED_PER_QUERY} more in the JSON report")
+    if len(with_unjudged) > MAX_UNJUDGED_QUERIES:
+        lines.append(f"- … {len(with_unjudged) - MAX_UNJUDGED_QUERIES} more queries in the JSON report")
+    snippet = [line for pool in with_unjudged[:MAX_UNJUDGED_QUERIES] for line in phrases.golden_snippet(pool)]
+    fence = "`" * max(3, _longest_backtick_run(snippet) + 1)
+    lines += ["", "<details><summary>Golden-file lines to judge them (paste under each query's expected:)</summary>",
+              "", f"{fence}yaml", *snippet, fence, "", "</details>"]
+    if moved:
+        lines += ["", text(moved)]
+    return lines
+
+
+def _longest_backtick_run(lines: Sequence[str]) -> int:
+    """A fence longer than any run of backticks in the block: a path cannot close it early."""
+    return max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
 
 
 def _query_cell(query: QueryDelta) -> str:
@@ -363,7 +445,7 @@ def _join_repo(kb_path: str, path: str) -> str:
 
 
 def comment_state(report: Report) -> str:
-    """A digest of what the comment reports (metrics, changed queries, findings), so on-change mode
+    """A digest of what the comment reports (metrics, changed queries, findings, unjudged documents), so on-change mode
     can tell a re-run that found the same from one that did not. Times and links are left out."""
     run = report.run
     what = {
@@ -374,6 +456,9 @@ def comment_state(report: Report) -> str:
         "findings": [[f.finding.path, [[q.query_id, q.displaces_expected] for q in f.finding.quoted]]
                      for f in run.findings],
         "verdict": phrases.verdict(report).value,
+        # What entered a top k with no label: a re-run that judged it (or met a new one) says so.
+        "unjudged": [[pool.query_id, [d.path for d in pool.unlabelled]]
+                     for pool in report.comparison.pools if pool.rests_on_unjudged],
     }
     if report.findings_at_base is not None:
         # A rebase can turn a finding the pull request brought into one its base already had: the

@@ -24,16 +24,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scanner.compare.comparison import Comparison, MetricDelta, QueryDelta, QueryStatus
-from scanner.compare.gate import GateResult, MetricVerdict
+from scanner.compare.gate import Detectable, GateResult, MetricVerdict
+from scanner.compare.pooling import RBO_PERSISTENCE
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
-from scanner.metrics.measures import AggregateMetrics, QueryMetrics
+from scanner.metrics.measures import AggregateMetrics, Interval, QueryMetrics
+from scanner.metrics.uncertainty import DETECTION_POWER
 from scanner.report.serialise import serialise
 from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
 
 SCHEMA_VERSION = 1
+SCHEMA_MINOR = 1
+"""Additions to version 1 that a reader of version 1 can ignore: 1 added grades, the standard
+measures (precision, success, MAP, judged) and the intervals. Every added key is optional in
+the schema, so a report or history written before it still reads."""
 SCHEMA_ID = "https://kb-eval.github.io/schema/report-v1.json"
 SCHEMA_FILE = "report.schema.json"
 _CHECKOUT_SCHEMA = Path(__file__).resolve().parents[2] / "schema" / SCHEMA_FILE
@@ -94,6 +100,7 @@ def run_document(run: RunRecord) -> Document:
     return {
         "$schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
+        "schema_minor": SCHEMA_MINOR,
         "tool": {"name": "kb-eval", "version": run.tool_version},
         "timestamp": run.timestamp,
         "fingerprint": fingerprint_document(run.fingerprint),
@@ -107,20 +114,39 @@ def run_document(run: RunRecord) -> Document:
 
 
 def aggregate_document(metrics: AggregateMetrics) -> Document:
-    return {
+    document: Document = {
         "query_count": metrics.query_count,
         "mrr": metrics.mrr,
         "recall_at_k": _by_k(metrics.recall_at_k),
         "ndcg_at_k": _by_k(metrics.ndcg_at_k),
     }
+    # Left out only for a run recorded before these measures existed (read back from a history).
+    if metrics.map is not None:
+        document |= {
+            "map": metrics.map,
+            "precision_at_k": _by_k(metrics.precision_at_k),
+            "success_at_k": _by_k(metrics.success_at_k),
+            "judged_at_k": _by_k(metrics.judged_at_k),
+        }
+    if metrics.intervals:
+        document["interval_95"] = intervals_document(metrics.intervals)
+    return document
 
 
 def query_metrics_document(metrics: QueryMetrics) -> Document:
-    return {
+    document: Document = {
         "reciprocal_rank": metrics.reciprocal_rank,
         "recall_at_k": _by_k(metrics.recall_at_k),
         "ndcg_at_k": _by_k(metrics.ndcg_at_k),
     }
+    if metrics.average_precision is not None:
+        document |= {
+            "average_precision": metrics.average_precision,
+            "precision_at_k": _by_k(metrics.precision_at_k),
+            "success_at_k": _by_k(metrics.success_at_k),
+            "judged_at_k": _by_k(metrics.judged_at_k),
+        }
+    return document
 
 
 def query_document(query: QueryRecord) -> Document:
@@ -129,7 +155,7 @@ def query_document(query: QueryRecord) -> Document:
         "query": query.text,
         "tags": list(query.tags),
         "line": query.line,
-        "expected": [{"path": e.path, "heading": e.heading} for e in query.expected],
+        "expected": [{"path": e.path, "heading": e.heading, "grade": e.grade} for e in query.expected],
         "top_k": [
             # kb-mcp writes null for a hit with no heading; the record keeps "" (Hit.heading).
             {"rank": h.rank, "path": h.path, "heading": h.heading or None, "score": _finite_or_none(h.score)}
@@ -191,7 +217,7 @@ def diff_document(comparison: Comparison) -> Document | None:
             continue
         by_status[query.status].append(query.query_id)
         changed.append(query)
-    aggregate = _deltas_document(comparison.metric_deltas, "mrr")
+    aggregate = _deltas_document(comparison.metric_deltas, "mrr", "map")
     return {
         # kb-mcp's keys: each metric's delta as a plain number (current - previous).
         "mrr": aggregate["mrr"]["delta"] if "mrr" in aggregate else None,
@@ -209,6 +235,28 @@ def diff_document(comparison: Comparison) -> Document | None:
             {"changed": comparison.corpus.changed, "description": comparison.corpus.description}
             if comparison.corpus is not None else None
         ),
+        "pooling": _pooling_document(comparison),
+    }
+
+
+def _pooling_document(comparison: Comparison) -> Document:
+    """The queries whose ranking moved: what entered their top k, what of it no label judges, RBO."""
+    pools = comparison.pools
+    return {
+        "k": pools[0].k if pools else None,
+        "rbo_persistence": RBO_PERSISTENCE,
+        "queries": [
+            {
+                "id": pool.query_id,
+                "rbo": pool.rbo,
+                "entered": list(pool.entered),
+                "unlabelled": [
+                    {"path": d.path, "heading": d.heading or None, "rank": d.rank} for d in pool.unlabelled
+                ],
+            }
+            for pool in pools
+            if pool.entered or pool.rbo < 1.0
+        ],
     }
 
 
@@ -225,9 +273,37 @@ def gate_document(gate: GateResult) -> Document:
         "evaluated": gate.evaluated,
         "reason": gate.reason,
         "threshold": gate.threshold,
+        "thresholds": {selector.label: drop for selector, drop in gate.per_metric},
         "alpha": gate.alpha,
         "metrics": [_verdict_document(verdict) for verdict in gate.verdicts],
+        "detectable_drop": _detectable_document(gate.detectable),
     }
+
+
+def _detectable_document(detectable: Detectable | None) -> Document | None:
+    if detectable is None:
+        return None
+    return {
+        "alpha": detectable.alpha,
+        "power": DETECTION_POWER,
+        "queries": detectable.queries,
+        "metrics": {
+            drop.metric.label: {"drop": drop.drop, "basis": "paired" if drop.paired else "this-run"}
+            for drop in detectable.drops
+        },
+    }
+
+
+def intervals_document(intervals: tuple[Interval, ...]) -> Document:
+    """`{"mrr": [low, high], "recall_at_k": {"5": [low, high]}, ...}`, beside the means they bound."""
+    document: Document = {}
+    for interval in intervals:
+        bounds = [interval.low, interval.high]
+        if interval.k is None:
+            document[interval.measure] = bounds
+        else:
+            document.setdefault(interval.measure, {})[str(interval.k)] = bounds
+    return document
 
 
 def _verdict_document(verdict: MetricVerdict) -> Document:
@@ -237,6 +313,7 @@ def _verdict_document(verdict: MetricVerdict) -> Document:
         "current": verdict.current,
         "delta": verdict.delta,
         "over_threshold": verdict.over_threshold,
+        "threshold": verdict.threshold,
         "p_value": verdict.significance.p_value if verdict.significance else None,
         "test": verdict.significance.to_json() if verdict.significance else None,
         "counts": verdict.counts,
@@ -249,20 +326,23 @@ def _query_delta_document(query: QueryDelta) -> Document:
         "id": query.query_id,
         "query": query.query,
         "status": query.status,
-        "metrics": _deltas_document(query.deltas, "reciprocal_rank"),
+        "metrics": _deltas_document(query.deltas, "reciprocal_rank", "average_precision"),
         "rank_before": query.rank_before,
         "rank_after": query.rank_after,
         "now_above": query.now_above,
     }
 
 
-def _deltas_document(deltas: tuple[MetricDelta, ...], mrr_key: str) -> Document:
-    """`{"mrr": {...}, "recall_at_k": {"5": {...}}, ...}`; per query, MRR's key is kb-mcp's."""
+def _deltas_document(deltas: tuple[MetricDelta, ...], mrr_key: str, map_key: str) -> Document:
+    """`{"mrr": {...}, "recall_at_k": {"5": {...}}, ...}`; per query, MRR's key is kb-mcp's and
+    MAP's is the per-query measure's name (`average_precision`)."""
     document: Document = {}
     for delta in deltas:
         value = {"previous": delta.previous, "current": delta.current, "delta": delta.delta}
         if delta.metric.family == "mrr":
             document[mrr_key] = value
+        elif delta.metric.k is None:
+            document[map_key] = value
         else:
             document.setdefault(f"{delta.metric.family}_at_k", {})[str(delta.metric.k)] = value
     return document

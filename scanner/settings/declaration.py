@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from scanner.compare.comparison import BaseRequest
-from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD
+from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, RegressionBudget
 from scanner.evaluation.answers import ScoreLevel
 from scanner.foundation.errors import InputError
 from scanner.git.revision import is_revision_name
 from scanner.github.comment import CommentMode
 from scanner.github.workflow import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
+from scanner.golden.file import MAX_GRADE
+from scanner.metrics.measures import DEFAULT_RELEVANCE_LEVEL
 from scanner.report.history import DEFAULT_HISTORY_SIZE, MAX_HISTORY_RUNS
 from scanner.retrievers import command as command_module
 from scanner.retrievers import http_settings as http_module
@@ -231,6 +233,14 @@ SETTINGS: tuple[Setting, ...] = (
         fingerprint="limit", metavar="N",
     ),
     Setting(
+        "relevance-level", "relevance_level", Group.EVALUATED,
+        "the lowest grade that counts as relevant for recall, precision, success, MRR and MAP, as "
+        "trec_eval's -l; nDCG uses every grade as its gain",
+        parse.int_in(1, MAX_GRADE, 2), DEFAULT_RELEVANCE_LEVEL, str(DEFAULT_RELEVANCE_LEVEL),
+        fingerprint="relevance_level", metavar="N",
+        action_note="An expected entry without grade: is grade 1.",
+    ),
+    Setting(
         "score-level", "score_level", Group.EVALUATED,
         "section: a golden entry with a heading is found only by a hit of that section; document: headings "
         "are ignored, for a retriever that answers with whole documents (docs/retrievers.md)",
@@ -255,6 +265,13 @@ SETTINGS: tuple[Setting, ...] = (
         parse.path, None, default_note="none", aliases=("output",), path=True, metavar="FILE",
         action_default="kb-eval-report.json",
         action_note="Relative to the repository root; the report output names it.",
+    ),
+    Setting(
+        "export-trec", "export_trec", Group.OUTPUT,
+        "also write the run and the qrels this report was computed from into this folder (kb-eval.run, "
+        "kb-eval.qrels), for trec_eval -c -l <relevance-level>",
+        parse.path, None, default_note="none", path=True, metavar="DIR",
+        action_note="Relative to the repository root; empty writes none.",
     ),
     Setting(
         "summary-file", "summary_file", Group.OUTPUT,
@@ -311,9 +328,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "regression-threshold", "regression_threshold", Group.HISTORY,
-        "largest tolerated drop of any aggregate metric, absolute on the 0..1 scale",
-        parse.float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05"),
-        DEFAULT_REGRESSION_THRESHOLD, str(DEFAULT_REGRESSION_THRESHOLD), metavar="DROP",
+        "largest tolerated drop of any aggregate metric, absolute on the 0..1 scale; metric=drop pairs "
+        "beside it give a metric its own budget (0.05,map=0.02,recall@10=0.1; recall=0.1 for every k); "
+        "judged@k is gated only when a pair names it",
+        parse.budget, RegressionBudget(), str(DEFAULT_REGRESSION_THRESHOLD), metavar="DROP[,METRIC=DROP...]",
     ),
     Setting(
         "alpha", "alpha", Group.HISTORY,
@@ -339,7 +357,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "weights", "weights", Group.RETRIEVER, "built-in retriever: bm25 weights of heading,breadcrumb,body",
-        parse.weights, FieldWeights(), "2,2,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
+        parse.weights, FieldWeights(), "2,3.5,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
     ),
     Setting(
         "http-url", "http_url", Group.RETRIEVER, "HTTP retriever: the search endpoint; may hold ${ENV_NAME}",
@@ -492,11 +510,14 @@ class RunSettings:
     golden: Path | None
     exclude: tuple[str, ...]
     limit: int | None
+    relevance_level: int
     score_level: ScoreLevel
     k: tuple[int, ...]
     format: str
     output: Path | None
     """The `report` setting (`--report`, `--output`)."""
+    export_trec: Path | None
+    """The `export-trec` setting: a folder for the run and qrels (scanner/report/trec.py)."""
     cache_dir: Path | None
     summary_file: Path | None
     """The CLI's `--summary FILE`."""
@@ -508,7 +529,8 @@ class RunSettings:
     """The Action sets the pull request's base commit here when neither is given."""
     save_baseline: Path | None
     fail_on_regression: bool
-    regression_threshold: float
+    regression_threshold: RegressionBudget
+    """The single number and any `metric=drop` pairs (`--regression-threshold`)."""
     alpha: float | None
     retriever: RetrieverKind | None
     """As given; None lets the factory infer it from the source setting given (scanner/settings/retriever.py)."""
@@ -546,7 +568,23 @@ RUN_SETTINGS: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.cli)
 def run_settings(values: Mapping[str, object], given: Iterable[str], interface: Interface) -> RunSettings:
     """A RunSettings from `values` keyed by attribute; a missing attribute takes its default."""
     complete = {s.attribute: values.get(s.attribute, s.default) for s in RUN_SETTINGS}
+    _check_budget_cutoffs(complete, interface)
     return RunSettings(**cast(dict[str, Any], complete), given=frozenset(given), interface=interface)
+
+
+def _check_budget_cutoffs(values: Mapping[str, Any], interface: Interface) -> None:
+    """A pair naming a k the run does not measure (`recall@20` with k 1,5,10) would budget nothing,
+    silently: refused, naming both settings."""
+    budget: RegressionBudget = values["regression_threshold"]
+    measured = set(values["k"])
+    missing = sorted(budget.named_cutoffs() - measured)
+    if missing:
+        who, k = display_name(setting("regression-threshold"), interface), display_name(setting("k"), interface)
+        raise InputError(
+            f"{who} budgets @{', @'.join(map(str, missing))}, which {k} does not measure "
+            f"({k} is {','.join(map(str, sorted(measured)))})",
+            field=who, hint=f"add the cut-off to {k}, or name one it measures",
+        )
 
 
 def default_settings(interface: Interface = Interface.CLI) -> RunSettings:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, cast
 
+from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, MetricSelector, RegressionBudget
 from scanner.foundation.errors import InputError
 from scanner.github.comment import CommentMode
 from scanner.retrievers import command as command_module
@@ -74,6 +76,52 @@ def float_in(low: float, high: float | None, *, low_open: bool, high_open: bool,
     return parse
 
 
+_BUDGET_FAMILIES = {
+    "mrr": "mrr", "map": "map", "recall": "recall", "ndcg": "ndcg", "p": "precision", "precision": "precision",
+    "success": "success", "judged": "judged",
+}
+"""The metric names a `metric=drop` pair may use, in any case: the report's labels (MRR, MAP,
+recall@5, nDCG@10, P@5, success@1, judged@10) and the JSON's words (precision)."""
+_WITHOUT_K = frozenset({"mrr", "map"})
+_BUDGET_EXAMPLE = "0.05,map=0.02,recall@10=0.1"
+
+
+def budget(text: str) -> RegressionBudget:
+    """`0.05`, or `metric=drop` pairs beside it, comma separated (`0.05,map=0.02,recall@10=0.1`).
+    A drop is a number in [0, 1); a metric appears at most once; the single number at most once.
+    Whether a named k is measured is checked with --k (declaration.py, `check_budget_cutoffs`)."""
+    drop = float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05")
+    default: float | None = None
+    pairs: list[tuple[MetricSelector, float]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if "=" not in item:
+            if default is not None:
+                raise Refused("holds two numbers without a metric name", _BUDGET_EXAMPLE)
+            default = drop(item)
+            continue
+        name, _, value = (piece.strip() for piece in item.partition("="))
+        family_name, at, cutoff = name.lower().partition("@")
+        family = _BUDGET_FAMILIES.get(family_name)
+        k = int_in(1, MAX_CUTOFF, 10)(cutoff) if at and cutoff.isdigit() else None
+        if family is None or (at and k is None) or (family in _WITHOUT_K and at):
+            raise Refused(
+                f"names no metric in {item!r} (mrr, map, or recall, ndcg, p, success, judged, each with or "
+                "without @k)", _BUDGET_EXAMPLE,
+            )
+        selector = MetricSelector(cast(Any, family), k)
+        if any(existing == selector for existing, _ in pairs):
+            raise Refused(f"names {selector.label} twice", _BUDGET_EXAMPLE)
+        try:
+            pairs.append((selector, drop(value)))
+        except Refused:
+            raise Refused(f"gives {name} the drop {value!r}, not a number in [0, 1)", _BUDGET_EXAMPLE) from None
+    if default is None and not pairs:
+        raise Refused("not a number in [0, 1)", "0.05")
+    return RegressionBudget(DEFAULT_REGRESSION_THRESHOLD if default is None else default, tuple(pairs))
+
+
 def choice(values: Sequence[str]) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if text not in values:
@@ -116,7 +164,7 @@ def weights(text: str) -> FieldWeights:
     except ValueError:
         values = []
     if len(values) != 3 or not all(0 < value < 1000 for value in values):
-        raise Refused("not three positive numbers heading,breadcrumb,body", "2,2,1")
+        raise Refused("not three positive numbers heading,breadcrumb,body", "2,3.5,1")
     return FieldWeights(*values)
 
 

@@ -64,8 +64,9 @@ def test_the_summary_says_what_it_compared_with(outcomes: dict[str, RunOutcome])
 
 
 def test_a_delta_is_shown_only_where_a_metric_moved(outcomes: dict[str, RunOutcome]) -> None:
-    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in summary(outcomes, "worse").splitlines()
-            if line.startswith("| ") and line.count("|") == 4 and "metric" not in line and "---" not in line}
+    # | metric | value | 95% interval | change |
+    rows = {line.split("|")[1].strip(): line.split("|")[4].strip() for line in summary(outcomes, "worse").splitlines()
+            if line.startswith("| ") and line.count("|") == 5 and "metric" not in line and "---" not in line}
     assert rows["MRR"].startswith("▼ -0.")
     assert rows["recall@10"] == ""  # unchanged: no (+0.0000)
     assert "+0.0000" not in summary(outcomes, "unchanged")
@@ -188,3 +189,29 @@ def test_the_comment_is_updated_when_a_finding_turns_out_to_be_at_the_base(outco
     flipped = tuple(dataclasses.replace(item, present_at_base=not item.present_at_base) for item in report.findings_at_base)
     assert comment_state(dataclasses.replace(report, findings_at_base=flipped)) != comment_state(report)
     assert comment_state(dataclasses.replace(report)) == comment_state(report)
+
+
+def test_an_unlabelled_path_cannot_close_the_snippet_or_add_markup(outcomes: dict[str, RunOutcome]) -> None:
+    import cmarkgfm
+    import yaml
+
+    from scanner.compare.pooling import UnlabelledDocument
+
+    outcome = outcomes["worse"]
+    comparison = outcome.report.comparison
+    pool = next(p for p in comparison.pools if p.rests_on_unjudged)
+    hostile_path = "notes/````\n</details><img src=x>@org/team.md"
+    hostile = dataclasses.replace(pool, unlabelled=(UnlabelledDocument(hostile_path, "H `x`", 3),))
+    pools = tuple(hostile if p is pool else p for p in comparison.pools)
+    report = dataclasses.replace(outcome.report, comparison=dataclasses.replace(comparison, pools=pools))
+    markdown = render_summary(report, context(outcome))
+    html = cmarkgfm.github_flavored_markdown_to_html(markdown)
+    outside_code = re.sub(r"<pre.*?</pre>", "", html, flags=re.DOTALL)
+    assert "<img" not in html
+    # A mention notifies outside code only; inside the snippet it is inert text.
+    assert "@org/team" not in outside_code.replace("@\u200borg/team", "")
+    fence = re.search(r"^(`{3,})yaml$", markdown, re.MULTILINE)
+    assert fence is not None and len(fence.group(1)) > 4  # longer than the path's run of four
+    block = markdown.split(fence.group(0) + "\n", 1)[1].split("\n" + fence.group(1) + "\n", 1)[0]
+    entries = yaml.safe_load(block)
+    assert {"path": hostile_path, "heading": "H `x`", "grade": 1} in entries

@@ -35,6 +35,7 @@ BAD_VALUES = {
     "baseline-ref": "-n",  # a revision git would read as an option
     "comment": "sometimes",
     "limit": "0",
+    "relevance-level": "0",
     "k": "1,x",
     "format": "xml",
     "history-size": "0",
@@ -85,6 +86,8 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "http_timeout", "http_retries", "concurrency", "hits_path", "path_field", "heading_field", "score_field",
         "path_prefix_strip", "command", "command_timeout", "command_env", "run", "score_level",
         "summary_file",
+        # Added after the argparse era, named as the flag is.
+        "relevance_level", "export_trec",
     }
     assert run_settings_attributes() == historic
 
@@ -177,7 +180,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
     # Set each input to a non-default value through INPUT_<NAME> (hyphens kept) and see it arrive.
     values = {
         "kb-path": "docs", "golden": "g.yml", "exclude": "x/*", "limit": "7", "score-level": "document", "k": "1,3",
-        "format": "json",
+        "format": "json", "relevance-level": "2", "export-trec": "trec",
         "report": "out.json", "cache-dir": "c", "history": "h.json", "history-size": "4", "baseline": "b.json",
         "baseline-ref": "origin/main", "save-baseline": "s.json", "fail-on-regression": "true", "regression-threshold": "0.1", "alpha": "0.2",
         "retriever": "http", "http-url": "http://127.0.0.1:9/", "http-method": "GET", "http-body": '{"q": "{query}"}',
@@ -194,9 +197,10 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
     run = inputs.settings
     assert run.given == set(values) - {"annotations", "max-annotations", "summary", "comment", "github-token"}
     assert (run.kb_path, run.golden, run.exclude, run.limit, run.k) == (Path("docs"), Path("g.yml"), ("x/*",), 7, (1, 3))
+    assert run.relevance_level == 2 and run.export_trec == Path("trec")
     assert (run.format, run.output, run.cache_dir, run.history, run.history_size) == (
         "json", Path("out.json"), Path("c"), Path("h.json"), 4)
-    assert (run.baseline, run.save_baseline, run.fail_on_regression, run.regression_threshold, run.alpha) == (
+    assert (run.baseline, run.save_baseline, run.fail_on_regression, run.regression_threshold.default, run.alpha) == (
         Path("b.json"), Path("s.json"), True, 0.1, 0.2)
     assert run.baseline_ref is not None and run.baseline_ref.revision == "origin/main"
     assert (run.retriever, run.http_url, run.http_method, run.http_body, run.http_headers) == (
