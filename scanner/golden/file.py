@@ -335,6 +335,12 @@ def _plain_decimal(text: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def expected_path_problem(path: str) -> str | None:
+    """Why an `expected` path cannot be written in a golden file, or None: the rule `kb-eval init`
+    checks a document's name against before proposing it."""
+    return _path_problem(path)
+
+
 def _path_problem(path: str) -> str | None:
     if not path.strip():
         return "`path` is empty"

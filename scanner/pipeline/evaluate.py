@@ -41,7 +41,7 @@ from scanner.metrics.measures import (
 )
 from scanner.metrics.uncertainty import aggregate_columns, intervals
 from scanner.retrievers.base import SearchRequest
-from scanner.scan.quotes import Finding, locate, normalise, scan
+from scanner.scan.quotes import Finding, QuoteLocation, locate, normalise, scan
 from scanner.search.index import Index
 from scanner.search.query_compiler import compile_query
 from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, Interface, default_settings, interface_words
@@ -258,14 +258,25 @@ def aggregate_by_tag(queries: Sequence[QueryRecord], ks: Sequence[int]) -> tuple
 
 
 def locate_findings(findings: Sequence[Finding], index: Index, golden: GoldenSet) -> list[LocatedFinding]:
+    """Each quotation's line and column. The quotations in one field of one chunk are located
+    together, so a section is read and normalised once however many queries it quotes."""
     if not findings:
         return []
     text_of = {q.id: normalise(q.text) for q in golden.queries}
+    wanted: dict[tuple[int, str], list[str]] = {}
+    for finding in findings:
+        for quoted in finding.quoted:
+            wanted.setdefault((quoted.first_quote_chunk, quoted.first_quote_field), []).append(text_of[quoted.query_id])
+    where: dict[tuple[int, str, str], QuoteLocation] = {}
+    for (chunk_id, field_name), needles in wanted.items():
+        unique = list(dict.fromkeys(needles))
+        for needle, location in zip(unique, locate(index.chunk(chunk_id), field_name, unique), strict=True):
+            where[chunk_id, field_name, needle] = location
     return [
         LocatedFinding(
             finding,
             tuple(
-                locate(index.chunk(quoted.first_quote_chunk), quoted.first_quote_field, text_of[quoted.query_id])
+                where[quoted.first_quote_chunk, quoted.first_quote_field, text_of[quoted.query_id]]
                 for quoted in finding.quoted
             ),
         )

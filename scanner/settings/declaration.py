@@ -56,6 +56,16 @@ DEFAULT_LIMIT = 10
 """Hits asked per query when neither `limit` nor the golden file's `defaults.limit` says."""
 DEFAULT_KS = (1, 5, 10)
 MAX_ANNOTATIONS_INPUT = 1000
+MAX_TIMEOUT_S = 3600.0
+"""Largest `http-timeout` and `command-timeout`: an hour per attempt. Every value the settings
+accept must run, and past ~9.2e9 s a timeout overflows the C types socket and thread waits use
+(`--http-timeout 9223372037` was a traceback); no search answer is worth waiting longer for."""
+MAX_HTTP_RETRIES = 100
+"""Largest `http-retries`: each retry waits at most the backoff cap, so this bounds one query's
+time by what the timeout allows, not by what an integer can spell."""
+MAX_CONCURRENCY = 64
+"""Largest `concurrency`: one thread per query in flight, and a service that is asked more at
+once only answers 429."""
 FORMATS = ("text", "json")
 
 
@@ -385,13 +395,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "http-timeout", "http_timeout", Group.RETRIEVER, "HTTP retriever: seconds per attempt",
-        parse.float_in(0.0, None, low_open=True, high_open=True, example="30"),
+        parse.float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="30"),
         http_module.DEFAULT_TIMEOUT_S, f"{http_module.DEFAULT_TIMEOUT_S:g}", retrievers=_HTTP, metavar="SECONDS",
     ),
     Setting(
         "http-retries", "http_retries", Group.RETRIEVER,
         "HTTP retriever: extra attempts after a connection error, timeout, 429 or 5xx",
-        parse.int_in(0, None, http_module.DEFAULT_RETRIES), http_module.DEFAULT_RETRIES,
+        parse.int_in(0, MAX_HTTP_RETRIES, http_module.DEFAULT_RETRIES), http_module.DEFAULT_RETRIES,
         str(http_module.DEFAULT_RETRIES), retrievers=_HTTP, metavar="N",
     ),
     Setting(
@@ -404,7 +414,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "command-timeout", "command_timeout", Group.RETRIEVER,
         "command retriever: seconds per query before the program is killed",
-        parse.float_in(0.0, None, low_open=True, high_open=True, example="60"),
+        parse.float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="60"),
         command_module.DEFAULT_TIMEOUT_S, f"{command_module.DEFAULT_TIMEOUT_S:g}",
         retrievers=frozenset({RetrieverKind.COMMAND}), metavar="SECONDS",
     ),
@@ -418,7 +428,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "concurrency", "concurrency", Group.RETRIEVER,
         "HTTP and command retrievers: queries in flight at once (the report is the same)",
-        parse.concurrency, 1, "1", retrievers=_HTTP_AND_COMMAND, metavar="N",
+        parse.concurrency_up_to(MAX_CONCURRENCY), 1, "1", retrievers=_HTTP_AND_COMMAND, metavar="N",
     ),
     Setting(
         "hits-path", "hits_path", Group.RETRIEVER,
