@@ -71,8 +71,9 @@ class EvalOptions:
     """Shared by both sides, so a file unchanged between them is parsed once."""
     corpus_source: Callable[[Diagnostics], Iterable[tuple[str, bytes]]] | None = None
     """(path, bytes) of the KB's files from elsewhere than `kb_path` (a git tree); None: walk `kb_path`."""
-    scan_quotes: bool = True
-    """False for the base side: the comparison uses its metrics, never its findings."""
+    scan_only: Callable[[str], bool] | None = None
+    """Which documents the quote scan reads, by path; None: every one. The base side scans only
+    the documents the pull request changed: an unchanged one's findings are the head's."""
     after_read: Callable[[GoldenSet], None] | None = None
     """Called once the corpus is read and the memo filled: the base side starts then, beside this one."""
     score_level: ScoreLevel = ScoreLevel.SECTION
@@ -131,11 +132,11 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         )
         clock.lap("search")
         returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}
-        if options.scan_quotes:
-            chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
-            findings = scan(chunks, golden.queries, returned)
-        else:
-            findings = []
+        chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
+        wanted = options.scan_only
+        if wanted is not None:
+            chunks = ((path, rows) for path, rows in chunks if wanted(path))
+        findings = scan(chunks, golden.queries, returned)
     located = locate_findings(findings, index, golden)
     clock.lap("scan")
 

@@ -172,7 +172,7 @@ def findings_against(
     """The head's findings told from the base's, when the base was evaluated and compared."""
     if base is None or isinstance(base, Comparison) or not comparison.compared:
         return None
-    return findings_at_base(run, base.run, base.quoted)
+    return findings_at_base(run, base.run, base.quoted, base.unchanged)
 
 
 def plan_history_write(

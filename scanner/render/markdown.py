@@ -90,6 +90,26 @@ def text(value: object) -> str:
     return escape_markdown_text(str(value))
 
 
+def prose(value: str) -> str:
+    """A sentence of kb-eval's that may carry PR-controlled parts (a reason naming a ref, a path),
+    whose backtick spans are settings to show as code (`fetch-depth: 0`): outside the spans, as
+    text(); inside, an inert code span on one line. Split at every backtick, a span never holds
+    one, so one backtick fences it; an unpaired backtick leaves the whole sentence as text()."""
+    parts = value.split("`")
+    if len(parts) % 2 == 0:
+        return text(value)
+    shown = []
+    for index, part in enumerate(parts):
+        if index % 2 == 0:
+            shown.append(text(part))
+        elif part.strip():
+            # A line break could end the paragraph and the span with it; a pipe would end a table cell.
+            shown.append("`" + " ".join(part.splitlines()).replace("|", "\\|") + "`")
+        else:
+            shown.append(text("`" + part + "`"))
+    return "".join(shown)
+
+
 def render_summary(report: Report, context: SummaryContext) -> str:
     sections = [
         headline(report, context),
@@ -129,7 +149,7 @@ def headline(report: Report, context: SummaryContext) -> list[str]:
         if note is not None:
             lines.append(text(note))
     else:
-        lines += ["", text(phrases.not_compared_reason(comparison))]
+        lines += ["", prose(phrases.not_compared_reason(comparison))]
     if report.gate.evaluated:
         sentence = phrases.gate_headline(report.gate)
         lines += ["", f"**{sentence}**" if report.gate.tripped else sentence]
@@ -137,7 +157,7 @@ def headline(report: Report, context: SummaryContext) -> list[str]:
     if fell_unjudged:
         lines += ["", text(phrases.verdict_rests_on_unjudged(fell_unjudged))]
     elif context.gate_requested:
-        lines += ["", "**" + text(phrases.gate_not_run(report.gate, comparison)) + "**"]
+        lines += ["", "**" + prose(phrases.gate_not_run(report.gate, comparison)) + "**"]
     return lines
 
 
@@ -440,4 +460,9 @@ def comment_state(report: Report) -> str:
         "unjudged": [[pool.query_id, [d.path for d in pool.unlabelled]]
                      for pool in report.comparison.pools if pool.rests_on_unjudged],
     }
+    if report.findings_at_base is not None:
+        # A rebase can turn a finding the pull request brought into one its base already had: the
+        # comment then says something else, so on-change mode must update it.
+        what["at_base"] = [[item.path, item.present_at_base, list(item.newly_displacing)]
+                           for item in report.findings_at_base]
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]

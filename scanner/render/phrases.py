@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from scanner.compare.comparison import Comparison, ComparisonStatus, Source
 from scanner.compare.findings import FindingAtBase
-from scanner.compare.gate import GateResult, RegressionBudget, budget_words, dropped_names
+from scanner.compare.gate import GateResult, RegressionBudget, budget_words, dropped_names, gate_cannot_run
 from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, displacing_first
@@ -167,16 +167,21 @@ def compared_with(comparison: Comparison) -> str:
 
 def not_compared_reason(comparison: Comparison) -> str:
     """Why there is no comparison, in one sentence."""
-    hint = f" To compare: {comparison.hint}." if comparison.hint else ""
+    # The reasons end without a full stop; the hint is its own sentence after one.
+    hint = f". To compare: {comparison.hint}." if comparison.hint else ""
     if comparison.status is ComparisonStatus.INCOMPARABLE:
         return "Not compared with the previous run: " + "; ".join(comparison.reasons) + hint
     return "No comparison: " + "; ".join(comparison.reasons) + hint
 
 
 def gate_not_run(gate: GateResult, comparison: Comparison) -> str:
-    """`fail-on-regression` was asked for but there was nothing comparable: say so, never silence."""
+    """`fail-on-regression` was asked for but there was nothing comparable: say so, never silence.
+    When the cause is one the workflow can fix (a pull request's base missing from the clone), the
+    step fails, and the sentence says so: a red step whose summary reads like a warning is a puzzle."""
     why = "; ".join(comparison.reasons) or "nothing to compare with"
     hint = f" To compare: {comparison.hint}." if comparison.hint else ""
+    if gate_cannot_run(comparison) is not None:
+        return f"The regression gate cannot run, so the step fails (fail-on-regression is true): {why}.{hint}"
     return f"The regression gate could not run: {why}.{hint}"
 
 
