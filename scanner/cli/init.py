@@ -30,7 +30,8 @@ from scanner.corpus.reader import read_corpus
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.foundation.untrusted_text import shown
-from scanner.golden.file import DEFAULT_GOLDEN_NAMES, expected_path_problem
+from scanner.golden.file import DEFAULT_GOLDEN_NAMES, STARTER_TAG, expected_path_problem
+from scanner.report.history import DEFAULT_HISTORY_NAME, lock_path
 
 GOLDEN_NAME = DEFAULT_GOLDEN_NAMES[0]
 """`.kb-eval.yml`: the name kb-eval looks for first, so the written file is found without --golden."""
@@ -38,7 +39,6 @@ WORKFLOW_PATH = Path(".github") / "workflows" / "kb-eval.yml"
 DEFAULT_STARTERS = 5
 """Enough entries to show the format and give a first score; few enough to rewrite in minutes."""
 MAX_STARTERS = 100
-STARTER_TAG = "starter"
 ACTION_REFERENCE = "kb-eval/kb-eval@v1"
 """The one `uses:` reference of the documentation and examples (docs/release.md: the moving major tag)."""
 
@@ -216,10 +216,42 @@ def initialise(kb_path: Path, count: int, workflow: bool, repository: Path, stde
             f"{len(starters)} starter queries (tagged {STARTER_TAG}) to rewrite",
         )
     ]
+    ignored = ignore_run_files(kb_path)
+    if ignored is not None:
+        written.append(ignored)
     if workflow:
         workflow_file.parent.mkdir(parents=True, exist_ok=True)
         written.append(create_exclusively(workflow_file, workflow_text, f"runs kb-eval on pull requests ({ACTION_REFERENCE})"))
     return written
+
+
+RUN_FILES = (DEFAULT_HISTORY_NAME, lock_path(Path(DEFAULT_HISTORY_NAME)).name)
+"""What a local run leaves in the KB folder: the history, and the lock file kept beside it (a lock
+file must outlive the run: see `history_lock`). Neither belongs in the repository."""
+
+
+def ignore_run_files(kb_path: Path) -> Written | None:
+    """Add RUN_FILES to the KB folder's .gitignore (created when there is none; lines already there
+    are kept and not repeated), so `git add -A` after a local run commits neither file."""
+    path = kb_path / ".gitignore"
+    try:
+        if os.path.islink(path):
+            return None  # not followed: the lines are in the README for whoever keeps that file
+        present = path.read_text(encoding="utf-8").splitlines() if path.exists() else None
+    except (OSError, UnicodeDecodeError):
+        return None
+    names = {line.strip().lstrip("/") for line in present or ()}
+    missing = [name for name in RUN_FILES if name not in names]
+    if not missing:
+        return None
+    lead = "" if not present or (path.read_bytes().endswith(b"\n")) else "\n"
+    text = lead + "# kb-eval's run history and its lock file (kb-eval init)\n" + "".join(f"/{n}\n" for n in missing)
+    try:
+        with open(path, "a", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise InputError(f"cannot write the file ({error.strerror})", file=str(path)) from error
+    return Written(path, "ignores " + " and ".join(missing) + (" (created)" if present is None else " (appended)"))
 
 
 def refuse_existing_golden(kb_path: Path) -> None:

@@ -32,6 +32,7 @@ from scanner.render.console import SafeStream
 from scanner.render.markdown import SummaryContext, render_input_error, render_summary
 from scanner.render.text import render_text
 from scanner.report.document import ReportInvalid
+from scanner.report.history import DEFAULT_HISTORY_NAME
 from scanner.retrievers.base import RetrieverKind
 from scanner.settings.arguments import add_arguments, read_cli
 from scanner.settings.declaration import Interface, RunSettings, in_interface_words
@@ -46,6 +47,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 EPILOG = """\
+commands:
+  kb-eval init --kb-path DIR   write a starter golden file (and the .gitignore lines for the
+                               history) into the KB folder; kb-eval init --help for more
+
 exit codes:
   0  the run completed (findings never change this)
   1  --fail-on-regression was given and an aggregate metric regressed
@@ -53,6 +58,7 @@ exit codes:
   3  internal error (a bug in kb-eval)
 
 examples:
+  kb-eval init --kb-path docs
   kb-eval --kb-path docs --report kb-eval-report.json
   kb-eval --kb-path docs --http-url http://localhost:8750/search --concurrency 4
 """
@@ -243,7 +249,7 @@ def check_kb_folder(kb_path: Path) -> None:
 
 def plan_from_args(args: RunSettings) -> RunPlan:
     return RunPlan(
-        history=None if args.no_history else (args.history or args.kb_path / ".kb-eval-history.json"),
+        history=None if args.no_history else (args.history or args.kb_path / DEFAULT_HISTORY_NAME),
         history_size=args.history_size,
         baseline=args.baseline,
         save_baseline=args.save_baseline,

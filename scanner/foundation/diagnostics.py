@@ -27,6 +27,7 @@ class DiagnosticCode(StrEnum):
     K_OVER_LIMIT = "k-over-limit"
     QUERY_CUT = "query-cut"
     NO_RELEVANT_ENTRY = "no-relevant-entry"
+    STARTER_PLACEHOLDER = "starter-placeholder"
     HISTORY_PRUNED = "history-pruned"
     HISTORY_RUN_DROPPED = "history-run-dropped"
     HISTORY_UNPARSABLE = "history-unparsable"
@@ -62,6 +63,7 @@ _TITLES: dict[DiagnosticCode, str] = {
     DiagnosticCode.K_OVER_LIMIT: "k-over-limit",
     DiagnosticCode.QUERY_CUT: "query-cut",
     DiagnosticCode.NO_RELEVANT_ENTRY: "query left out of the aggregates",
+    DiagnosticCode.STARTER_PLACEHOLDER: "starter query not rewritten",
     DiagnosticCode.HISTORY_PRUNED: "history-pruned",
     DiagnosticCode.HISTORY_RUN_DROPPED: "history-run-dropped",
     DiagnosticCode.HISTORY_UNPARSABLE: "history-unparsable",

@@ -40,6 +40,9 @@ DEFAULT_GRADE = 1
 MAX_GRADE = 1000
 """Largest `grade:`. Graded scales in use are short (TREC 0-4, Cranfield 1-4, Elasticsearch's
 ratings 0-3); the bound keeps the number a person can mistype small and the digits checked."""
+STARTER_TAG = "starter"
+"""The tag `kb-eval init` gives each entry it proposes (a document's title as the query): a query
+still carrying it is a placeholder, warned about on every run until it is rewritten."""
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -99,7 +102,7 @@ def find_golden(kb_path: Path, explicit: Path | None) -> Path:
     raise InputError(
         "no golden file found",
         file=str(kb_path),
-        hint=f"looked for {looked}; create one or pass --golden FILE",
+        hint=f"looked for {looked}; run `kb-eval init --kb-path {kb_path}` to write a starter one, or pass --golden FILE",
     )
 
 
@@ -202,6 +205,7 @@ class _GoldenReader:
             raise self.fail(items, f"{len(items.value)} queries is over the limit of {MAX_QUERIES}", "queries")
         queries = [self.query(node, n) for n, node in enumerate(items.value)]
         warnings = tuple(self.cut_warning(query) for query in queries if query.cut_from_chars is not None)
+        warnings += tuple(self.starter_warning(query) for query in queries if STARTER_TAG in query.tags)
         seen: dict[str, GoldenQuery] = {}
         for query in queries:
             if query.id in seen:
@@ -218,6 +222,15 @@ class _GoldenReader:
             DiagnosticCode.QUERY_CUT,
             f"query {query.id!r} is {query.cut_from_chars} characters; it is searched as its first "
             f"{MAX_QUERY_CHARS} (field: queries[{query.id}].query)",
+            self.file, query.line,
+        )
+
+    def starter_warning(self, query: GoldenQuery) -> Diagnostic:
+        return Diagnostic(
+            DiagnosticCode.STARTER_PLACEHOLDER,
+            f"query {query.id!r} is still a placeholder written by kb-eval init (tagged `{STARTER_TAG}`): "
+            f"a document's title finds that document and measures nothing; rewrite it as a question a "
+            f"reader would ask, then remove the `{STARTER_TAG}` tag (field: queries[{query.id}].tags)",
             self.file, query.line,
         )
 

@@ -21,7 +21,8 @@ from scanner.evaluation.records import LocatedFinding, displacing_first
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES, QuotedQuery
 
 TWO_CAUSES = (
-    "Either these notes leaked into the corpus (a note about the test makes the eval look better than search is), "
+    "Either these are notes about the test, which take the labelled answers' places in the ranking "
+    "(the eval then looks worse than search is), "
     "or the queries were written from them and the documents belong in `expected`. "
     "kb-eval changes neither, and a finding never fails the step."
 )

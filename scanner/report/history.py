@@ -298,6 +298,10 @@ def write_history(path: Path, plan: HistoryPlan, cap_bytes: int = MAX_HISTORY_BY
         write_atomically(path, plan.data, "history")
 
 
+DEFAULT_HISTORY_NAME = ".kb-eval-history.json"
+"""The history's name in the KB folder when no other is given (`<kb>/.kb-eval-history.json`)."""
+
+
 def lock_path(path: Path) -> Path:
     """The lock file beside a history: `.<name>.lock`."""
     return path.with_name(f".{path.name}.lock")

@@ -202,3 +202,59 @@ def test_init_is_reached_through_the_container_entry_point_too(repository: Path,
     code, _, stderr = run_entrypoint_script(launch, repository, {"PATH": "/usr/bin:/bin"}, arguments)
     assert code == ExitCode.OK, stderr
     assert (repository / "docs/kb/.kb-eval.yml").is_file()
+
+
+def test_kb_eval_help_names_init() -> None:
+    code, out, _ = kb_eval("--help")
+    assert code == ExitCode.OK and "kb-eval init --kb-path" in out
+
+
+def test_no_golden_file_names_kb_eval_init(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nbody text here\n", encoding="utf-8")
+    code, _, err = kb_eval("--kb-path", str(tmp_path), "--no-history")
+    assert code == ExitCode.BAD_INPUT
+    assert "no golden file found" in err and f"kb-eval init --kb-path {tmp_path}" in err
+
+
+def test_a_run_after_init_leaves_only_ignored_files_in_the_kb_folder(repository: Path) -> None:
+    """The history and its lock file stay in the KB folder (the lock must outlive the run);
+    init's .gitignore lines cover both, so `git add -A` commits neither."""
+    kb = repository / "docs/kb"
+    code, out, _ = kb_eval("init", "--kb-path", "docs/kb")
+    assert code == ExitCode.OK and "wrote docs/kb/.gitignore" in out
+    before = {p.name for p in kb.iterdir()}
+    kb_eval("--kb-path", "docs/kb")
+    added = {p.name for p in kb.iterdir()} - before
+    assert added == {".kb-eval-history.json", "..kb-eval-history.json.lock"}
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    listed = subprocess.run(
+        ["git", "-C", str(repository), "status", "--porcelain", "--untracked-files=all", "docs/kb"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    assert ".kb-eval-history.json" not in listed and ".lock" not in listed
+    assert ".kb-eval.yml" in listed  # the golden file itself is meant to be committed
+
+
+def test_init_appends_to_a_gitignore_without_repeating_lines(repository: Path) -> None:
+    ignore = repository / "docs/kb/.gitignore"
+    ignore.write_text("drafts/\n/.kb-eval-history.json", encoding="utf-8")
+    kb_eval("init", "--kb-path", "docs/kb")
+    lines = ignore.read_text(encoding="utf-8").splitlines()
+    assert lines[:2] == ["drafts/", "/.kb-eval-history.json"]
+    assert lines.count("/.kb-eval-history.json") == 1 and "/..kb-eval-history.json.lock" in lines
+
+
+def test_starter_placeholders_are_a_warning_on_every_run_until_rewritten(repository: Path) -> None:
+    kb_eval("init", "--kb-path", "docs/kb")
+    for _ in range(2):
+        code, _, err = kb_eval("--kb-path", "docs/kb", "--no-history")
+        assert code == ExitCode.OK
+        assert err.count("still a placeholder written by kb-eval init") == 5
+    golden = repository / "docs/kb/.kb-eval.yml"
+    data = yaml.safe_load(golden.read_text(encoding="utf-8"))
+    for query in data["queries"]:
+        query["tags"] = ["rewritten"]
+        query["query"] = "how would a reader ask about " + query["query"]
+    golden.write_text(yaml.safe_dump(data), encoding="utf-8")
+    code, _, err = kb_eval("--kb-path", "docs/kb", "--no-history")
+    assert code == ExitCode.OK and "placeholder" not in err
