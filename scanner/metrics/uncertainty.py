@@ -94,12 +94,17 @@ def intervals(columns: Sequence[tuple[str, int | None, Sequence[float]]]) -> tup
 
 def detectable_drop(values: Sequence[float], alpha: float, *, paired: bool) -> float | None:
     """The module docstring's formula; `values` are paired differences (`paired`) or one run's
-    per-query values. None when no drop can be significant with this many queries."""
+    per-query values. None when no drop can be significant with this many queries, or when every
+    value is the same (no spread to estimate from)."""
     n = len(values)
     # 2 / 2^n >= alpha, in logarithms: 2.0 ** n overflows a float past n = 1023.
     if n < 2 or n <= math.log2(2.0 / alpha):
         return None
     spread = statistics.stdev(values) * (1.0 if paired else math.sqrt(2.0))
+    if spread == 0.0:
+        # Every query scored the same: the normal approximation would claim any drop, however
+        # small, is detectable. There is no estimate to give.
+        return None
     normal = statistics.NormalDist()
     drop = (normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(DETECTION_POWER)) * spread / math.sqrt(n)
     return min(drop, 1.0)

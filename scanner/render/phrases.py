@@ -227,6 +227,8 @@ def detectable_sentence(gate: GateResult, largest_k: int) -> str | None:
     wanted = (*SHOWN_DETECTABLE, f"nDCG@{largest_k}", f"recall@{largest_k}")
     shown = sorted((d for d in detectable.drops if d.metric.label in wanted), key=lambda d: wanted.index(d.metric.label))
     if all(drop.drop is None for drop in shown):
+        if detectable.queries > 1 and 2.0 / 2.0 ** min(detectable.queries, 1023) < detectable.alpha:
+            return None  # enough queries, but no spread to estimate from
         return (
             f"With {detectable.queries} counted queries no drop can be significant at alpha {detectable.alpha:g} "
             "(the sign-flip test needs 2 / 2^n < alpha): add queries before trusting a verdict."

@@ -92,3 +92,13 @@ def test_a_golden_set_of_ten_thousand_queries_has_a_detectable_drop() -> None:
     values = [(n % 7) / 7 for n in range(10_000)]
     drop = detectable_drop(values, 0.05, paired=False)
     assert drop is not None and 0 < drop < 0.05
+
+
+def test_no_spread_gives_no_detectable_drop_estimate() -> None:
+    # Every query scored the same: a normal approximation would say a drop of 0 is detectable.
+    from scanner.metrics.uncertainty import detectable_drop
+
+    assert detectable_drop([1.0] * 30, 0.05, paired=False) is None
+    # The near miss: one query differs, and there is an estimate above 0.
+    estimate = detectable_drop([1.0] * 29 + [0.0], 0.05, paired=False)
+    assert estimate is not None and estimate > 0
