@@ -135,13 +135,15 @@ def test_every_cli_setting_is_a_flag_whose_help_states_its_default() -> None:
     assert not any(spec.cli for spec in SETTINGS if spec.name in ("annotations", "comment", "github-token"))
 
 
-def test_help_lists_the_exit_codes_and_two_examples(capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_lists_the_exit_codes_and_the_examples_starting_with_init(capsys: pytest.CaptureFixture[str]) -> None:
     result = execute(["--help"])
     assert result.exit_code == 0
     for line in ("0  the run completed", "1  --fail-on-regression", "2  bad input or usage", "3  internal error"):
         assert line in result.stdout_text
     examples = result.stdout_text.split("examples:")[1]
-    assert examples.count("\n  kb-eval ") == 2
+    # A newcomer's first command is `kb-eval init`: --help shows it before the runs.
+    assert examples.count("\n  kb-eval ") == 3
+    assert examples.lstrip("\n").startswith("  kb-eval init --kb-path")
 
 
 def test_no_flags_gives_the_declared_defaults() -> None:
