@@ -114,10 +114,11 @@ def report_annotations(report: Report, kb_path: str) -> list[Annotation]:
     for), then warnings, golden-file ones first, then the corpus-change notice."""
     # A finding the pull request's base already had is in the summary, not annotated again: an
     # annotation asks the reviewer about a line this pull request wrote.
+    by_path = report.findings_at_base_by_path()
     findings = [
-        finding_annotation(located, kb_path, report.at_base(located.finding.path))
+        finding_annotation(located, kb_path, by_path.get(located.finding.path))
         for located in displacing_first(report.run.findings)
-        if not _already_at_base(report, located)
+        if not _already_at_base(by_path.get(located.finding.path))
     ]
     warnings = sorted(report.run.warnings, key=lambda w: w.code != DiagnosticCode.EXPECTED_NOT_IN_CORPUS)
     corpus_note = corpus_change_annotation(report)
@@ -128,8 +129,7 @@ def report_annotations(report: Report, kb_path: str) -> list[Annotation]:
     )
 
 
-def _already_at_base(report: Report, located: LocatedFinding) -> bool:
-    at_base = report.at_base(located.finding.path)
+def _already_at_base(at_base: FindingAtBase | None) -> bool:
     return at_base is not None and at_base.present_at_base
 
 

@@ -66,8 +66,9 @@ def render_text(report: Report) -> str:
         note = phrases.findings_at_base_note(report.findings_at_base)
         if note is not None:
             out.append(f"  {note}")
+        by_path = report.findings_at_base_by_path()
         for located in phrases.reading_order(run.findings, report.findings_at_base):
-            known = report.at_base(located.finding.path)
+            known = by_path.get(located.finding.path)
             origin = f" ({phrases.AT_BASE})" if known is not None and known.present_at_base else ""
             out.append(f"  {shown(located.finding.path)}{origin}")
             for quoted, location in zip(located.finding.quoted, located.locations):
