@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -30,12 +31,13 @@ from scanner.foundation.strict_json import MAX_JSON_CONTAINERS
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scanner.corpus.reader import MAX_CORPUS_BYTES, MAX_CORPUS_FILES
+from scanner.corpus.reader import MAX_CORPUS_BYTES, MAX_CORPUS_FILES, MAX_DOCUMENT_BYTES
 
 sys.path.insert(0, str(REPO / "bench"))
 from run import TreeRssSampler
 
 MIB = 1024 * 1024
+CAP = MAX_DOCUMENT_BYTES
 GOLDEN = 'queries:\n  - id: q1\n    query: "alpha beta gamma"\n    expected: [a.md]\n'
 CLI = "import sys; from scanner.cli.main import main; sys.exit(main())"
 
@@ -67,17 +69,17 @@ def line_50mb(root: Path) -> Path:
 
 
 def line_under_cap(root: Path) -> Path:
-    """One line of 8 MiB - 1 byte: the largest document that is indexed."""
+    """One line of the cap - 1 byte: the largest document that is indexed."""
     kb = _kb(root)
-    words = b"alpha beta gamma delta " * ((8 * MIB - 1) // 23)
-    (kb / "line.md").write_bytes(words + b"x" * (8 * MIB - 1 - len(words)))
+    words = b"alpha beta gamma delta " * ((CAP - 1) // 23)
+    (kb / "line.md").write_bytes(words + b"x" * (CAP - 1 - len(words)))
     return kb
 
 
 def spaces_heading_under_cap(root: Path) -> Path:
-    """A heading line of 8 MiB - 1 byte that is mostly one run of spaces (the old quadratic case)."""
+    """A heading line of the cap - 1 byte that is mostly one run of spaces (the old quadratic case)."""
     kb = _kb(root)
-    (kb / "spaces.md").write_bytes(b"# a" + b" " * (8 * MIB - 6) + b"b\n")
+    (kb / "spaces.md").write_bytes(b"# a" + b" " * (CAP - 6) + b"b\n")
     return kb
 
 
@@ -112,7 +114,7 @@ def headings_100kb(root: Path) -> Path:
     breadcrumb carries its ancestors, the worst amplification a document can cause."""
     kb = _kb(root)
     block = "".join("#" * level + " " + ("h" * 9 + " ") * 10_000 + "\n" for level in range(1, 7))
-    (kb / "long.md").write_text(block * (8 * MIB // len(block)), encoding="utf-8")
+    (kb / "long.md").write_text(block * (CAP // len(block)), encoding="utf-8")
     return kb
 
 
@@ -148,10 +150,10 @@ def title_x_headings_114kb(root: Path) -> Path:
 
 def nested_title_headings_under_cap(root: Path) -> Path:
     """Six nested 60,000-character headings, then headings under them up to the section cap and
-    8 MiB: every section carries the longest breadcrumb there is."""
+    the file cap: every section carries the longest breadcrumb there is."""
     kb = _kb(root)
     head = "---\ntitle: " + "t" * 60_000 + "\n---\n" + "".join("#" * n + " " + "h" * 60_000 + "\n" for n in range(1, 6))
-    room = 8 * MIB - 1 - len(head)
+    room = CAP - 1 - len(head)
     per = max(room // 9_999, 8)
     line = "###### " + "w" * (per - 8) + "\n"
     (kb / "deep.md").write_text(head + line * min(9_994, room // len(line)), encoding="utf-8")
@@ -159,9 +161,9 @@ def nested_title_headings_under_cap(root: Path) -> Path:
 
 
 def empty_headings_under_cap(root: Path) -> Path:
-    """8 MiB - 1 byte of `#` lines: 4 million headings, of which MAX_SECTIONS_PER_DOCUMENT are sections."""
+    """The cap - 1 byte of `#` lines: millions of headings, of which MAX_SECTIONS_PER_DOCUMENT are sections."""
     kb = _kb(root)
-    (kb / "hashes.md").write_bytes(b"#\n" * ((8 * MIB - 1) // 2))
+    (kb / "hashes.md").write_bytes(b"#\n" * ((CAP - 1) // 2))
     return kb
 
 
@@ -196,20 +198,21 @@ def _prose(size: int) -> bytes:
 
 
 def bytes_at_corpus_cap(root: Path) -> Path:
-    """Files of 8 MiB of prose, the last one short by a.md's size: exactly MAX_CORPUS_BYTES."""
+    """Files at the cap of prose, the last one filling up to exactly MAX_CORPUS_BYTES with a.md."""
     kb = _kb(root)
-    big = _prose(8 * MIB)
-    last = MAX_CORPUS_BYTES // (8 * MIB) - 1
-    for n in range(last):
-        (kb / f"big{n:02}.md").write_bytes(big)
-    (kb / f"big{last:02}.md").write_bytes(big[: 8 * MIB - (kb / "a.md").stat().st_size])
+    big = _prose(CAP)
+    full, rest = divmod(MAX_CORPUS_BYTES - (kb / "a.md").stat().st_size, CAP)
+    for n in range(full):
+        (kb / f"big{n:03}.md").write_bytes(big)
+    if rest:
+        (kb / "last.md").write_bytes(big[:rest])
     return kb
 
 
 def bytes_over_corpus_cap(root: Path) -> Path:
     """One byte more than bytes_at_corpus_cap: refused (exit 2) before any file is read."""
     kb = bytes_at_corpus_cap(root)
-    with open(kb / f"big{MAX_CORPUS_BYTES // (8 * MIB) - 1:02}.md", "ab") as handle:
+    with open(kb / "last.md", "ab") as handle:
         handle.write(b"x")
     return kb
 
@@ -233,6 +236,92 @@ def history_floats_at_cap(root: Path) -> Path:
     return kb
 
 
+# -- one file's cost per script and per construct: the worst of each class at the per-file cap ------
+
+UNDER_CAP = MAX_DOCUMENT_BYTES - 64
+"""Bytes of the single-file cases below: the largest file that is indexed, less a margin."""
+
+SCRIPTS = {
+    "latin": [chr(c) for c in range(ord("a"), ord("z") + 1)],
+    "han": [chr(c) for c in range(0x4E00, 0x9FA6)],
+    "kana": [chr(c) for c in range(0x3041, 0x3097)] + [chr(c) for c in range(0x30A1, 0x30FB)],
+    "hangul": [chr(c) for c in range(0xAC00, 0xD7A4)],
+}
+
+
+def _random_text(alphabets: list[list[str]], size: int, seed: int = 25) -> bytes:
+    """Random words of 1-8 characters from the alphabets in turn, space-separated, `size` bytes:
+    the most distinct terms (and so the largest vocabulary) a file of that script can hold."""
+    generator = random.Random(seed)
+    words: list[bytes] = []
+    total = 0
+    while total < size:
+        alphabet = alphabets[len(words) % len(alphabets)]
+        word = "".join(generator.choices(alphabet, k=generator.randint(1, 8))).encode("utf-8") + b" "
+        words.append(word)
+        total += len(word)
+    text = b"".join(words)[:size]
+    return text.decode("utf-8", "ignore").encode("utf-8")
+
+
+def _script_case(*names: str) -> Callable[[Path], Path]:
+    def build(root: Path) -> Path:
+        kb = _kb(root)
+        (kb / "big.md").write_bytes(_random_text([SCRIPTS[name] for name in names], UNDER_CAP))
+        return kb
+
+    build.__name__ = "random_" + "_".join(names) + "_under_cap"
+    build.__doc__ = f"A file at the cap of random {' and '.join(names)} words, the vocabulary's worst case for the script."
+    return build
+
+
+def fence_over_short_lines_under_cap(root: Path) -> Path:
+    """A fence opened by half the cap of backticks, then one-character lines to the cap (8 MiB was 325 s)."""
+    kb = _kb(root)
+    (kb / "big.md").write_bytes(b"`" * (UNDER_CAP // 2) + b"\n" + b"a\n" * ((UNDER_CAP // 2 - 1) // 2))
+    return kb
+
+
+def quotes_suffix_chain(root: Path) -> Path:
+    """A golden file near its cap of queries that are suffixes of one another (`a` x 12, 13, ...),
+    all quoted by one note of `a` at the cap: every character ends every query (1 MiB took 355 s)."""
+    kb = _kb(root)
+    queries, size, length = [], 0, 12
+    while size < MIB - 64 * 1024:
+        queries.append(f"  - {{id: q{length}, query: {'a' * length}, expected: [a.md]}}\n")
+        size += len(queries[-1])
+        length += 1
+    (kb / ".kb-eval.yml").write_text("queries:\n" + "".join(queries), encoding="utf-8")
+    (kb / "big.md").write_bytes(b"a" * UNDER_CAP)
+    return kb
+
+
+def quotes_periodic(root: Path) -> Path:
+    """One 2,000-character query of one letter and a note of that letter at the cap: pyahocorasick
+    walks a failure chain as long as the query at every character (the quote scan's worst)."""
+    kb = _kb(root)
+    (kb / ".kb-eval.yml").write_text(
+        f"queries:\n  - {{id: long, query: {'a' * 2000}, expected: [a.md]}}\n"
+        f"  - {{id: other, query: {'b' * 12}, expected: [a.md]}}\n",
+        encoding="utf-8",
+    )
+    (kb / "big.md").write_bytes(b"a" * UNDER_CAP)
+    return kb
+
+
+def quotes_located_in_one_section(root: Path) -> Path:
+    """10,000 distinct queries, all quoted once at the end of one section at the cap (locating re-read
+    the section once per query: hours)."""
+    kb = _kb(root)
+    queries = [f"golden query number {n:05d} here" for n in range(10_000)]
+    (kb / ".kb-eval.yml").write_text(
+        "queries:\n" + "".join(f"  - {{query: {q}, expected: [a.md]}}\n" for q in queries), encoding="utf-8"
+    )
+    tail = "\n".join(queries).encode("utf-8") + b"\n"
+    (kb / "big.md").write_bytes(_prose(UNDER_CAP - len(tail)) + tail)
+    return kb
+
+
 CASES: dict[str, Callable[[Path], Path]] = {
     f.__name__: f
     for f in (
@@ -241,6 +330,8 @@ CASES: dict[str, Callable[[Path], Path]] = {
         title_x_headings_57kb, title_x_headings_114kb, nested_title_headings_under_cap, empty_headings_under_cap,
         frontmatter_at_cap, sections_at_corpus_cap, sections_over_corpus_cap,
         history_objects_at_cap, history_floats_at_cap, bytes_at_corpus_cap, bytes_over_corpus_cap,
+        fence_over_short_lines_under_cap, quotes_suffix_chain, quotes_periodic, quotes_located_in_one_section,
+        *(_script_case(*names) for names in (("latin",), ("han",), ("kana",), ("hangul",), ("latin", "han", "kana", "hangul"))),
     )
 }
 

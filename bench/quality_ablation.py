@@ -1,6 +1,6 @@
 """Variants of the built-in search that were tried and not kept, scored in the quality harness.
 
-    python bench/quality_ablation.py [--collections bench/.collections] [--only cranfield ...]
+    python bench/quality_ablation.py [--collections bench/.collections] [--only cranfield ...] [--layout frontmatter]
 
 Each variant is the default (query compiler 6: weights 2,2,1 with a quarter of the breadcrumb's
 scored alone, i.e. BM25F 2/1.5/1 plus 0.5 x the breadcrumb's own BM25) with one thing changed. Scoring is recomputed here
@@ -28,7 +28,7 @@ sys.path.insert(0, str(BENCH))
 if str(BENCH.parent) not in sys.path:
     sys.path.insert(0, str(BENCH.parent))
 
-from quality_table import COLLECTIONS, DEPTH, Ranking, score
+from quality_table import COLLECTIONS, DEPTH, LAYOUTS, Ranking, score
 from systems import BenchQuery, load_queries
 
 LUCENE_STOPWORDS = frozenset(
@@ -153,6 +153,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collections", type=Path, default=BENCH / ".collections")
     parser.add_argument("--only", nargs="*", default=list(COLLECTIONS))
+    parser.add_argument("--layout", choices=LAYOUTS, default=LAYOUTS[0], help="which of the title layouts to score")
     args = parser.parse_args()
     table: dict[str, dict[str, float]] = {}
     for name in args.only:
@@ -161,7 +162,7 @@ def main() -> int:
         for variant, (analysis_variant, scoring) in VARIANTS.items():
             with analysis(analysis_variant):
                 if analysis_variant not in prepared:
-                    prepared[analysis_variant] = field_counts(args.collections / name / "kb")
+                    prepared[analysis_variant] = field_counts(args.collections / name / args.layout / "kb")
                 index, fields, lengths = prepared[analysis_variant]
                 mean, _ = score(rank(index, scoring(fields, lengths), queries), queries)
             table.setdefault(variant, {})[name] = mean

@@ -4,7 +4,8 @@
     python bench/quality_table.py --sweep         # the settings grid the defaults were chosen on
     python bench/quality_table.py --sweep --rm3   # pseudo-relevance feedback, tried and not kept
 
-First converts the fetched collections (bench/collections.py) when they are not there yet.
+`--collections` is the folder `bench/public_collections.py` wrote (every collection in the three
+title layouts: frontmatter `title:` only, `# Title` only, both); `--layouts` picks some of them.
 Every system ranks the same chunks (kb-eval's own reading of each KB: heading, breadcrumb and
 body of every section) for the same queries, and is scored by kb-eval's own nDCG@10
 (scanner.metrics.measures, binary gains at document level: a query's expected entries are documents).
@@ -46,7 +47,8 @@ if str(REPO) not in sys.path:
 from quality import kb_eval_ndcg_at_k
 from systems import BenchQuery, load_queries
 
-COLLECTIONS = ("cranfield", "cisi", "cacm", "jsquad", "cmrc2018", "grooveseek")
+COLLECTIONS = ("cranfield", "cisi", "cacm", "lisa", "jsquad", "cmrc2018", "korquad", "grooveseek")
+LAYOUTS = ("frontmatter", "heading", "both")
 K = 10
 DEPTH = 10
 
@@ -310,7 +312,7 @@ def score(rankings: dict[str, Ranking], queries: list[BenchQuery]) -> tuple[floa
     return fmean(per_query), per_query
 
 
-def sweep_systems(rm3: bool) -> dict[str, System]:
+def sweep_systems(rm3: bool, breadcrumb_only: str | None = None) -> dict[str, System]:
     """The grids the defaults were chosen on: BM25 parameters x field weights x field scoring,
     then the breadcrumb's own BM25 beside BM25F (`Bm25Parameters.alone`), and (with --rm3)
     pseudo-relevance feedback on top of the defaults."""
@@ -326,7 +328,7 @@ def sweep_systems(rm3: bool) -> dict[str, System]:
                 name = f"rm3 10 docs {terms} terms w=0.3, queries of {min_terms}+ terms"
                 systems[name] = kb_eval_system(prf=(10, terms, 0.3, min_terms))
         return systems
-    for per_field in (False, True):
+    for per_field in () if breadcrumb_only else (False, True):
         for k1 in (0.9, 1.2, 1.5):
             for b in (0.4, 0.75):
                 for heading, breadcrumb in ((1.0, 1.0), (2.0, 1.0), (2.0, 2.0), (3.0, 2.0)):
@@ -335,8 +337,19 @@ def sweep_systems(rm3: bool) -> dict[str, System]:
                         parameters=Bm25Parameters(k1, b, per_field, (0.0, 0.0, 0.0)),
                         weights=FieldWeights(heading, breadcrumb, 1.0),
                     )
-    for breadcrumb in (1.5, 2.0, 2.5):
-        for share in (0.125, 0.25, 0.375, 0.5):
+    if breadcrumb_only in ("beside", "beside-wide"):
+        grid = ((2.0, 0.125), (2.0, 0.25), (2.5, 0.125), (2.5, 0.25), (3.0, 0.125), (3.0, 0.25))
+        if breadcrumb_only == "beside-wide":
+            grid = ((3.0, 0.1875), (3.5, 0.125), (3.5, 0.1875), (4.0, 0.125), (4.0, 0.1875))
+        for breadcrumb, share in grid:
+            for beside in (True,):
+                name = f"w=2.0/{breadcrumb}/1, breadcrumb share {share} alone, beside text only {beside}"
+                systems[name] = kb_eval_system(
+                    parameters=Bm25Parameters(1.5, 0.75, False, (0.0, share, 0.0), beside), weights=FieldWeights(2.0, breadcrumb, 1.0)
+                )
+        return systems
+    for breadcrumb in (1.5, 2.0, 2.5, 3.0):
+        for share in (0.0, 0.125, 0.25, 0.375):
             name = f"bm25f k1=1.5 b=0.75 w=2.0/{breadcrumb}/1, breadcrumb share {share} alone"
             systems[name] = kb_eval_system(
                 parameters=Bm25Parameters(1.5, 0.75, False, (0.0, share, 0.0)), weights=FieldWeights(2.0, breadcrumb, 1.0)
@@ -348,37 +361,52 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collections", type=Path, default=BENCH / ".collections")
     parser.add_argument("--only", nargs="*", default=list(COLLECTIONS))
+    parser.add_argument("--layouts", nargs="*", choices=LAYOUTS, default=list(LAYOUTS))
     parser.add_argument("--previous", help="also run the built-in retriever of this git revision")
     parser.add_argument("--sweep", action="store_true", help="kb-eval settings grid instead of the baselines")
     parser.add_argument("--rm3", action="store_true", help="with --sweep: pseudo-relevance feedback variants")
+    parser.add_argument("--breadcrumb-grid", nargs="?", const="grid", help="with --sweep: only the breadcrumb weight x share grid ('beside': the title's own BM25 beside text only)")
+    parser.add_argument("--no-baselines", action="store_true", help="only kb-eval (and --previous): the baselines do not depend on it")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    if not (args.collections / "sources.json").exists():
-        subprocess.run([sys.executable, str(BENCH / "collections.py"), "--out", str(args.collections)], check=True)
+    if not (args.collections / "sources.json").is_file():
+        print(
+            f"{args.collections}: no converted collections; run bench/public_collections.py --sources DIR --out "
+            f"{args.collections} first", file=sys.stderr,
+        )
+        return 2
     systems: dict[str, System] = {"kb-eval": kb_eval_system()}
     if args.previous:
         systems[f"kb-eval@{args.previous}"] = previous_system(args.previous)
-    systems.update(sweep_systems(args.rm3) if args.sweep else BASELINES)
+    if args.sweep:
+        systems.update(sweep_systems(args.rm3, args.breadcrumb_grid))
+    elif not args.no_baselines:
+        systems.update(BASELINES)
     table: dict[str, dict[str, float]] = {}
     per_query: dict[str, dict[str, list[float]]] = {}
     for name in args.only:
-        kb = args.collections / name / "kb"
         queries = load_queries(args.collections / name / "golden.yml")
-        sections = read_sections(kb)
-        print(f"{name}: {len(sections)} sections, {len(queries)} queries", file=sys.stderr)
-        for system, run in systems.items():
-            started = time.perf_counter()
-            mean, scores = score(run(kb, sections, queries), queries)
-            table.setdefault(system, {})[name] = mean
-            per_query.setdefault(system, {})[name] = scores
-            print(f"  {system:<34} nDCG@10 {mean:.4f}  ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
-    names = list(args.only)
-    print("| system | " + " | ".join(names) + " |")
-    print("|---|" + "---:|" * len(names))
-    for system, row in table.items():
-        best = {n: max(table[s][n] for s in table) for n in names}
-        cells = [f"**{row[n]:.3f}**" if row[n] == best[n] else f"{row[n]:.3f}" for n in names]
-        print(f"| {system} | " + " | ".join(cells) + " |")
+        for layout in args.layouts:
+            column = f"{name}/{layout}"
+            kb = args.collections / name / layout / "kb"
+            sections = read_sections(kb)
+            print(f"{column}: {len(sections)} sections, {len(queries)} queries", file=sys.stderr)
+            for system, run in systems.items():
+                started = time.perf_counter()
+                mean, scores = score(run(kb, sections, queries), queries)
+                table.setdefault(system, {})[column] = mean
+                per_query.setdefault(system, {})[column] = scores
+                print(f"  {system:<34} nDCG@10 {mean:.4f}  ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
+            _INDEX_CACHE.clear()
+    for layout in args.layouts:
+        columns = [f"{name}/{layout}" for name in args.only]
+        print(f"\n{layout}\n")
+        print("| system | " + " | ".join(args.only) + " |")
+        print("|---|" + "---:|" * len(columns))
+        best = {c: max(table[s][c] for s in table) for c in columns}
+        for system, row in table.items():
+            cells = [f"**{row[c]:.4f}**" if row[c] == best[c] else f"{row[c]:.4f}" for c in columns]
+            print(f"| {system} | " + " | ".join(cells) + " |")
     if args.json:
         sources = json.loads((args.collections / "sources.json").read_text(encoding="utf-8"))
         args.json.write_text(json.dumps({"ndcg@10": table, "per_query": per_query, "sources": sources}, indent=1) + "\n")

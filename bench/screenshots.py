@@ -32,7 +32,8 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
 ]
 _TIME = re.compile(r"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
-_TREND_LABEL = re.compile(r'"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}"')
+_TREND_LABEL = re.compile(r'"[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}(?::[0-9]{2})?(?: #[0-9]+)?"')
+"""A trend label in every form (seconds and `#n` appear only when runs share a minute or a second)."""
 
 
 def stable(markdown: str) -> str:

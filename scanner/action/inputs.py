@@ -81,6 +81,12 @@ def _posix(path: Path | None) -> str | None:
     return None if path is None else path.as_posix()
 
 
+def _why_unresolvable(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return "a loop of symbolic links"
+
+
 def workspace_path(workspace: Path, raw: str, name: str) -> str:
     """`raw` (relative to the workspace, or absolute inside it) as a normalised relative path.
 
@@ -112,7 +118,14 @@ def workspace_path(workspace: Path, raw: str, name: str) -> str:
     # The lexical form is what the CLI is given; the resolved form is where it really leads.
     leaves = relative is None or relative == ".." or relative.startswith("../")
     if not leaves:
-        resolved = (root / str(relative)).resolve()
+        try:
+            resolved = (root / str(relative)).resolve()
+        except (RuntimeError, OSError) as error:  # RuntimeError: a symbolic link loop (Python 3.11)
+            raise InputError(
+                f"input {name} is {raw!r}, which cannot be followed ({_why_unresolvable(error)})",
+                field=name,
+                hint="give a path inside the repository checkout that is not a loop of symbolic links",
+            ) from None
         leaves = resolved != root and root not in resolved.parents
     if leaves or relative is None:
         raise InputError(

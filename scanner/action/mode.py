@@ -105,6 +105,12 @@ def post_comment(
         )
     except CommentRefused as error:
         hint = ""
+        if error.rate_limited:
+            return _warning(
+                "kb-eval: pull-request comment not posted (rate limited)",
+                f"{error}. GitHub's rate limit for this token is spent for now; the next run comments again. "
+                "The step summary has the same text; the step's result is unaffected.",
+            )
         if error.status in (401, 403, 404):
             hint = (
                 " The token may lack `pull-requests: write` and `issues: write` (declare both under "

@@ -29,7 +29,8 @@ from scanner.corpus.documents import Document
 from scanner.corpus.reader import read_corpus
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
-from scanner.golden.file import DEFAULT_GOLDEN_NAMES, STARTER_TAG
+from scanner.foundation.untrusted_text import shown
+from scanner.golden.file import DEFAULT_GOLDEN_NAMES, STARTER_TAG, expected_path_problem
 from scanner.report.history import DEFAULT_HISTORY_NAME, lock_path
 
 GOLDEN_NAME = DEFAULT_GOLDEN_NAMES[0]
@@ -88,6 +89,11 @@ GOLDEN_HEADER = """\
 """
 
 EMPTY_NOTE = "# (kb-eval proposed {count} of the KB's {total} documents; add the rest yourself.)\n"
+UNNAMEABLE_NOTE = (
+    "# Left out: these files' names read as absolute paths or hold a `..` part on other systems\n"
+    "# (a drive letter, a leading or `\\` separator), so a golden file cannot name them; rename them\n"
+    "# to use them as expected documents.\n"
+)
 
 WORKFLOW_TEMPLATE = """\
 # Evaluate the knowledge base on every pull request that touches it.
@@ -194,6 +200,9 @@ def initialise(kb_path: Path, count: int, workflow: bool, repository: Path, stde
     documents = read_corpus(kb_path, (), diagnostics).documents
     stderr.writelines(item.render() + "\n" for item in diagnostics.items)
     starters = propose(documents, count)
+    # Names legal on Linux that a golden file cannot hold (`..\\up.md`, `C:\\notes.md` read as
+    # paths of other systems): never proposed, and named in the file so the user knows why.
+    unnameable = [d.path for d in documents if expected_path_problem(d.path) is not None]
     if not starters:
         raise InputError(
             "no document to propose a query for",
@@ -203,7 +212,7 @@ def initialise(kb_path: Path, count: int, workflow: bool, repository: Path, stde
     written = [
         create_exclusively(
             golden_file,
-            render_golden(starters, len(documents), kb_path.as_posix()),
+            render_golden(starters, len(documents), kb_path.as_posix(), unnameable),
             f"{len(starters)} starter queries (tagged {STARTER_TAG}) to rewrite",
         )
     ]
@@ -286,7 +295,10 @@ def propose(documents: Sequence[Document], count: int) -> list[Starter]:
 
     A document qualifies when it has a chunk (something to find) and its title has a letter or
     digit (a query without one cannot be searched and is refused by the golden loader)."""
-    usable = [d for d in documents if d.chunks and any(c.isalnum() for c in d.title)]
+    usable = [
+        d for d in documents
+        if d.chunks and any(c.isalnum() for c in d.title) and expected_path_problem(d.path) is None
+    ]
     if len(usable) > count:
         step = len(usable) / count
         usable = [usable[int(n * step)] for n in range(count)]
@@ -302,7 +314,9 @@ def propose(documents: Sequence[Document], count: int) -> list[Starter]:
     return starters
 
 
-def render_golden(starters: Sequence[Starter], total_documents: int, kb_path: str) -> str:
+def render_golden(
+    starters: Sequence[Starter], total_documents: int, kb_path: str, unnameable: Sequence[str] = ()
+) -> str:
     entries = []
     for starter in starters:
         entry = {"id": starter.query_id, "query": starter.text, "expected": [{"path": starter.path}], "tags": [STARTER_TAG]}
@@ -311,6 +325,9 @@ def render_golden(starters: Sequence[Starter], total_documents: int, kb_path: st
         comment = "  # TODO: the document's title; rewrite it as a question a reader would ask\n"
         entries.append(comment + "".join("  " + line + "\n" for line in dumped.splitlines()))
     note = EMPTY_NOTE.format(count=len(starters), total=total_documents) if total_documents > len(starters) else ""
+    if unnameable:
+        # One line per name, spelled so that no name can end the comment (a line break in it is escaped).
+        note += UNNAMEABLE_NOTE + "".join(f"#   {shown(path)}\n" for path in unnameable)
     return GOLDEN_HEADER.format(kb_path=kb_path) + "\n" + note + "queries:\n" + "\n".join(entries)
 
 

@@ -11,7 +11,7 @@ import io
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -22,10 +22,14 @@ from scanner.compare.gate import gate_cannot_run
 from scanner.compare.report import Report
 from scanner.foundation.diagnostics import Diagnostic, Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
+from scanner.foundation.files import write_atomically
+from scanner.foundation.untrusted_text import shown
+from scanner.github.workflow import append_summary
 from scanner.pipeline.evaluate import EvalOptions
 from scanner.pipeline.run import RunOutcome, RunPlan, run_pipeline
 from scanner.render import console, phrases
 from scanner.render.console import SafeStream
+from scanner.render.markdown import SummaryContext, render_input_error, render_summary
 from scanner.render.text import render_text
 from scanner.report.document import ReportInvalid
 from scanner.report.history import DEFAULT_HISTORY_NAME
@@ -150,6 +154,7 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         worded = in_interface_words(raised, args.interface)
         _print_diagnostics(diagnostics, stderr)
         stderr.write(console.error_lines(worded))
+        write_summaries(args, render_input_error(str(worded)), stderr)
         return finished(ExitCode.BAD_INPUT, error=worded)
     except ReportInvalid as error:
         stderr.write(f"kb-eval: internal error: {error}\n")
@@ -159,6 +164,7 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         return finished(ExitCode.INTERNAL)
     _print_diagnostics(diagnostics, stderr)
     stderr.write(console.findings_warning(outcome.report.run.findings, outcome.report.findings_at_base))
+    write_summaries(args, summary_markdown(args, outcome, os.environ), stderr)
     if args.format == "json":
         stdout.write(outcome.json_text)
     else:
@@ -195,6 +201,40 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     return result.exit_code
 
 
+def summary_markdown(args: RunSettings, outcome: RunOutcome, environ: Mapping[str, str]) -> str:
+    """The Markdown Action mode writes to the step summary, for this run of the command line: the
+    same renderer and context (links to the files when the runner's GITHUB_* variables say where)."""
+    from scanner.action.event import read_event, source_links  # the runner's variables, read once here
+
+    context = SummaryContext(
+        kb_path=str(args.kb_path),
+        report_path=str(args.output) if args.output is not None else None,
+        links=source_links(environ, read_event(environ)),
+        history=outcome.history,
+        gate_requested=args.fail_on_regression,
+    )
+    return render_summary(outcome.report, context)
+
+
+def write_summaries(args: RunSettings, markdown: str, stderr: SafeStream) -> None:
+    """`--summary FILE` (written whole, atomically) and, on the command line, the step summary when
+    GITHUB_STEP_SUMMARY is set (a workflow's `run:` step): appended, as every step does. Action mode
+    writes its own step summary, with its inputs (scanner/action/mode.py)."""
+    if args.interface is not Interface.CLI:
+        return
+    if args.summary_file is not None:
+        try:
+            write_atomically(args.summary_file, markdown.encode("utf-8"), "summary")
+        except (InputError, OSError) as error:
+            stderr.write(f"kb-eval: warning: --summary {shown(str(args.summary_file))} not written: {error}\n")
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        try:
+            append_summary(step_summary, markdown)
+        except OSError as error:
+            stderr.write(f"kb-eval: warning: GITHUB_STEP_SUMMARY not written: {error}\n")
+
+
 def check_kb_folder(kb_path: Path) -> None:
     """A mistyped kb-path is said in those words, before the golden-file lookup in it
     would report "no golden file found" and send the user looking for the wrong thing."""
@@ -222,6 +262,7 @@ def plan_from_args(args: RunSettings) -> RunPlan:
         ),
         baseline_ref=baseline_request(args),
         builtin_retriever=choose_kind(args) is RetrieverKind.BUILTIN,
+        export_trec=args.export_trec,
     )
 
 
@@ -242,8 +283,11 @@ def options_from_args(args: RunSettings) -> EvalOptions:
         exclude=tuple(args.exclude),
         limit=args.limit,
         ks=tuple(args.k),
+        relevance_level=args.relevance_level,
         cache_dir=args.cache_dir,
         retriever=retriever_builder(args),
+        score_level=args.score_level,
+        interface=args.interface,
     )
 
 

@@ -21,6 +21,7 @@ scanner/render's job.
 
 from __future__ import annotations
 
+import bisect
 import enum
 import math
 from collections.abc import Sequence
@@ -29,9 +30,10 @@ from enum import StrEnum
 from typing import Literal
 
 from scanner.compare.fingerprint import fingerprint_differences, pick_comparable
+from scanner.compare.pooling import QueryPool, pool_query
 from scanner.evaluation.records import QueryRecord, RunRecord
 from scanner.golden.file import ExpectedEntry
-from scanner.metrics.measures import AggregateMetrics, QueryMetrics, hit_matches
+from scanner.metrics.measures import AggregateMetrics, Judgments, QueryMetrics
 from scanner.retrievers.base import Hit
 from scanner.search.index import CorpusSnapshot
 
@@ -90,7 +92,13 @@ class BaseRequest:
         return self.label or self.revision
 
 
-MetricFamily = Literal["mrr", "recall", "ndcg"]
+MetricFamily = Literal["mrr", "recall", "ndcg", "precision", "success", "map", "judged"]
+_FAMILY_LABELS: dict[str, str] = {
+    "mrr": "MRR", "map": "MAP", "recall": "recall", "ndcg": "nDCG", "precision": "P", "success": "success",
+    "judged": "judged",
+}
+"""How people read each family: MRR, MAP, recall@5, nDCG@10, P@5, success@1, judged@10 (trec_eval's
+and ir_measures' spellings)."""
 
 
 class Source(StrEnum):
@@ -131,27 +139,45 @@ class Metric:
 
     family: MetricFamily
     k: int | None
-    """The cut-off for recall and nDCG; None for MRR."""
+    """The cut-off of an @k measure; None for MRR and MAP."""
 
     @property
     def label(self) -> str:
-        """How people read it: MRR, recall@5, nDCG@10."""
-        if self.family == "mrr":
-            return "MRR"
-        return f"{'recall' if self.family == 'recall' else 'nDCG'}@{self.k}"
+        """How people read it: MRR, MAP, recall@5, nDCG@10, P@5, success@1, judged@10."""
+        name = _FAMILY_LABELS[self.family]
+        return name if self.k is None else f"{name}@{self.k}"
+
+    @property
+    def judges_the_golden_set(self) -> bool:
+        """judged@k measures how much of the top k the labels cover, not how well search ranks:
+        it falls when a change surfaces unlabelled documents, good or bad. It is reported and
+        compared, and gated only when a per-metric budget names it."""
+        return self.family == "judged"
 
     def in_aggregate(self, aggregate: AggregateMetrics) -> float | None:
         """The value in an aggregate, None when that run did not record it (an older run, no nDCG)."""
         if self.family == "mrr":
             return aggregate.mrr
-        return (aggregate.recall_at_k if self.family == "recall" else aggregate.ndcg_at_k).get(self.k or 0)
+        if self.family == "map":
+            return aggregate.map
+        return _at_k(aggregate, self.family).get(self.k or 0)
 
     def in_query(self, metrics: QueryMetrics) -> float | None:
-        """The value for one query (MRR's per-query value is the reciprocal rank)."""
+        """The value for one query (MRR's per-query value is the reciprocal rank, MAP's the AP)."""
         if self.family == "mrr":
             # NaN: a history entry that did not record it (see scanner.report.read).
             return None if math.isnan(metrics.reciprocal_rank) else metrics.reciprocal_rank
-        return (metrics.recall_at_k if self.family == "recall" else metrics.ndcg_at_k).get(self.k or 0)
+        if self.family == "map":
+            return metrics.average_precision
+        return _at_k(metrics, self.family).get(self.k or 0)
+
+
+def _at_k(metrics: AggregateMetrics | QueryMetrics, family: str) -> dict[int, float]:
+    by_family = {
+        "recall": metrics.recall_at_k, "ndcg": metrics.ndcg_at_k, "precision": metrics.precision_at_k,
+        "success": metrics.success_at_k, "judged": metrics.judged_at_k,
+    }
+    return by_family[family]
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +280,8 @@ class Comparison:
     """Why nothing was compared; None when compared."""
     hint: str | None = None
     """What to change so that a later run compares (e.g. `fetch-depth: 0`); None if nothing helps."""
+    pools: tuple[QueryPool, ...] = ()
+    """Every query in both runs, pooled at this run's largest k (compare/pooling.py), in this run's order."""
 
     @property
     def compared(self) -> bool:
@@ -340,10 +368,12 @@ def compare_runs(
     current_rows = current.queries or ()
     current_ids = {row.id for row in current_rows}
     query_deltas = []
+    pools = []
     for row in current_rows:
         old_row = previous_rows.get(row.id)
         if old_row is None:
             continue
+        pools.append(pool_query(row, old_row, current.largest_k))
         deltas = []
         for metric in metrics:
             new = metric.in_query(row.metrics)
@@ -368,39 +398,69 @@ def compare_runs(
         only_in_previous=tuple(i for i in previous_rows if i not in current_ids),
         corpus=corpus_change(current.corpus, previous.corpus),
         revision=revision,
+        pools=tuple(pools),
     )
 
 
 def first_expected_rank(query: QueryRecord) -> int | None:
     """Rank of the first hit that matches any expected entry (kb-mcp's hit rule), None if none."""
-    return next((hit.rank for hit in query.hits if any(hit_matches(hit, e) for e in query.expected)), None)
+    positions = Judgments(_answers(query)).first_positions(query.hits)
+    first = min((p for p in positions if p is not None), default=None)
+    return query.hits[first - 1].rank if first is not None else None
 
 
-def entry_rank(query: QueryRecord, entry: ExpectedEntry) -> int | None:
-    """Rank of the first hit that matches this one entry, None if none."""
-    return next((hit.rank for hit in query.hits if hit_matches(hit, entry)), None)
+def _answers(query: QueryRecord) -> list[ExpectedEntry]:
+    # An entry judged not relevant (`grade: 0`) is not the answer whose rank a reader follows.
+    return [e for e in query.expected if e.grade > 0]
 
 
 def expected_moves(current: QueryRecord, previous: QueryRecord) -> tuple[ExpectedMove, ...]:
     """Every expected entry of the query (as this run labels it) whose rank moved."""
+    answers = _answers(current)
+    judgments = Judgments(answers)
+
+    def ranks(query: QueryRecord) -> list[int | None]:
+        return [query.hits[p - 1].rank if p is not None else None for p in judgments.first_positions(query.hits)]
+
+    newly = _NewlyAbove(current, previous)
     moves = []
-    for entry in current.expected:
-        before, after = entry_rank(previous, entry), entry_rank(current, entry)
-        if before == after:
-            continue
-        cut = after if after is not None else len(current.hits) + 1
-        above_before = {h.path for h in previous.hits if before is None or h.rank < before}
-        pushed = next((h for h in current.hits if h.rank < cut and h.path not in above_before), None)
-        moves.append(ExpectedMove(entry, before, after, pushed))
+    for entry, before, after in zip(answers, ranks(previous), ranks(current), strict=True):
+        if before != after:
+            moves.append(ExpectedMove(entry, before, after, newly.hit(before, after)))
     return tuple(moves)
+
+
+class _NewlyAbove:
+    """The best-ranked hit above a rank now whose document was not above another rank before, for
+    any number of entries at one binary search each (not a pass over both lists per entry)."""
+
+    def __init__(self, current: QueryRecord, previous: QueryRecord) -> None:
+        best: dict[str, int] = {}
+        for h in previous.hits:
+            best[h.path] = min(h.rank, best.get(h.path, h.rank))
+        self.hits = current.hits
+        # A hit qualifies for a previous rank B when its document's best previous rank is B or
+        # worse (never listed: infinity). The running maximum of that rank along the current list
+        # is non-decreasing, so the first hit that qualifies is found by bisection.
+        self.reach: list[float] = []
+        highest = -math.inf
+        for h in current.hits:
+            highest = max(highest, best.get(h.path, math.inf))
+            self.reach.append(highest)
+
+    def hit(self, rank_before: int | None, rank_after: int | None) -> Hit | None:
+        bound = rank_before if rank_before is not None else math.inf
+        cut = rank_after if rank_after is not None else len(self.hits) + 1
+        at = bisect.bisect_left(self.reach, bound)
+        if at < len(self.hits) and self.hits[at].rank < cut:
+            return self.hits[at]
+        return None
 
 
 def newly_above(current: QueryRecord, previous: QueryRecord, rank_after: int | None) -> str | None:
     """The best-ranked document above the first expected one now that was not above it before."""
-    cut = rank_after if rank_after is not None else len(current.hits) + 1
-    before = first_expected_rank(previous)
-    above_before = {h.path for h in previous.hits if before is None or h.rank < before}
-    return next((h.path for h in current.hits if h.rank < cut and h.path not in above_before), None)
+    found = _NewlyAbove(current, previous).hit(first_expected_rank(previous), rank_after)
+    return found.path if found is not None else None
 
 
 def _incomparable(reasons: list[str], source: Source, revision: BaseRevision | None = None) -> Comparison:
@@ -411,11 +471,21 @@ def _incomparable(reasons: list[str], source: Source, revision: BaseRevision | N
 
 
 def metrics_of(aggregate: AggregateMetrics) -> list[Metric]:
-    """Every metric in an aggregate, in report order: recall@k by k, MRR, nDCG@k by k."""
+    """Every metric in an aggregate, in report order: recall@k by k, MRR, nDCG@k by k (kb-mcp's
+    three), then P@k, success@k, MAP and judged@k when the run recorded them."""
+    standard: list[Metric] = []
+    if aggregate.map is not None:
+        standard = [
+            *(Metric("precision", k) for k in sorted(aggregate.precision_at_k)),
+            *(Metric("success", k) for k in sorted(aggregate.success_at_k)),
+            Metric("map", None),
+            *(Metric("judged", k) for k in sorted(aggregate.judged_at_k)),
+        ]
     return [
         *(Metric("recall", k) for k in sorted(aggregate.recall_at_k)),
         Metric("mrr", None),
         *(Metric("ndcg", k) for k in sorted(aggregate.ndcg_at_k)),
+        *standard,
     ]
 
 

@@ -11,6 +11,7 @@ already outranked the answer, or an answer that was already a miss, is not blame
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from scanner.compare.comparison import first_expected_rank
@@ -28,17 +29,22 @@ class FindingAtBase:
 
 
 def findings_at_base(
-    current: RunRecord, base: RunRecord, quoted_at_base: Mapping[str, tuple[str, ...]]
+    current: RunRecord,
+    base: RunRecord,
+    quoted_at_base: Mapping[str, tuple[str, ...]],
+    unchanged: AbstractSet[str] = frozenset(),
 ) -> tuple[FindingAtBase, ...]:
     """One entry per finding of `current`, in its order; `quoted_at_base` is the base's findings
-    (each quoting document's path and the query ids it quotes), `base` its run."""
+    among the documents the pull request changed (each quoting document's path and the query ids
+    it quotes), `unchanged` the documents the base holds with the same bytes (the base did not
+    scan them again: their findings are the current ones), `base` its run."""
     at_base = {path: set(ids) for path, ids in quoted_at_base.items()}
     base_queries = {query.id: query for query in base.queries or ()}
     result = []
     for located in current.findings:
         finding = located.finding
         quoted_ids = {quoted.query_id for quoted in finding.quoted}
-        present = quoted_ids <= at_base.get(finding.path, set())
+        present = finding.path in unchanged or quoted_ids <= at_base.get(finding.path, set())
         newly = tuple(
             quoted.query_id
             for quoted in finding.quoted

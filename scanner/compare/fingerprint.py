@@ -14,6 +14,7 @@ _NAMED_FINGERPRINT_KEYS = (
     "limit",
     "k",
     "metric_version",
+    "relevance_level",
 )
 """Keys with a purpose-written reason, in the order reasons are listed."""
 
@@ -36,6 +37,12 @@ def fingerprint_differences(
     keys += sorted(key for key in {*current, *previous} if key not in _NAMED_FINGERPRINT_KEYS)
     order = f"({against} vs this run)"
     for key in keys:
+        if key == "relevance_level":
+            # Absent means trec_eval's default, 1 (the key is recorded only for another level).
+            old_level, new_level = previous.get(key, 1), current.get(key, 1)
+            if not _same(old_level, new_level):
+                reasons.append(f"relevance level differs: {_show(old_level)} vs {_show(new_level)} {order}")
+            continue
         if key not in previous:
             reasons.append(f"fingerprint field {_show(key)} is not recorded in {against}")
             continue

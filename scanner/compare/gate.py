@@ -1,8 +1,13 @@
 """The regression gate: does this run's retrieval look worse than the previous run's?
 
-Rule: the gate trips when any aggregate metric (recall@k for any k, MRR, nDCG@k
-for any k) dropped by MORE than the threshold (strictly: a drop equal to the
-threshold passes) against a comparable previous run. With `alpha`, a drop past
+Rule: the gate trips when any aggregate metric (recall@k, nDCG@k, P@k, success@k
+for any k, MRR, MAP) dropped by MORE than its budget (strictly: a drop equal to the
+budget passes) against a comparable previous run. The budget is the one threshold
+(`--regression-threshold 0.05`) unless a `metric=drop` pair names the metric
+(`--regression-threshold 0.05,map=0.02,recall@10=0.1`): a pair with a k budgets that
+metric at that k, a pair without one (`recall=0.1`) every k of it, and the more
+specific pair wins. judged@k measures the labels' coverage, not search, so it is
+gated only when a pair names it. With `alpha`, a drop past
 the threshold counts only when a paired sign-flip test over the per-query
 values of that metric gives p < alpha, so a handful of queries flipping on a
 five-query golden set does not fail a build on noise.
@@ -17,15 +22,101 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scanner.compare.comparison import Comparison, Metric, NotComparedCause, Source
+from scanner.compare.comparison import Comparison, Metric, MetricFamily, NotComparedCause, Source, metrics_of
 from scanner.compare.significance import SignFlipResult, paired_sign_flip_test
+from scanner.evaluation.records import RunRecord
 from scanner.foundation.errors import InputError
 from scanner.foundation.untrusted_text import shown
+from scanner.metrics.uncertainty import DEFAULT_DETECTION_ALPHA, detectable_drop
 
 DEFAULT_REGRESSION_THRESHOLD = 0.05
 """`--regression-threshold`: an absolute drop in a metric, on the 0..1 scale."""
 
 WORST_QUERIES_SHOWN = 5
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSelector:
+    """The metric(s) one `metric=drop` pair names."""
+
+    family: MetricFamily
+    k: int | None
+    """The cut-off named (`recall@10`); None for MRR and MAP, or for every k of the family (`recall`)."""
+
+    def selects(self, metric: Metric) -> bool:
+        return metric.family == self.family and (self.k is None or self.k == metric.k)
+
+    @property
+    def label(self) -> str:
+        return Metric(self.family, self.k).label if self.k is not None else Metric(self.family, None).label
+
+
+@dataclass(frozen=True, slots=True)
+class RegressionBudget:
+    """The largest tolerated drop of each aggregate metric (`--regression-threshold`)."""
+
+    default: float = DEFAULT_REGRESSION_THRESHOLD
+    """The single number: every metric no pair names (judged@k aside)."""
+    per_metric: tuple[tuple[MetricSelector, float], ...] = ()
+    """The `metric=drop` pairs, as given."""
+
+    def threshold_for(self, metric: Metric) -> float | None:
+        """The budget of `metric`; None when it is not gated (judged@k that no pair names)."""
+        exact = [drop for selector, drop in self.per_metric if selector.k is not None and selector.selects(metric)]
+        if exact:
+            return exact[0]
+        family = [drop for selector, drop in self.per_metric if selector.selects(metric)]
+        if family:
+            return family[0]
+        return None if metric.judges_the_golden_set else self.default
+
+    def named_cutoffs(self) -> set[int]:
+        return {selector.k for selector, _ in self.per_metric if selector.k is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class DetectableDrop:
+    metric: Metric
+    drop: float | None
+    """None: no drop is detectable with this few queries."""
+    paired: bool
+    """True: from the per-query differences with the compared run; False: from this run alone
+    (no comparison, or no query's value of this metric moved)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Detectable:
+    """The smallest drop of each mean a paired test at `alpha` finds with DETECTION_POWER
+    (metrics/uncertainty.py `detectable_drop`)."""
+
+    alpha: float
+    """The gate's --alpha, else DEFAULT_DETECTION_ALPHA."""
+    queries: int
+    drops: tuple[DetectableDrop, ...]
+    """In report order, judged@k left out (it is not gated by default)."""
+
+    def drop_of(self, metric: Metric) -> DetectableDrop | None:
+        return next((drop for drop in self.drops if drop.metric == metric), None)
+
+
+def detectable_drops(comparison: Comparison, run: RunRecord, alpha: float | None) -> Detectable:
+    """From the paired differences where compared and some query's value moved; from this run otherwise."""
+    level = alpha if alpha is not None else DEFAULT_DETECTION_ALPHA
+    rows = [q.metrics for q in run.queries or () if q.metrics.counted]
+    drops = []
+    for metric in metrics_of(run.aggregate):
+        if metric.judges_the_golden_set:
+            continue
+        differences: list[float] = []
+        if comparison.compared:
+            current, previous = comparison.paired_values(metric)
+            differences = [c - p for c, p in zip(current, previous)]
+        if len(set(differences)) > 1:
+            drops.append(DetectableDrop(metric, detectable_drop(differences, level, paired=True), True))
+        else:
+            values = [value for row in rows if (value := metric.in_query(row)) is not None]
+            drops.append(DetectableDrop(metric, detectable_drop(values, level, paired=False), False))
+    return Detectable(level, len(rows), tuple(drops))
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +129,15 @@ class MetricVerdict:
     delta: float
     """current - previous (negative), rounded as in scanner.compare.comparison."""
     over_threshold: bool
-    """The drop is strictly greater than the threshold."""
+    """The drop is strictly greater than this metric's budget."""
     significance: SignFlipResult | None
     """The paired test, when alpha was given (computed for every fallen metric)."""
     counts: bool
     """This metric trips the gate: over the threshold and, with alpha, p < alpha."""
     worst_queries: tuple[tuple[str, float], ...]
     """(query id, delta) of the largest per-query drops in this metric."""
+    threshold: float | None = None
+    """This metric's budget; None when it is not gated (judged@k without a pair naming it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +150,19 @@ class GateResult:
     reason: str
     """One sentence: why it tripped, why it did not, or why it could not run."""
     threshold: float
+    """The single number (the budget of every metric no pair names)."""
     alpha: float | None
     verdicts: tuple[MetricVerdict, ...]
     """Every aggregate metric that fell, worst first."""
+    budget: RegressionBudget | None = None
+    """The whole budget, pairs included; None: the single `threshold`."""
+    detectable: Detectable | None = None
+    """The smallest drop of each metric the gate could detect with this golden set; None when
+    the run was not given."""
+
+    @property
+    def per_metric(self) -> tuple[tuple[MetricSelector, float], ...]:
+        return self.budget.per_metric if self.budget is not None else ()
 
 
 GATE_NEEDS_THE_BASE = frozenset({NotComparedCause.SHALLOW_CLONE, NotComparedCause.REVISION_UNAVAILABLE})
@@ -82,18 +185,28 @@ def gate_cannot_run(comparison: Comparison) -> InputError | None:
     )
 
 
-def evaluate_gate(comparison: Comparison, threshold: float, alpha: float | None = None) -> GateResult:
+def evaluate_gate(
+    comparison: Comparison,
+    threshold: float | RegressionBudget,
+    alpha: float | None = None,
+    run: RunRecord | None = None,
+) -> GateResult:
     """Decide the gate for one comparison; see the module docstring for the rule. `threshold` and
-    `alpha` are as scanner/settings/declaration.py accepts them (checked there, once)."""
+    `alpha` are as scanner/settings/declaration.py accepts them (checked there, once). With `run`
+    (this run), the result also says what drop the gate could detect."""
+    budget = threshold if isinstance(threshold, RegressionBudget) else RegressionBudget(threshold)
+    threshold = budget.default
+    detectable = detectable_drops(comparison, run, alpha) if run is not None else None
     if not comparison.compared:
         why = "; ".join(comparison.reasons) or "nothing to compare with"
-        return GateResult(False, False, f"not evaluated: {why}", threshold, alpha, ())
+        return GateResult(False, False, f"not evaluated: {why}", threshold, alpha, (), budget, detectable)
 
     verdicts: list[MetricVerdict] = []
     for delta in comparison.metric_deltas:
         if delta.delta >= 0:
             continue
-        over = -delta.delta > threshold
+        limit = budget.threshold_for(delta.metric)
+        over = limit is not None and -delta.delta > limit
         significance = None
         counts = over
         if alpha is not None:
@@ -110,25 +223,45 @@ def evaluate_gate(comparison: Comparison, threshold: float, alpha: float | None 
                 significance=significance,
                 counts=counts,
                 worst_queries=tuple(comparison.worst_queries(delta.metric, WORST_QUERIES_SHOWN)),
+                threshold=limit,
             )
         )
     verdicts.sort(key=lambda v: (v.delta, v.metric.label))
     counted = [v for v in verdicts if v.counts]
     if counted:
-        names = ", ".join(f"{v.metric.label} {v.delta:+.4f}" for v in counted)
         worst = _worst_overall(counted)
-        reason = f"dropped by more than {threshold:g}: {names}"
+        reason = f"dropped by more than {budget_words(budget, counted)}: {dropped_names(counted, budget)}"
         if worst:
             reason += f"; worst queries: {', '.join(worst)}"
-        return GateResult(True, True, reason, threshold, alpha, tuple(verdicts))
+        return GateResult(True, True, reason, threshold, alpha, tuple(verdicts), budget, detectable)
     over_only = [v for v in verdicts if v.over_threshold]
     if over_only and alpha is not None:
-        reason = f"drops past {threshold:g} are not significant at alpha {alpha:g}: " + ", ".join(
-            f"{v.metric.label} {v.delta:+.4f} (p = {_p_value(v):.4g})" for v in over_only
+        reason = f"drops past {budget_words(budget, over_only)} are not significant at alpha {alpha:g}: " + ", ".join(
+            f"{v.metric.label} {v.delta:+.4f}{_own_budget(v, budget)} (p = {_p_value(v):.4g})" for v in over_only
         )
     else:
-        reason = f"no aggregate metric dropped by more than {threshold:g}"
-    return GateResult(False, True, reason, threshold, alpha, tuple(verdicts))
+        reason = f"no aggregate metric dropped by more than {budget_words(budget, None)}"
+    return GateResult(False, True, reason, threshold, alpha, tuple(verdicts), budget, detectable)
+
+
+def budget_words(budget: RegressionBudget, verdicts: list[MetricVerdict] | None) -> str:
+    """`0.05` when one number decides (the wording the gate always had); `its budget` when pairs
+    gave some of these metrics their own."""
+    if not budget.per_metric:
+        return f"{budget.default:g}"
+    if verdicts is not None and all(v.threshold == budget.default for v in verdicts):
+        return f"{budget.default:g}"
+    return "its budget"
+
+
+def dropped_names(verdicts: list[MetricVerdict], budget: RegressionBudget) -> str:
+    return ", ".join(f"{v.metric.label} {v.delta:+.4f}{_own_budget(v, budget)}" for v in verdicts)
+
+
+def _own_budget(verdict: MetricVerdict, budget: RegressionBudget) -> str:
+    if not budget.per_metric or verdict.threshold == budget.default or verdict.threshold is None:
+        return ""
+    return f" (budget {verdict.threshold:g})"
 
 
 def _p_value(verdict: MetricVerdict) -> float:

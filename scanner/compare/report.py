@@ -25,6 +25,7 @@ class Report:
     """Each finding of `run` told from the pull request's base (same order); None when this run
     was not compared with a git revision it could evaluate."""
 
-    def at_base(self, path: str) -> FindingAtBase | None:
-        """How the finding on `path` stands against the base; None when unknown."""
-        return next((item for item in self.findings_at_base or () if item.path == path), None)
+    def findings_at_base_by_path(self) -> dict[str, FindingAtBase]:
+        """`findings_at_base` keyed by the finding's path (empty when not compared with a base):
+        built once per rendering, so looking findings up stays linear in their number."""
+        return {item.path: item for item in self.findings_at_base or ()}

@@ -16,10 +16,14 @@ from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
 
 INDEXED_SUFFIXES = (".md", ".markdown", ".txt")
 
-MAX_DOCUMENT_BYTES = 8 * 1024 * 1024
+MAX_DOCUMENT_BYTES = 3 * 1024 * 1024
 """Files larger than this are skipped with a warning. Real notes are kilobytes; the cap
 keeps a generated or hostile file (a 200 MB log renamed .md) from taking the runner's
-memory, and it is well above the largest hand-written Markdown file we have seen (~1 MB)."""
+memory, and it is well above the largest hand-written Markdown file we have seen (~1 MB).
+It is what keeps one file under 512 MiB of peak memory in every script: a file's cost is its
+distinct terms, and Han text has the most per byte (each character is a term and starts a
+bigram). Random Han words peaked at 861 MiB at 8 MiB and 504-521 MiB at 4 MiB, so the cap is
+3 MiB (docs/limits-and-safety.md has the per-script table and its command)."""
 
 
 @dataclass(frozen=True, slots=True)

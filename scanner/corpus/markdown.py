@@ -114,6 +114,12 @@ def parse_document(text: str, title: str) -> ParsedDocument:
     if frontmatter is not None and frontmatter.title is not None:
         title = frontmatter.title
     sections = _split_sections(lines, first_body, title, problems)
+    if not sections and frontmatter is not None and frontmatter.title is not None:
+        # A page that writes a title and nothing else is found by its title, as the same page
+        # written as a lone `# Title` line is (search/titles.py): one empty section after the
+        # frontmatter (no line of its own: the title's line belongs to the frontmatter).
+        after = frontmatter.last_line + 1
+        sections = [Section("", 0, (), "", after, after - 1, None, after)]
     return ParsedDocument(frontmatter, tuple(sections), tuple(problems))
 
 
@@ -189,7 +195,7 @@ def _split_sections(
     # Pass 1: find heading starts (index, level, text, number of lines the heading occupies).
     headings: list[tuple[int, int, str, int]] = []
     max_headings = MAX_SECTIONS_PER_DOCUMENT
-    fence: tuple[str, int] | None = None
+    fence: str | None = None  # the opening fence's marker run: a closing fence starts with it
     paragraph_start: int | None = None
     for i in range(start, len(lines)):
         line = lines[i]
@@ -200,18 +206,21 @@ def _split_sections(
                 paragraph_start = i
             continue
         if fence is not None:
-            char, length = fence
+            # The closing marker is built once per fence, and a line shorter than it is not
+            # compared at all: building `char * length` on every line was quadratic (a fence of
+            # 4 million backticks over 2 million short lines took minutes).
             stripped = line.lstrip(" ")
             if (
-                len(line) - len(stripped) <= 3
-                and stripped.startswith(char * length)
-                and stripped.rstrip(" \t").strip(char) == ""
+                len(stripped) >= len(fence)
+                and len(line) - len(stripped) <= 3
+                and stripped.startswith(fence)
+                and stripped.rstrip(" \t").strip(fence[0]) == ""
             ):
                 fence = None
             continue
         opening = _FENCE_OPEN.match(line)
         if opening is not None and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
-            fence = (opening.group(1)[0], len(opening.group(1)))
+            fence = opening.group(1)
             paragraph_start = None
             continue
         atx = _atx_heading(line)

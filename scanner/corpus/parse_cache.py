@@ -13,6 +13,7 @@ file content it claims.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import os
@@ -24,9 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from scanner.corpus.documents import Chunk, Document
+from scanner.corpus.markdown import (
+    MAX_BREADCRUMB_PART_CHARS,
+    MAX_FRONTMATTER_BYTES,
+    MAX_SECTIONS_PER_DOCUMENT,
+    split_lines,
+)
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 """Bump when chunking or frontmatter handling changes what a file parses into."""
 
 CACHE_FILE = "kb-eval-parse-cache.sqlite"
@@ -35,6 +42,90 @@ MAX_PAYLOAD_CHARS = 64 * 1024 * 1024
 """A cache entry longer than this is a miss, never loaded: a restored cache is untrusted, and one
 crafted row could otherwise hold gigabytes. kb-eval's own entry for an 8 MiB document is at most
 a few times its size (the text once, plus per section a breadcrumb of at most MAX_BREADCRUMB_CHARS)."""
+
+
+_MAX_BREADCRUMB_PARTS = 7  # the title and six enclosing heading levels
+_ESCAPED = 6  # JSON spells a control character in six characters (\u0001)
+
+
+def payload_bound(data: bytes) -> int:
+    """The longest entry `pack` writes for a file of these bytes: its text (escaped), plus per
+    section a breadcrumb of at most seven capped parts and a few numbers. A longer entry is a
+    miss before it is parsed: a 36 MB entry for a 33-byte note was 1.4 million sections, 608 MB."""
+    sections = min(data.count(b"\n") + data.count(b"\r") + 1, MAX_SECTIONS_PER_DOCUMENT + 1)
+    per_section = _MAX_BREADCRUMB_PARTS * (_ESCAPED * MAX_BREADCRUMB_PART_CHARS + 16) + 160
+    return min(_ESCAPED * len(data) + sections * per_section + 256, MAX_PAYLOAD_CHARS)
+
+
+def proves_itself(relative: str, data: bytes, document: Document, warnings: list[Diagnostic]) -> bool:
+    """Whether a cache entry stands for exactly these bytes, within the caps the file would meet.
+
+    The entry is the pull request's input too (restored from its own branch, or planted in the
+    workspace), so nothing in it is taken on trust: every body must be exactly the file's lines
+    it claims, every heading must be text of its own lines, every breadcrumb part the (capped)
+    title or an earlier heading, the title the file name or words of its frontmatter, the line
+    numbers in order and inside the file, and the sections within the per-file cap. Text the file
+    does not hold (a lone surrogate, a NUL, another note's text) cannot pass. Entries with
+    warnings are not trusted at all: their messages would be the entry's words, not kb-eval's.
+    Linear in the file, without the line scanner or YAML, which are what the cache saves."""
+    if warnings:
+        return False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    if "\x00" in text:
+        return False
+    lines = split_lines(text.removeprefix("\ufeff"))
+    chunks = document.chunks
+    if len(chunks) > MAX_SECTIONS_PER_DOCUMENT + 1 or not _title_is_the_files(relative, document, lines):
+        return False
+    headings: dict[int, str] = {}
+    previous_end = 0
+    for n, chunk in enumerate(chunks):
+        if not (
+            chunk.path == relative and previous_end < chunk.start_line <= chunk.body_start_line <= chunk.end_line + 1
+            and chunk.end_line <= len(lines)
+        ):
+            return False
+        if chunk.heading_line is None:
+            if n != 0 or chunk.heading or chunk.body_start_line != chunk.start_line:
+                return False
+        elif chunk.heading_line != chunk.start_line or chunk.body_start_line == chunk.start_line or chunk.heading not in " ".join(part.strip() for part in lines[chunk.start_line - 1 : chunk.body_start_line - 1]):
+            return False
+        if chunk.body != "\n".join(lines[chunk.body_start_line - 1 : chunk.end_line]):
+            return False
+        parts, at = chunk.breadcrumb_parts, chunk.breadcrumb_lines
+        if not (1 <= len(parts) == len(at) <= _MAX_BREADCRUMB_PARTS) or (parts[0], at[0]) != (
+            document.title[:MAX_BREADCRUMB_PART_CHARS], document.title_line
+        ):
+            return False
+        if any(headings.get(line, None) != part for part, line in zip(parts[1:], at[1:], strict=True)):
+            return False
+        if chunk.heading_line is not None:
+            headings[chunk.heading_line] = chunk.heading[:MAX_BREADCRUMB_PART_CHARS]
+        previous_end = chunk.end_line
+    return True
+
+
+def _title_is_the_files(relative: str, document: Document, lines: list[str]) -> bool:
+    stem = relative.rsplit("/", 1)[-1]
+    stem = stem.rsplit(".", 1)[0] if "." in stem else stem
+    if document.title == stem and document.title_line == 1:
+        return True
+    # A frontmatter title: its words, as the parser joins them, within the block's own text from
+    # its line (a quoted or escaped title may not be; then the file is parsed again, never wrong).
+    title = document.title
+    if not lines or lines[0].rstrip() != "---" or not title or title != " ".join(title.split()):
+        return False
+    if len(title) > MAX_FRONTMATTER_BYTES or not 2 <= document.title_line <= min(len(lines), MAX_FRONTMATTER_BYTES):
+        return False
+    block: list[str] = []
+    for line in lines[document.title_line - 1 :]:
+        if line.rstrip() in ("---", "..."):
+            return title in " ".join(" ".join(block).split())
+        block.append(line)
+    return False
 
 
 def cache_key(relative: str, data: bytes) -> str:
@@ -75,7 +166,7 @@ def unpack(relative: str, payload: str) -> tuple[Document, list[Diagnostic]] | N
         )
         notes = [Diagnostic(DiagnosticCode(_str(code)), _str(message), relative, None if line is None else _int(line))
                  for code, message, line in warnings]
-    except (ValueError, TypeError, RecursionError):  # RecursionError: a crafted, deeply nested entry
+    except (ValueError, TypeError, RecursionError, MemoryError):  # RecursionError: a crafted, deeply nested entry
         return None
     return document, notes
 
@@ -98,8 +189,16 @@ class ParseCache:
     def __init__(self, folder: Path) -> None:
         self.path = folder / CACHE_FILE
 
+    def is_file(self) -> bool:
+        """A regular file, not a link to one; False for any path that cannot be examined (too long,
+        a loop of links, a folder that cannot be read): the cache is then a miss, never a stop."""
+        try:
+            return stat.S_ISREG(os.lstat(self.path).st_mode)
+        except (OSError, ValueError):
+            return False
+
     def open_for_reading(self) -> sqlite3.Connection | None:
-        if not self.path.is_file() or self.path.is_symlink():
+        if not self.is_file():
             return None
         connection: sqlite3.Connection | None = None
         try:
@@ -191,13 +290,25 @@ def _refuse_linked_folders(folder: Path) -> None:
             raise _LinkedFolder(f"{current} is a symbolic link; the cache is not written through it")
 
 
-def lookup(connection: sqlite3.Connection | None, key: str) -> str | None:
+class Lookup(enum.Enum):
+    MISSING = "missing"
+    """No entry for this path and these bytes: an ordinary miss."""
+    REFUSED = "refused"
+    """An entry that does not prove itself (too long, malformed, or not these bytes'): re-parsed."""
+
+
+def lookup(connection: sqlite3.Connection | None, key: str, data: bytes) -> str | Lookup:
+    """The entry for `key`, or why there is none. Its length is checked inside SQLite, before
+    the row is read, against what `pack` could have written for `data`."""
     if connection is None:
-        return None
+        return Lookup.MISSING
     try:
         row = connection.execute(
-            "SELECT payload FROM documents WHERE key = ? AND length(payload) <= ?", (key, MAX_PAYLOAD_CHARS)
+            "SELECT length(payload) <= ?, CASE WHEN length(payload) <= ? THEN payload END FROM documents WHERE key = ?",
+            (payload_bound(data), payload_bound(data), key),
         ).fetchone()
     except sqlite3.Error:
-        return None
-    return row[0] if row is not None and isinstance(row[0], str) else None
+        return Lookup.REFUSED
+    if row is None:
+        return Lookup.MISSING
+    return row[1] if row[0] == 1 and isinstance(row[1], str) else Lookup.REFUSED

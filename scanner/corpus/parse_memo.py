@@ -32,6 +32,10 @@ class ParseMemo:
     def remember(self, key: str, document: Document, warnings: list[Diagnostic]) -> None:
         self.entries[key] = (document, tuple(warnings))
 
+    def holds(self, key: str) -> bool:
+        """Whether these bytes at this path were parsed before (no recall is counted)."""
+        return key in self.entries
+
     def recall(self, key: str) -> tuple[Document, list[Diagnostic]] | None:
         found = self.entries.get(key)
         if found is None:

@@ -11,6 +11,7 @@ import itertools
 import marshal
 import os
 import sqlite3
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -18,7 +19,7 @@ from typing import NamedTuple
 from scanner.corpus.documents import Chunk, Corpus, Document
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles, shown, skipped_file
 from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, ParsedDocument, parse_document
-from scanner.corpus.parse_cache import ParseCache, cache_key, lookup, pack, unpack
+from scanner.corpus.parse_cache import Lookup, ParseCache, cache_key, lookup, pack, proves_itself, unpack
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
@@ -108,16 +109,18 @@ def read_documents(
             probe.close()
     # With a warm cache, reading from it in one process is faster than shipping its entries
     # through worker processes (measured: 3.5 s serial vs 7.8 s with two workers at 10,000 files).
-    warm_cache = cache is not None and cache.path.is_file()
+    warm_cache = cache is not None and cache.is_file()
     entries: dict[str, str] = {}
     sections = 0
+    refused_entries = 0
 
     def collect(results: Iterable[_ReadResult]) -> Iterator[Document]:
         # Consumed as they arrive: holding every worker's payload until the end would double
         # the peak memory of reading a large KB.
-        nonlocal sections
-        for document, warnings, entry in results:
+        nonlocal sections, refused_entries
+        for document, warnings, entry, refused in results:
             tick()
+            refused_entries += refused
             diagnostics.items.extend(warnings)
             if entry is not None and cache is not None:
                 entries[entry[0]] = entry[1]
@@ -156,6 +159,14 @@ def read_documents(
             finally:
                 if connection is not None:
                     connection.close()
+    if refused_entries:
+        # One warning however many: a planted cache must not flood the log or the summary.
+        diagnostics.warn(
+            DiagnosticCode.CACHE_IGNORED,
+            f"{refused_entries} parse-cache entries did not match the files they were looked up for and were "
+            "not used; those files were parsed",
+            str(cache.path) if cache is not None else None,
+        )
     if cache is not None:
         cache.save(entries, diagnostics)
 
@@ -229,7 +240,8 @@ class _Packed(NamedTuple):
         return Document(path, title, title_line, tuple(Chunk.of(path, fields) for fields in chunks))
 
 
-_ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None]
+_ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None, bool]
+"""(document or None, its warnings, its cache entry or None, whether a cache entry was refused)."""
 _WORKER_CACHE: list[object] = []
 
 
@@ -239,29 +251,32 @@ def _open_worker_cache(cache: ParseCache | None, keyed: bool) -> None:
 
 def _read_in_worker(item: tuple[str, Path]) -> _ReadResult:
     connection, enabled = _WORKER_CACHE or [None, False]
-    document, warnings, entry = _read_one(item[0], item[1], connection, bool(enabled))  # type: ignore[arg-type]
+    document, warnings, entry, refused = _read_one(item[0], item[1], connection, bool(enabled))  # type: ignore[arg-type]
     # Dataclasses travel back to the parent as the cache's JSON: pickling slotted dataclasses cost
     # as much as parsing (measured: ~5 s to pickle and load 51 MB of documents).
     if document is None:
-        return None, warnings, entry
-    return _Packed.of(document, entry), warnings, entry  # type: ignore[return-value]
+        return None, warnings, entry, refused
+    return _Packed.of(document, entry), warnings, entry, refused  # type: ignore[return-value]
 
 
 def _read_one(
     relative: str, absolute: Path, connection: sqlite3.Connection | None, caching: bool
 ) -> _ReadResult:
-    """One file: (document or None, its warnings, its cache entry or None)."""
+    """One file, from the cache when an entry there proves it was made from these bytes."""
     local = Diagnostics()
     data = _read_bytes(relative, absolute, local)
     if data is None:
-        return None, local.items, None
+        return None, local.items, None, False
     key = cache_key(relative, data) if caching else ""
-    payload = lookup(connection, key) if caching else None
-    if payload is not None and (cached := unpack(relative, payload)) is not None:
-        return cached[0], cached[1], (key, payload)
+    found = lookup(connection, key, data) if caching else Lookup.MISSING
+    if isinstance(found, str):
+        cached = unpack(relative, found)
+        if cached is not None and proves_itself(relative, data, *cached):
+            return cached[0], cached[1], (key, found), False
     document = _parse(relative, data, local)
-    entry = (key, pack(document, local.items)) if caching and document is not None else None
-    return document, local.items, entry
+    # A document with warnings is not cached: an entry's messages would be the entry's words.
+    entry = (key, pack(document, local.items)) if caching and document is not None and not local.items else None
+    return document, local.items, entry, isinstance(found, str) or found is Lookup.REFUSED
 
 
 def _read_from_source(relative: str, data: bytes, memo: ParseMemo | None) -> _ReadResult:
@@ -269,12 +284,12 @@ def _read_from_source(relative: str, data: bytes, memo: ParseMemo | None) -> _Re
     key = cache_key(relative, data)
     remembered = memo.recall(key) if memo is not None else None
     if remembered is not None:
-        return remembered[0], remembered[1], None
+        return remembered[0], remembered[1], None, False
     local = Diagnostics()
     document = _parse(relative, data, local)
     if memo is not None and document is not None:
         memo.remember(key, document, local.items)
-    return document, local.items, None
+    return document, local.items, None, False
 
 
 def build_document(relative: str, text: str, diagnostics: Diagnostics) -> Document:
@@ -338,7 +353,10 @@ def _indexable_files(
 
 def _leaves(real_root: str, absolute: Path) -> bool:
     """A symbolic link whose target is outside the KB (a link inside it is read as its target)."""
-    if not absolute.is_symlink():
+    try:
+        if not stat.S_ISLNK(os.lstat(absolute).st_mode):
+            return False
+    except OSError:  # a path past PATH_MAX (ENAMETOOLONG), or gone: reading it names the skip
         return False
     target = os.path.realpath(absolute)
     return os.path.commonpath([real_root, target]) != real_root

@@ -84,6 +84,12 @@ class RunRecord:
         return limit if isinstance(limit, int) else None
 
     @property
+    def relevance_level(self) -> int:
+        """The lowest grade counted as relevant; absent from the fingerprint at the default, 1."""
+        level = self.fingerprint.get("relevance_level")
+        return level if isinstance(level, int) and not isinstance(level, bool) else 1
+
+    @property
     def retriever_name(self) -> str:
         name = self._retriever_setting("name")
         return str(name) if name is not None else "unknown"

@@ -26,11 +26,18 @@ class DiagnosticCode(StrEnum):
     EXPECTED_NOT_IN_CORPUS = "expected-not-in-corpus"
     K_OVER_LIMIT = "k-over-limit"
     QUERY_CUT = "query-cut"
+    NO_RELEVANT_ENTRY = "no-relevant-entry"
     STARTER_PLACEHOLDER = "starter-placeholder"
     HEADING_NOT_IN_DOCUMENT = "heading-not-in-document"
     HISTORY_PRUNED = "history-pruned"
     HISTORY_RUN_DROPPED = "history-run-dropped"
     HISTORY_UNPARSABLE = "history-unparsable"
+    HITS_OUTSIDE_CORPUS = "hits-outside-corpus"
+    OWN_FILE_RETURNED = "own-file-returned"
+    ANSWERS_WITHOUT_HEADINGS = "answers-without-headings"
+    PARTIAL_RESULTS = "partial-results"
+    SCORE_NOT_NUMBER = "score-not-number"
+    SERVICE_ERRORS = "service-errors"
 
     @property
     def annotation_title(self) -> str:
@@ -56,11 +63,18 @@ _TITLES: dict[DiagnosticCode, str] = {
     DiagnosticCode.EXPECTED_NOT_IN_CORPUS: "expected document not in the corpus",
     DiagnosticCode.K_OVER_LIMIT: "k-over-limit",
     DiagnosticCode.QUERY_CUT: "query-cut",
+    DiagnosticCode.NO_RELEVANT_ENTRY: "query left out of the aggregates",
     DiagnosticCode.STARTER_PLACEHOLDER: "starter query not rewritten",
     DiagnosticCode.HEADING_NOT_IN_DOCUMENT: "expected heading not in the document",
     DiagnosticCode.HISTORY_PRUNED: "history-pruned",
     DiagnosticCode.HISTORY_RUN_DROPPED: "history-run-dropped",
     DiagnosticCode.HISTORY_UNPARSABLE: "history-unparsable",
+    DiagnosticCode.HITS_OUTSIDE_CORPUS: "returned paths not in the corpus",
+    DiagnosticCode.OWN_FILE_RETURNED: "kb-eval's own file returned as a hit",
+    DiagnosticCode.ANSWERS_WITHOUT_HEADINGS: "answers without headings",
+    DiagnosticCode.PARTIAL_RESULTS: "partial results",
+    DiagnosticCode.SCORE_NOT_NUMBER: "score not a number",
+    DiagnosticCode.SERVICE_ERRORS: "the search service reported errors",
 }
 _KB_RELATIVE = frozenset({
     DiagnosticCode.FILE_SKIPPED, DiagnosticCode.SYMLINK_SKIPPED, DiagnosticCode.FOLDER_SKIPPED,

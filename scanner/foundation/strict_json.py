@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 MAX_JSON_CONTAINERS = 1_000_000
 """Objects and arrays one document may hold, counted with bytes.count before parsing (an upper
@@ -43,7 +44,10 @@ def loads_strict(data: bytes | str, max_containers: int | None = None) -> object
         raise NotJson(f"more than {max_containers} objects and arrays")
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        if _SURROGATE_ESCAPE.search(text) is not None:
+            _refuse_lone_surrogates(value)
+        return value
     except NotJson:
         raise
     except json.JSONDecodeError as error:
@@ -54,6 +58,31 @@ def loads_strict(data: bytes | str, max_containers: int | None = None) -> object
         raise NotJson("a number has too many digits") from None
     except RecursionError:
         raise NotJson("nested too deeply") from None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A `\\ud800`-style escape: the only way a lone surrogate gets into decoded JSON (UTF-8 text
+cannot hold one). Text without it is not walked."""
+
+
+def _refuse_lone_surrogates(value: object) -> None:
+    """A string (or key) that is not text: a path `"\\ud800.md"` from a service, a command or a
+    run file could be neither written to the report nor printed (UnicodeEncodeError, exit 3)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise NotJson(
+                    f"a string holds a lone surrogate ({item[error.start]!a}), which is not text"
+                ) from None
 
 
 def _reject_constant(name: str) -> float:

@@ -12,6 +12,36 @@ these two functions.
 from __future__ import annotations
 
 import re
+import unicodedata
+
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Printable by Python's rules but blank on screen (Hangul fillers, the blank Braille pattern)."""
+
+
+def is_invisible(char: str) -> bool:
+    """A character that changes how text displays without showing itself: format characters
+    (bidirectional overrides and isolates such as U+202E, zero-width spaces and joiners, the
+    BOM, soft hyphens, tag characters), variation selectors, and blank letters. A file called
+    `invoice\u202efdp.md` displays as `invoicedm.pdf`; `a\u200b.md` displays as `a.md`."""
+    if char in _INVISIBLE_LETTERS:
+        return True
+    category = unicodedata.category(char)
+    return category == "Cf" or (category == "Mn" and "VARIATION SELECTOR" in unicodedata.name(char, ""))
+
+
+def visible(text: str) -> str:
+    """The one rule for untrusted text a person reads (summary, PR comment, annotations, log):
+    every invisible character is spelled as its escape (`\\u202e`), so what a reviewer reads is
+    what is there. Plain text is returned unchanged."""
+    if text.isascii():
+        return text
+    return "".join(_spelled(char) if is_invisible(char) else char for char in text)
+
+
+def _spelled(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
 
 _NEEDS_QUOTING = re.compile(r"^\s|\s$|^::|^['\"]|#{2}\[")
 LEGACY_COMMAND = re.compile(r"#{2}\[")
@@ -22,22 +52,22 @@ def shown(text: str) -> str:
     """A name or id: unchanged when plain, else as a one-line Python literal.
 
     Quoted when it holds anything not printable (line breaks, control characters, U+2028,
-    lone surrogates), starts with `::`, holds `##[`, starts or ends with a space, or starts
+    lone surrogates) or invisible (`visible`), starts with `::`, holds `##[`, starts or ends with a space, or starts
     with a quote (so a quoted form is never mistaken for a plain one). `##[` is spelled
     `#\\x23[`. Reading the literal back (ast.literal_eval) gives the original text."""
-    if text.isprintable() and not _NEEDS_QUOTING.search(text):
+    if text.isprintable() and not _NEEDS_QUOTING.search(text) and visible(text) == text:
         return text
-    return _defuse_legacy(repr(text))
+    return _defuse_legacy(visible(repr(text)))
 
 
 def defused(message: str) -> str:
     """A message composed by kb-eval that may quote untrusted text: every character that is
     not printable is escaped as in a Python literal, and `##[` is spelled `#\\x23[`, so the
     message stays on its line and holds no command. Plain messages are unchanged."""
-    if message.isprintable() and LEGACY_COMMAND.search(message) is None:
+    if message.isprintable() and LEGACY_COMMAND.search(message) is None and visible(message) == message:
         return message
     escaped = "".join(char if char.isprintable() else repr(char)[1:-1] for char in message)
-    return _defuse_legacy(escaped)
+    return _defuse_legacy(visible(escaped))
 
 
 def _defuse_legacy(text: str) -> str:

@@ -7,12 +7,24 @@ comments), then `PATCH`ed, or `POST`ed when there is none. The marker alone
 proves nothing: it is computable from the public workflow, and anyone can post
 a comment starting with it to have kb-eval overwrite their text.
 
-Transient failures (5xx, 429, connection errors) are retried with backoff, except
+Transient failures (5xx, connection errors) are retried with backoff, except
 that a POST is retried only when it certainly never reached GitHub (connection
-refused or not established, or a 429): a retried POST after a 502 could post
-the comment twice. A refusal (403 on a fork's read-only token, 404, 422) raises
-`CommentRefused`, which Action mode turns into a warning: a comment is a
-convenience and never decides the step's result.
+refused or not established, or a rate limit): a retried POST after a 502 could post
+the comment twice. A rate limit (403 or 429 with `x-ratelimit-remaining: 0`, a
+`retry-after`, or GitHub's secondary-limit message; a 429 without either) is waited
+for as GitHub's REST documentation asks (`retry-after` seconds, else until
+`x-ratelimit-reset`, else at least a minute) while the waits fit in
+RATE_LIMIT_BUDGET_S; past it, `CommentRefused(rate_limited=True)`, which Action mode
+words as "rate limited", never as missing permissions. A refusal (403 on a fork's
+read-only token, 404, 422) raises `CommentRefused`, which Action mode turns into a
+warning: a comment is a convenience and never decides the step's result.
+
+Who the token writes as: `GET /user` answers for a personal token; a GitHub App's
+installation token and the workflow's GITHUB_TOKEN are refused there (403). Then
+the token reacts to the pull request itself (`POST .../issues/{n}/reactions`, whose
+answer names the reaction's `user`: the token's own identity, whatever kind of token
+it is) and takes the reaction back at once. Paths, parameters, status codes and
+headers as github/rest-api-description describes them (tests/github/test_pr_comment.py).
 """
 
 from __future__ import annotations
@@ -38,8 +50,14 @@ READ_TIMEOUT_S = 30.0
 RETRIES = 3
 """Tries after the first one for a transient failure: 4 requests at most, waits 1 + 2 + 4 s."""
 BACKOFF_BASE_S = 1.0
-MAX_RETRY_AFTER_S = 30.0
-"""A Retry-After longer than this is not waited for: the step should not hang on a comment."""
+RATE_LIMIT_BUDGET_S = 150.0
+"""Longest a comment waits for GitHub's rate limits, all its requests together: two of the one-minute
+waits GitHub asks for after a secondary limit. A longer wait is not made: the step should not
+hang on a comment, which is then a "rate limited" warning."""
+SECONDARY_LIMIT_WAIT_S = 60.0
+"""GitHub: with neither `retry-after` nor `x-ratelimit-remaining: 0`, wait at least one minute."""
+RESET_MARGIN_S = 1.0
+"""Added to the wait until `x-ratelimit-reset`, a whole second that may already have begun."""
 PER_PAGE = 100
 MAX_PAGES = 50
 """5,000 comments; a pull request with more is not worth walking for one marker."""
@@ -48,8 +66,10 @@ API_VERSION = "2022-11-28"
 _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 
 ACTIONS_BOT = ("github-actions[bot]", "Bot")
-"""Who the workflow's GITHUB_TOKEN writes as. That token cannot call GET /user (403 "Resource not
-accessible by integration"), so this identity is assumed when GitHub refuses the call."""
+"""Who the workflow's GITHUB_TOKEN writes as: assumed only when GET /user is refused AND the token
+may not react to the pull request either, so that its identity cannot be asked for at all."""
+PROBE_REACTION = "eyes"
+"""The reaction that asks GitHub who the token is; taken back at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +114,11 @@ class CommentPosted:
 class CommentRefused(Exception):
     """The API refused or could not be reached after the retries; the message says which and why."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, *, rate_limited: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.rate_limited = rate_limited
+        """GitHub's rate limit, not the token's permissions, stopped the comment."""
 
 
 def marker_for(key: str) -> str:
@@ -127,6 +149,7 @@ class GitHubApi:
         token: str,
         session: requests.Session | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         # requests is imported by the runs that post a comment, not by every run that reads the
         # comment setting (about 15 MiB of memory, and most of the import time).
@@ -143,6 +166,10 @@ class GitHubApi:
             }
         )
         self.sleep = sleep
+        self.clock = clock
+        self.waited_s = 0.0
+        """Rate-limit waits so far, against RATE_LIMIT_BUDGET_S."""
+        self._identity: Identity | None = None
 
     def request(self, method: str, url: str, json_body: Mapping[str, Any] | None = None) -> requests.Response:
         import requests
@@ -167,39 +194,110 @@ class GitHubApi:
             else:
                 if response.status_code < 300:
                     return response
-                if response.status_code != 429 and response.status_code < 500:
+                limited = rate_limit_wait(response, self.clock())
+                if limited is not None:
+                    # A rate-limited request was refused before it was acted on: a POST too may be sent again.
+                    last_problem = f"rate limited ({response.status_code} {_api_message(response)})"
+                    if self.waited_s + limited > RATE_LIMIT_BUDGET_S or attempt == RETRIES:
+                        why = (
+                            f"still after {RETRIES + 1} tries" if attempt == RETRIES else
+                            f"it asks for a wait of {limited:.0f} s, more than the {RATE_LIMIT_BUDGET_S:.0f} s "
+                            f"a comment waits in all ({self.waited_s:.0f} s waited already)"
+                        )
+                        raise CommentRefused(
+                            f"{where} was rate limited by GitHub ({response.status_code} {_api_message(response)}); "
+                            + why,
+                            response.status_code, rate_limited=True,
+                        )
+                    self.waited_s += limited
+                    self.sleep(limited)
+                    continue
+                if response.status_code < 500:
                     raise CommentRefused(
                         f"{where} was refused: {response.status_code} {_api_message(response)}",
                         response.status_code,
                     )
                 last_problem = f"{response.status_code} {_api_message(response)}"
-                # A 429 is refused before the request is acted on; a 5xx may come after it was.
-                if not repeatable and response.status_code != 429:
+                # A 5xx may come after the request was acted on.
+                if not repeatable:
                     raise CommentRefused(f"{where} failed ({last_problem}); not retried: {_MAYBE_POSTED}",
                                          response.status_code)
-                wait = _wait_seconds(response, attempt)
+                wait = float(BACKOFF_BASE_S * 2**attempt)
             if attempt < RETRIES:
                 self.sleep(wait)
         raise CommentRefused(f"{where} failed after {RETRIES + 1} tries: {last_problem}")
 
-    def identity(self) -> Identity:
-        """The token's own identity: GET /user, or the Actions bot when GitHub refuses that call."""
+    def identity(self, pull: PullRequest) -> Identity:
+        """The token's own identity, asked once per run: GET /user, else a reaction on the pull request."""
+        if self._identity is None:
+            self._identity = self._ask_identity(pull)
+        return self._identity
+
+    def _ask_identity(self, pull: PullRequest) -> Identity:
         try:
             response = self.request("GET", f"{self.api_url}/user")
         except CommentRefused as refused:
-            if refused.status in (401, 403):
-                return Identity(*ACTIONS_BOT)
-            raise
+            if refused.rate_limited or refused.status not in (401, 403):
+                raise
+            return self._identity_by_reaction(pull)
+        return _identity_of(_json(response), "GET /user")
+
+    def _identity_by_reaction(self, pull: PullRequest) -> Identity:
+        """An installation token (a GitHub App's, or the workflow's GITHUB_TOKEN) cannot read /user,
+        but the reaction it creates names its author. A reaction that was already there (200) is left
+        as it was; the one made here (201) is deleted again."""
+        reactions = f"{self.api_url}/repos/{pull.repository}/issues/{pull.number}/reactions"
         try:
-            answer = response.json()
-        except ValueError:
-            answer = None
-        if not (isinstance(answer, Mapping) and isinstance(answer.get("login"), str)
-                and isinstance(answer.get("type"), str)):
-            raise CommentRefused("GET /user did not return a user with a login and a type")
-        return Identity(str(answer["login"]), str(answer["type"]))
+            response = self.request("POST", reactions, {"content": PROBE_REACTION})
+        except CommentRefused as refused:
+            if refused.rate_limited or refused.status not in (401, 403, 404, 422):
+                raise
+            return Identity(*ACTIONS_BOT)
+        answer = _json(response)
+        me = _identity_of(answer.get("user") if isinstance(answer, Mapping) else None, "the reaction's user")
+        reaction_id = answer.get("id") if isinstance(answer, Mapping) else None
+        if response.status_code == 201 and isinstance(reaction_id, int) and not isinstance(reaction_id, bool):
+            try:
+                self.request("DELETE", f"{reactions}/{reaction_id}")
+            except CommentRefused:
+                pass  # a reaction left behind is harmless; the comment matters more
+        return me
 
 
+def rate_limit_wait(response: requests.Response, now: float) -> float | None:
+    """Seconds GitHub asks to wait before the next request, when `response` is a rate limit (403 or
+    429); None for any other answer (a 403 that is about permissions)."""
+    if response.status_code not in (403, 429):
+        return None
+    headers = response.headers
+    wish = retry_after_seconds(headers.get("retry-after"), now)
+    if wish is not None:
+        return wish
+    if headers.get("x-ratelimit-remaining", "").strip() == "0":
+        reset = headers.get("x-ratelimit-reset", "").strip()
+        if _ASCII_NUMBER.fullmatch(reset) and len(reset) <= 12:
+            return max(0.0, float(reset) - now) + RESET_MARGIN_S
+        return SECONDARY_LIMIT_WAIT_S
+    if response.status_code == 429 or "rate limit" in _api_message(response).lower():
+        return SECONDARY_LIMIT_WAIT_S
+    return None
+
+
+def _json(response: requests.Response) -> object:
+    try:
+        answer: object = response.json()
+    except ValueError:
+        return None
+    return answer
+
+
+def _identity_of(user: object, what: str) -> Identity:
+    if not (isinstance(user, Mapping) and isinstance(user.get("login"), str) and isinstance(user.get("type"), str)):
+        raise CommentRefused(f"{what} did not name a user with a login and a type")
+    return Identity(str(user["login"]), str(user["type"]))
+
+
+_ASCII_NUMBER = re.compile(r"[0-9]+")
 _MAYBE_POSTED = "the comment may have been posted, and posting again could duplicate it"
 
 
@@ -246,7 +344,7 @@ def find_own_comment(api: GitHubApi, pull: PullRequest, marker: str) -> Mapping[
             raise CommentRefused("listing the pull request's comments did not return a JSON list")
         for comment in comments:
             if isinstance(comment, Mapping) and str(comment.get("body") or "").startswith(marker):
-                me = me or api.identity()
+                me = me or api.identity(pull)
                 if is_own_comment(comment, marker, me):
                     return comment
         match = _NEXT_LINK.search(response.headers.get("Link", ""))
@@ -288,13 +386,6 @@ def upsert_comment(
 def _carries_state(comment: Mapping[str, Any], marker: str, state: str) -> bool:
     # Only the line right after the marker counts: the rest of the body is pull-request text.
     return str(comment.get("body") or "").startswith(marker + "\n" + state_marker(state) + "\n")
-
-
-def _wait_seconds(response: requests.Response, attempt: int) -> float:
-    wish = retry_after_seconds(response.headers.get("Retry-After"))
-    if wish is not None:
-        return min(wish, MAX_RETRY_AFTER_S)
-    return float(BACKOFF_BASE_S * 2**attempt)
 
 
 def _api_message(response: requests.Response) -> str:

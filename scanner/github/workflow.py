@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from scanner.foundation.errors import InputError
+from scanner.foundation.untrusted_text import visible
 
 # --- workflow commands -------------------------------------------------------
 
@@ -468,17 +469,24 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 def escape_markdown_text(text: str) -> str:
     """PR-controlled text made inert for a step summary or PR comment, one line.
 
-    HTML, links, images, emphasis, code spans, table pipes and headings all
-    come out as the literal characters (backslash escapes). Line breaks become `<br>` so
-    the text stays in its table cell. `@` gets a zero-width space after it so a
-    heading such as `@org/team` does not notify anyone in a PR comment
-    (UNVERIFIED whether an entity-escaped `@` alone would stop GitHub's
-    mention filter, so the break is made in the text itself). Bare URLs may
-    still be autolinked by GFM; that shows a link, it runs nothing.
+    Invisible characters (bidirectional overrides, zero-width characters) are spelled out first
+    (`visible`, the rule every renderer uses), so a name cannot display as another. HTML, links,
+    images, emphasis, code spans, table pipes and headings all come out as the literal
+    characters (backslash escapes). Line breaks become `<br>` so the text stays in its table
+    cell. GitHub also makes links and mentions of plain text: `@` gets a zero-width space after
+    it (a heading such as `@org/team` notifies nobody, and `a@b.example` is no e-mail link), and
+    so do the `:` of `://` and the `www` of `www.` (GFM's bare-URL autolinks need them whole).
+    These are kb-eval's own marks, added after untrusted ones were spelled out.
     """
-    escaped = "".join(_MARKDOWN_ACTIVE.get(char, char) for char in text)
+    escaped = "".join(_MARKDOWN_ACTIVE.get(char, char) for char in visible(text))
     escaped = escaped.replace("@", "@\u200b")
+    escaped = _AUTOLINK_START.sub(lambda match: match.group(0)[:-1] + "\u200b" + match.group(0)[-1], escaped)
     return _LINE_BREAK.sub("<br>", escaped)
+
+
+_AUTOLINK_START = re.compile(r"://|(?i:www)\.")
+"""Where GFM's extended autolinks start (`https://`, `ftp://`, `www.`): broken by a zero-width
+space before their last character."""
 
 
 # --- inputs ----------------------------------------------------------------------

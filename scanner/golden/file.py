@@ -35,6 +35,11 @@ characters), and kb-mcp, which sets no limit, runs them, so a long query is cut,
 MAX_LIMIT_DIGITS = 4
 """`defaults.limit` is at most 1000: more digits than this is refused before it is converted."""
 ID_FROM_TEXT_CHARS = 32
+DEFAULT_GRADE = 1
+"""An expected entry without `grade:`: relevant, with the binary gain every ungraded file meant."""
+MAX_GRADE = 1000
+"""Largest `grade:`. Graded scales in use are short (TREC 0-4, Cranfield 1-4, Elasticsearch's
+ratings 0-3); the bound keeps the number a person can mistype small and the digits checked."""
 STARTER_TAG = "starter"
 """The tag `kb-eval init` gives each entry it proposes (a document's title as the query): a query
 still carrying it is a placeholder, warned about on every run until it is rewritten."""
@@ -59,6 +64,11 @@ class ExpectedEntry:
     heading: str | None
     line: int
     """Line of this entry in the golden file."""
+    grade: int = DEFAULT_GRADE
+    """How relevant the entry is (`grade:`): 0 is "judged, not relevant"; higher is more relevant.
+    nDCG uses it as the gain; `--relevance-level` decides which grades the other measures count
+    as relevant. An entry without `grade:` is 1, so an ungraded file keeps its binary meaning.
+    A group (`any:`) carries one grade for the one answer it is; its members carry none."""
     parent: str | None = None
     """`parent:`: the labelled heading is the one under this enclosing heading (at any depth), for a
     heading text the document repeats (forty sections called `Options`)."""
@@ -298,12 +308,14 @@ class _GoldenReader:
 
     def expected(self, node: yaml.Node, where: str, *, in_group: bool = False) -> ExpectedEntry:
         path_node: yaml.Node
+        grade = DEFAULT_GRADE
         parent: str | None = None
         subsections = False
         if isinstance(node, yaml.ScalarNode):  # `- notes/a.md` is shorthand for `- path: notes/a.md`
             path_node, heading = node, None
         else:
-            keys = ("path", "heading", "parent", "subsections") + (() if in_group else ("any",))
+            # A group's members share the group's grade: `grade` and `any` belong to the group.
+            keys = ("path", "heading", "parent", "subsections") + (() if in_group else ("grade", "any"))
             fields = self.mapping(node, where, keys)
             if "any" in fields:
                 return self.group(node, fields, where)
@@ -311,6 +323,8 @@ class _GoldenReader:
                 raise self.fail(node, "missing `path`", f"{where}.path")
             path_node = fields["path"]
             heading = self.string(fields["heading"], f"{where}.heading") if _given(fields, "heading") else None
+            if _given(fields, "grade"):
+                grade = self.grade(fields["grade"], f"{where}.grade")
             if _given(fields, "parent"):
                 parent = self.string(fields["parent"], f"{where}.parent")
             if _given(fields, "subsections"):
@@ -328,16 +342,17 @@ class _GoldenReader:
         problem = _path_problem(path)
         if problem is not None:
             raise self.fail(path_node, problem, f"{where}.path", hint="write the path relative to the KB folder, with `/`")
-        return ExpectedEntry(path, heading, node.start_mark.line + 1, parent, subsections)
+        return ExpectedEntry(path, heading, node.start_mark.line + 1, grade, parent, subsections)
 
     def group(self, node: yaml.Node, fields: dict[str, yaml.Node], where: str) -> ExpectedEntry:
         """`- any: [a.md, {path: b.md, heading: X}]`: one answer, given by any of its members."""
-        if len(fields) > 1:
-            extra = next(key for key in fields if key != "any")
+        extra = next((key for key in fields if key not in ("any", "grade")), None)
+        if extra is not None:
             raise self.fail(
                 fields[extra], f"`any` is a group on its own; `{extra}` belongs to one of its members",
                 f"{where}.{extra}", hint="move the key into the entry under `any:` it is about",
             )
+        grade = self.grade(fields["grade"], f"{where}.grade") if _given(fields, "grade") else DEFAULT_GRADE
         items = fields["any"]
         if not isinstance(items, yaml.SequenceNode) or len(items.value) < 2:
             raise self.fail(
@@ -348,7 +363,19 @@ class _GoldenReader:
             self.expected(item, f"{where}.any[{n}]", in_group=True) for n, item in enumerate(items.value)
         )
         first = members[0]
-        return ExpectedEntry(first.path, first.heading, node.start_mark.line + 1, any_of=members)
+        return ExpectedEntry(first.path, first.heading, node.start_mark.line + 1, grade, any_of=members)
+
+    def grade(self, node: yaml.Node, field: str) -> int:
+        """A whole number from 0 to MAX_GRADE, in decimal digits. `true`, `2.5`, `"2"` and `0x2` are
+        refused rather than read as a number: a grade is a judgment, and a misread one changes nDCG
+        with nobody told."""
+        value = _plain_decimal(node.value) if isinstance(node, yaml.ScalarNode) and node.tag == _INT else None
+        if value is None or value > MAX_GRADE:
+            raise self.fail(
+                node, f"`grade` must be a whole number from 0 to {MAX_GRADE}", field,
+                hint="0 means judged not relevant; 1 (the default) relevant; higher, more relevant (e.g. `grade: 2`)",
+            )
+        return value
 
 
 def _given(fields: dict[str, yaml.Node], key: str) -> bool:
@@ -378,6 +405,12 @@ def _plain_decimal(text: str) -> int | None:
     decimal, so that is all this accepts, and the digit count is bounded before converting."""
     match = _PLAIN_DECIMAL.fullmatch(text)
     return int(match.group(1)) if match else None
+
+
+def expected_path_problem(path: str) -> str | None:
+    """Why an `expected` path cannot be written in a golden file, or None: the rule `kb-eval init`
+    checks a document's name against before proposing it."""
+    return _path_problem(path)
 
 
 def _path_problem(path: str) -> str | None:

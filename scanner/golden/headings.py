@@ -24,6 +24,8 @@ _SPACE = re.compile(r"\s+")
 
 CLOSEST_HEADINGS = 3
 """How many of a document's headings a warning names when a label matches none of them."""
+COMPARED_CHARS = 200
+"""How much of a heading (and of a path) a closeness guess compares."""
 
 
 def reader_heading(text: str) -> str:
@@ -61,33 +63,78 @@ def _inline(text: str) -> str:
 def closest(wanted: str, candidates: Iterable[str], count: int = CLOSEST_HEADINGS) -> list[str]:
     """Up to `count` of `candidates` closest to `wanted` as the reader sees them, best first; when
     none is close, the first of them in document order (so a warning always shows what is there)."""
+    return closest_shown(wanted, shown_headings(candidates), count)
+
+
+def shown_headings(candidates: Iterable[str]) -> dict[str, str]:
+    """Each heading as the reader sees it -> the first heading written so, in document order."""
     shown: dict[str, str] = {}
     for candidate in candidates:
         shown.setdefault(reader_heading(candidate), candidate)
-    near = difflib.get_close_matches(reader_heading(wanted), list(shown), n=count, cutoff=0.5)
-    return [shown[key] for key in near] or list(shown.values())[:count]
+    return shown
 
 
-def closest_path(wanted: str, paths: Iterable[str]) -> str | None:
-    """The one indexed path a mistyped `path:` most likely meant, or None when none is close.
+def closest_shown(wanted: str, shown: dict[str, str], count: int = CLOSEST_HEADINGS) -> list[str]:
+    """closest() over headings already brought to the reader's form (shown_headings)."""
+    # Compared by their first characters: difflib's ratio costs the product of two lengths, and a
+    # heading can be a line of megabytes.
+    prefixes: dict[str, str] = {}
+    for key in shown:
+        prefixes.setdefault(key[:COMPARED_CHARS], key)
+    near = difflib.get_close_matches(reader_heading(wanted)[:COMPARED_CHARS], list(prefixes), n=count, cutoff=0.5)
+    return [shown[prefixes[key]] for key in near] or list(shown.values())[:count]
+
+
+MAX_SUFFIXES = 32
+"""Repository-relative guesses tried per path (`a/b/c.md` -> `b/c.md`, `c.md`): real paths are far
+shallower, and a path of thousands of `/` must not cost thousands of lookups."""
+MAX_TYPO_CANDIDATES = 2_000
+"""Indexed paths a typo guess compares with (difflib's ratio): those of the same folder, else those
+of about the same length. Bounds a guess to milliseconds in a corpus of 200,000 paths."""
+
+
+class PathGuesser:
+    """The one indexed path a mistyped `path:` most likely meant, over one corpus (what every guess
+    needs is computed once).
 
     Tried in order: the path without `./` or with `\\` as `/`; the path written relative to the
     repository instead of the KB folder (`docs/cli.md` for the KB's `cli.md`: a suffix of it that
     is indexed); a different letter case; a typo (difflib's ratio at least 0.8)."""
-    known = set(paths)
-    cleaned = wanted.replace("\\", "/")
-    while cleaned.startswith("./"):
-        cleaned = cleaned[2:]
-    cleaned = re.sub(r"/(?:\./)+", "/", cleaned)
-    if cleaned != wanted and cleaned in known:
-        return cleaned
-    parts = cleaned.split("/")
-    for start in range(1, len(parts)):
-        suffix = "/".join(parts[start:])
-        if suffix in known:
-            return suffix
-    folded = {path.casefold(): path for path in sorted(known)}
-    if cleaned.casefold() in folded:
-        return folded[cleaned.casefold()]
-    near = difflib.get_close_matches(cleaned, sorted(known), n=1, cutoff=0.8)
-    return near[0] if near else None
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.known = frozenset(paths)
+        self.folded: dict[str, str] = {}
+        self.by_folder: dict[str, list[str]] = {}
+        self.by_length: dict[int, list[str]] = {}
+        for path in sorted(self.known):
+            self.folded.setdefault(path.casefold(), path)
+            self.by_folder.setdefault(path.rpartition("/")[0], []).append(path)
+            self.by_length.setdefault(len(path), []).append(path)
+
+    def guess(self, wanted: str, *, typo: bool = True) -> str | None:
+        cleaned = wanted.replace("\\", "/")
+        while cleaned.startswith("./"):
+            cleaned = cleaned[2:]
+        cleaned = re.sub(r"/(?:\./)+", "/", cleaned)
+        if cleaned != wanted and cleaned in self.known:
+            return cleaned
+        cuts = [i + 1 for i, char in enumerate(cleaned) if char == "/"][:MAX_SUFFIXES]
+        for cut in cuts:
+            if cleaned[cut:] in self.known:
+                return cleaned[cut:]
+        if cleaned.casefold() in self.folded:
+            return self.folded[cleaned.casefold()]
+        if not typo:
+            return None
+        candidates = self.by_folder.get(cleaned.rpartition("/")[0])
+        if not candidates:
+            candidates = [p for size in range(len(cleaned) - 2, len(cleaned) + 3) for p in self.by_length.get(size, ())]
+        if len(cleaned) > COMPARED_CHARS:
+            return None
+        near = difflib.get_close_matches(cleaned, candidates[:MAX_TYPO_CANDIDATES], n=1, cutoff=0.8)
+        return near[0] if near else None
+
+
+def closest_path(wanted: str, paths: Iterable[str]) -> str | None:
+    """PathGuesser(paths).guess(wanted), for one path."""
+    return PathGuesser(paths).guess(wanted)

@@ -14,12 +14,28 @@ from dataclasses import dataclass
 
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.golden.file import ExpectedEntry, GoldenQuery, GoldenSet
-from scanner.golden.headings import closest, closest_path, reader_heading
+from scanner.golden.headings import PathGuesser, closest_shown, reader_heading
 
+CLOSEST_PARENTS = 10
+"""How many enclosing headings a wrong `parent:` warning names (a heading repeated under many)."""
 MAX_SUGGESTED = 200
-"""Entries that get a "did you mean" or the closest headings (each costs a pass over the indexed
-paths, or over a document's headings); the rest are still warned about, without one. Bounds the
-work a golden file of mistyped labels can cause."""
+"""Entries that get a "did you mean" or the closest headings (each costs lookups in the indexed
+paths, or a pass over a document's headings); the rest are still warned about, without one. Bounds
+the work a golden file of mistyped labels can cause."""
+MAX_TYPO_GUESSES = 50
+"""Of those, the paths that also look for a typo (difflib over up to 2,000 paths each)."""
+MAX_CLOSEST_HEADINGS = 20
+"""Of those, the headings that name the closest ones (difflib over every heading of the document:
+2,000 headings take tens of milliseconds); later wrong headings say how many the document has."""
+
+
+SHOWN_CHARS = 120
+"""A heading longer than this is shown cut, with an ellipsis, in a warning (a heading can be a line
+of megabytes, and a warning reaches the log, an annotation and the summary)."""
+
+
+def _named(text: str) -> str:
+    return repr(text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +76,7 @@ def check_paths(golden: GoldenSet, indexed: AbstractSet[str]) -> tuple[list[Diag
     warnings: list[Diagnostic] = []
     present = 0
     suggested = 0
+    guesser: PathGuesser | None = None
     for query, member in labelled_members(golden):
         if member.path in indexed:
             present += 1
@@ -67,7 +84,8 @@ def check_paths(golden: GoldenSet, indexed: AbstractSet[str]) -> tuple[list[Diag
         guess = None
         if suggested < MAX_SUGGESTED:
             suggested += 1
-            guess = closest_path(member.path, indexed)
+            guesser = guesser or PathGuesser(indexed)
+            guess = guesser.guess(member.path, typo=suggested <= MAX_TYPO_GUESSES)
         hint = f"; did you mean {guess!r}? (paths are relative to the KB folder)" if guess else ""
         warnings.append(
             Diagnostic(
@@ -79,22 +97,50 @@ def check_paths(golden: GoldenSet, indexed: AbstractSet[str]) -> tuple[list[Diag
     return warnings, present
 
 
+@dataclass(frozen=True, slots=True)
+class _Headings:
+    """One document's sections by heading as the reader sees it, each computed once: checking a
+    label is then a lookup, whatever the number of labels and sections."""
+
+    sections: dict[str, list[SectionInfo]]
+    enclosing: dict[str, set[str]]
+    """Per heading: every enclosing heading (reader's form) of a section with it."""
+    shown: dict[str, str]
+    """The document's non-empty headings: as the reader sees each -> as first written."""
+
+    @classmethod
+    def of(cls, document: Sequence[SectionInfo]) -> _Headings:
+        sections: dict[str, list[SectionInfo]] = {}
+        enclosing: dict[str, set[str]] = {}
+        shown: dict[str, str] = {}
+        for section in document:
+            key = reader_heading(section.heading)
+            sections.setdefault(key, []).append(section)
+            enclosing.setdefault(key, set()).update(reader_heading(p) for p in section.parents)
+            if section.heading:
+                shown.setdefault(key, section.heading)
+        return cls(sections, enclosing, shown)
+
+
 def check_headings(golden: GoldenSet, sections: Mapping[str, Sequence[SectionInfo]]) -> list[Diagnostic]:
     """A warning per `heading:` (with its `parent:`) that no section of its document has, as the
     reader sees headings, naming the closest headings that document has. A path that is not indexed
     is check_paths' warning, not this one's."""
     warnings: list[Diagnostic] = []
     suggested = 0
+    documents: dict[str, _Headings] = {}
     for query, member, field in _members_where(golden):
         if member.heading is None or member.path not in sections:
             continue
-        document = sections[member.path]
+        document = documents.get(member.path)
+        if document is None:
+            document = documents[member.path] = _Headings.of(sections[member.path])
         wanted = reader_heading(member.heading)
-        named = [s for s in document if reader_heading(s.heading) == wanted]
+        named = document.sections.get(wanted)
         if not named:
-            headings = [s.heading for s in document if s.heading]
+            headings = document.shown
             suggested += 1
-            near = ", ".join(repr(h) for h in closest(member.heading, headings)) if suggested <= MAX_SUGGESTED else ""
+            near = ", ".join(_named(h) for h in closest_shown(member.heading, headings)) if suggested <= MAX_CLOSEST_HEADINGS else ""
             there = (
                 f"closest headings there: {near}" if near
                 else "the document has no heading" if not headings
@@ -103,25 +149,24 @@ def check_headings(golden: GoldenSet, sections: Mapping[str, Sequence[SectionInf
             warnings.append(
                 Diagnostic(
                     DiagnosticCode.HEADING_NOT_IN_DOCUMENT,
-                    f"query {query.id!r} expects heading {member.heading!r} in {member.path!r}, which has no "
+                    f"query {query.id!r} expects heading {_named(member.heading)} in {member.path!r}, which has no "
                     f"such section ({there}); headings compare as the page shows them, whatever the case "
                     f"(field: {field}.heading)",
                     golden.path, member.line,
                 )
             )
             continue
-        if member.parent is None:
+        if member.parent is None or reader_heading(member.parent) in document.enclosing[wanted]:
             continue
-        parent = reader_heading(member.parent)
-        if not any(parent in (reader_heading(p) for p in s.parents) for s in named):
-            above = sorted({p for s in named for p in s.parents}) or ["none: it is at the top level"]
-            warnings.append(
-                Diagnostic(
-                    DiagnosticCode.HEADING_NOT_IN_DOCUMENT,
-                    f"query {query.id!r} expects heading {member.heading!r} under {member.parent!r} in "
-                    f"{member.path!r}, but no such section is under that heading (headings above "
-                    f"{member.heading!r} there: {', '.join(repr(p) for p in above)}) (field: {field}.parent)",
-                    golden.path, member.line,
-                )
+        above = sorted({p for s in named[:CLOSEST_PARENTS] for p in s.parents}) or ["none: it is at the top level"]
+        warnings.append(
+            Diagnostic(
+                DiagnosticCode.HEADING_NOT_IN_DOCUMENT,
+                f"query {query.id!r} expects heading {_named(member.heading)} under {_named(member.parent)} in "
+                f"{member.path!r}, but no such section is under that heading (headings above "
+                f"{_named(member.heading)} there: {', '.join(_named(p) for p in above[:CLOSEST_PARENTS])}) "
+                f"(field: {field}.parent)",
+                golden.path, member.line,
             )
+        )
     return warnings

@@ -37,6 +37,7 @@ from scanner.compare.comparison import (
     no_previous,
 )
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
+from scanner.corpus.parse_cache import cache_key
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
@@ -84,7 +85,11 @@ class BaseEvaluation:
     renamed: Mapping[str, str]
     """Expected files scored under their old name at the base (new -> old)."""
     quoted: Mapping[str, tuple[str, ...]]
-    """The base's findings: each quoting document's path and the golden query ids it quotes."""
+    """The base's findings among the documents the pull request changed: each quoting document's
+    path and the golden query ids it quotes."""
+    unchanged: frozenset[str] = frozenset()
+    """The base's documents whose path and bytes are the head's: not scanned again, their
+    findings are the head's (a finding is a function of the document's text and the golden set)."""
 
 
 def resolve_base(
@@ -169,9 +174,16 @@ def evaluate_base(
         present = {file.path for file in files}
         base_golden = golden_at_base(golden, renames, present)
 
+        unchanged: set[str] = set()
+
         def source(_diagnostics: Diagnostics) -> Iterator[tuple[str, bytes]]:
             blobs = read_blobs(base.repository, [file.blob for file in files], base.deadline, MAX_DOCUMENT_BYTES)
-            return ((file.path, data) for file, data in zip(files, blobs))
+            for file, data in zip(files, blobs):
+                # The memo holds the head's files when the base is read: a hit is the same bytes
+                # at the same path (the path is in the key), so the same findings.
+                if memo is not None and memo.holds(cache_key(file.path, data)):
+                    unchanged.add(file.path)
+                yield file.path, data
 
         outcome = run_eval(
             replace(
@@ -182,6 +194,7 @@ def evaluate_base(
                 refuse_impossible=False,
                 cache_dir=None,
                 timestamp=base.committed_at,
+                scan_only=lambda path: path not in unchanged,
             ),
             diagnostics,
         )
@@ -195,7 +208,7 @@ def evaluate_base(
         located.finding.path: tuple(quoted.query_id for quoted in located.finding.quoted)
         for located in outcome.run.findings
     }
-    return BaseEvaluation(outcome.run, diagnostics, used, quoted)
+    return BaseEvaluation(outcome.run, diagnostics, used, quoted, frozenset(unchanged))
 
 
 def golden_at_base(golden: GoldenSet, renames: Mapping[str, str], present: set[str]) -> GoldenSet:

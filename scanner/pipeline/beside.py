@@ -65,6 +65,7 @@ class BaseBesideHead:
                 message = {
                     "run": run_document(evaluated.run), "renamed": dict(evaluated.renamed),
                     "quoted": {path: list(ids) for path, ids in evaluated.quoted.items()},
+                    "unchanged": sorted(evaluated.unchanged),
                 }
         except BaseException:  # noqa: BLE001 - whatever happens, the parent must hear of it
             message, code = {"error": traceback.format_exc()}, 1
@@ -96,7 +97,10 @@ class BaseBesideHead:
                 revision=self.base.revision,
             )
         quoted = {path: tuple(ids) for path, ids in message.get("quoted", {}).items()}
-        return BaseEvaluation(run_from_document(message["run"]), Diagnostics(), message.get("renamed", {}), quoted)
+        unchanged = frozenset(message.get("unchanged", ()))
+        return BaseEvaluation(
+            run_from_document(message["run"]), Diagnostics(), message.get("renamed", {}), quoted, unchanged
+        )
 
     def cancel(self) -> None:
         """Stop a child whose answer is no longer wanted (the head's evaluation failed)."""

@@ -11,25 +11,40 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from scanner import __version__
 from scanner.corpus.kb_files import INDEXED_SUFFIXES
 from scanner.corpus.parse_cache import ParseCache
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.corpus.reader import read_documents
+from scanner.evaluation.answers import (
+    AnswerSource,
+    ScoreLevel,
+    check_answers,
+    expected_for_scoring,
+    warn_answer_notes,
+)
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.foundation.progress import counted
 from scanner.golden.file import GoldenSet, find_golden, load_golden
 from scanner.golden.labels import SectionInfo, check_headings, check_paths, labelled_members, paths_with_headings
-from scanner.metrics.measures import METRIC_VERSION, AggregateMetrics, aggregate, score_query
+from scanner.metrics.measures import (
+    DEFAULT_RELEVANCE_LEVEL,
+    METRIC_VERSION,
+    AggregateMetrics,
+    aggregate,
+    relevant_entries,
+    score_query,
+)
+from scanner.metrics.uncertainty import aggregate_columns, intervals
 from scanner.retrievers.base import Hit, SearchRequest
-from scanner.scan.quotes import Finding, locate, normalise, scan
+from scanner.scan.quotes import Finding, QuoteLocation, locate, normalise, scan
 from scanner.search.index import Index
 from scanner.search.query_compiler import compile_query
-from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, default_settings
+from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, Interface, default_settings, interface_words
 from scanner.settings.retriever import RetrieverBuilder, retriever_builder
 
 
@@ -41,6 +56,8 @@ class EvalOptions:
     limit: int | None = None
     """None: the golden file's `defaults.limit`, else DEFAULT_LIMIT."""
     ks: tuple[int, ...] = DEFAULT_KS
+    relevance_level: int = DEFAULT_RELEVANCE_LEVEL
+    """The lowest grade counted as relevant (`--relevance-level`, trec_eval's -l)."""
     retriever: RetrieverBuilder = field(default_factory=lambda: retriever_builder(default_settings()))
     """Builds the retriever over the index (scanner/settings/retriever.py); the default is the built-in one."""
     cache_dir: Path | None = None
@@ -54,10 +71,15 @@ class EvalOptions:
     """Shared by both sides, so a file unchanged between them is parsed once."""
     corpus_source: Callable[[Diagnostics], Iterable[tuple[str, bytes]]] | None = None
     """(path, bytes) of the KB's files from elsewhere than `kb_path` (a git tree); None: walk `kb_path`."""
-    scan_quotes: bool = True
-    """False for the base side: the comparison uses its metrics, never its findings."""
+    scan_only: Callable[[str], bool] | None = None
+    """Which documents the quote scan reads, by path; None: every one. The base side scans only
+    the documents the pull request changed: an unchanged one's findings are the head's."""
     after_read: Callable[[GoldenSet], None] | None = None
     """Called once the corpus is read and the memo filled: the base side starts then, beside this one."""
+    score_level: ScoreLevel = ScoreLevel.SECTION
+    """`document`: headings are ignored when hits are matched with golden entries."""
+    interface: Interface = Interface.CLI
+    """Where the settings came from: the warnings about answers name them in its words."""
     refuse_impossible: bool = True
     """Stop the run (exit 2) when nothing can be measured: no indexable document, or none of the
     expected paths indexed. False for the base side: a pull request that adds the KB has none there."""
@@ -82,6 +104,7 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         golden = load_golden(golden_file, shown=str(golden_file))
     diagnostics.items.extend(golden.warnings)
     refuse_unsearchable_queries(golden)
+    check_relevance_level(golden, options.relevance_level, diagnostics)
     limit = options.limit or golden.default_limit or DEFAULT_LIMIT
     ks = tuple(sorted(set(options.ks)))
     if ks[-1] > limit:
@@ -111,25 +134,39 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
 
     with index.read_snapshot():
         lists = retriever.search_all(requests)
+        words = interface_words(options.interface)
+        warn_answer_notes(retriever.notes(), diagnostics, words)
+        check_answers(
+            golden, lists, index.paths, _answer_source(retriever.describe()), options.score_level, diagnostics,
+            golden_name=PurePosixPath(golden.path.replace("\\", "/")).name, words=words,
+        )
         clock.lap("search")
         returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}
         # Where each hit sits is needed only by `parent:` and `subsections:` labels; otherwise it is
         # dropped, so it does not grow every report and history by the headings of every hit.
         returned = with_parents(returned, index) if needs_parents(golden) else without_parents(returned)
-        if options.scan_quotes:
-            chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
-            findings = scan(chunks, golden.queries, returned)
-        else:
-            findings = []
+        chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
+        wanted = options.scan_only
+        if wanted is not None:
+            chunks = ((path, rows) for path, rows in chunks if wanted(path))
+        findings = scan(chunks, golden.queries, returned)
     located = locate_findings(findings, index, golden)
     clock.lap("scan")
 
     queries = tuple(
         QueryRecord(
             id=q.id, text=q.text, tags=q.tags, line=q.line, expected=q.expected,
-            hits=tuple(returned[q.id]), metrics=score_query(returned[q.id], q.expected, ks),
+            hits=tuple(returned[q.id]),
+            metrics=score_query(
+                returned[q.id], expected_for_scoring(q.expected, options.score_level), ks, options.relevance_level
+            ),
         )
         for q in golden.queries
+    )
+    # The relevance level is recorded only when it is not trec_eval's default: every run recorded
+    # before the setting existed counted grade 1 and above, and stays comparable with one that still does.
+    level = (
+        {"relevance_level": options.relevance_level} if options.relevance_level != DEFAULT_RELEVANCE_LEVEL else {}
     )
     fingerprint = {
         "retriever": retriever.describe(),
@@ -137,6 +174,9 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         "k": list(ks),
         "golden_sha256": golden.sha256,
         "metric_version": METRIC_VERSION,
+        **level,
+        # Only when not the default: every run recorded before the setting stays comparable.
+        **({"score_level": options.score_level.value} if options.score_level is not ScoreLevel.SECTION else {}),
     }
     timestamp = options.timestamp or datetime.now(UTC)
     run = RunRecord(
@@ -154,6 +194,32 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     return EvalOutcome(run, golden, clock.seconds)
 
 
+def with_intervals(run: RunRecord) -> RunRecord:
+    """`run` with the bootstrap interval of every mean of its aggregate and of each tag's
+    (metrics/uncertainty.py). Only the run a report is about needs them: a compared run is not
+    bootstrapped, which keeps the pull-request loop's second evaluation as cheap as the first."""
+    rows = run.queries or ()
+    ks = run.ks
+
+    def bootstrapped(metrics: AggregateMetrics, selected: Sequence[QueryRecord]) -> AggregateMetrics:
+        return replace(metrics, intervals=intervals(aggregate_columns([q.metrics for q in selected], ks)))
+
+    return replace(
+        run,
+        aggregate=bootstrapped(run.aggregate, rows),
+        by_tag=tuple((tag, bootstrapped(metrics, [q for q in rows if tag in q.tags])) for tag, metrics in run.by_tag),
+    )
+
+
+def _answer_source(described: Mapping[str, object]) -> AnswerSource:
+    mapping = described.get("mapping")
+    prefixes = mapping.get("path_prefix_strip") if isinstance(mapping, dict) else None
+    return AnswerSource(
+        kind=str(described.get("name", "")),
+        prefixes=tuple(str(p) for p in prefixes) if isinstance(prefixes, list) else (),
+    )
+
+
 def refuse_unsearchable_queries(golden: GoldenSet) -> None:
     """A query from which no searchable fragment survives would score a silent zero."""
     for query in golden.queries:
@@ -162,6 +228,28 @@ def refuse_unsearchable_queries(golden: GoldenSet) -> None:
                 f"query {query.id!r} has no letters or digits to search for",
                 file=golden.path, line=query.line, field=f"queries[{query.id}].query",
                 hint="write the query as words; punctuation and search operators alone match nothing",
+            )
+
+
+def check_relevance_level(golden: GoldenSet, level: int, diagnostics: Diagnostics) -> None:
+    """A level above every grade leaves nothing relevant: every query would drop out and every
+    aggregate be a zero that measures nothing, so it is refused. A query that alone loses all its
+    relevant entries to the level is scored, left out of the aggregates, and named."""
+    graded = [entry.grade for query in golden.queries for entry in query.expected]
+    if graded and max(graded) < level:
+        raise InputError(
+            f"--relevance-level {level} is above every grade in the golden file (the highest is {max(graded)}): "
+            "no expected entry would count as relevant",
+            file=golden.path, field="--relevance-level",
+            hint=f"lower --relevance-level to {max(graded)} or less, or give the answers a higher `grade:`",
+        )
+    for query in golden.queries:
+        if query.expected and not relevant_entries(query.expected, level):
+            diagnostics.warn(
+                DiagnosticCode.NO_RELEVANT_ENTRY,
+                f"query {query.id!r} has no expected entry with grade {level} or more (--relevance-level): "
+                "it is scored but left out of every aggregate",
+                golden.path, query.line,
             )
 
 
@@ -227,14 +315,25 @@ def aggregate_by_tag(queries: Sequence[QueryRecord], ks: Sequence[int]) -> tuple
 
 
 def locate_findings(findings: Sequence[Finding], index: Index, golden: GoldenSet) -> list[LocatedFinding]:
+    """Each quotation's line and column. The quotations in one field of one chunk are located
+    together, so a section is read and normalised once however many queries it quotes."""
     if not findings:
         return []
     text_of = {q.id: normalise(q.text) for q in golden.queries}
+    wanted: dict[tuple[int, str], list[str]] = {}
+    for finding in findings:
+        for quoted in finding.quoted:
+            wanted.setdefault((quoted.first_quote_chunk, quoted.first_quote_field), []).append(text_of[quoted.query_id])
+    where: dict[tuple[int, str, str], QuoteLocation] = {}
+    for (chunk_id, field_name), needles in wanted.items():
+        unique = list(dict.fromkeys(needles))
+        for needle, location in zip(unique, locate(index.chunk(chunk_id), field_name, unique), strict=True):
+            where[chunk_id, field_name, needle] = location
     return [
         LocatedFinding(
             finding,
             tuple(
-                locate(index.chunk(quoted.first_quote_chunk), quoted.first_quote_field, text_of[quoted.query_id])
+                where[quoted.first_quote_chunk, quoted.first_quote_field, text_of[quoted.query_id]]
                 for quoted in finding.quoted
             ),
         )

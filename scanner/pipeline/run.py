@@ -20,16 +20,17 @@ from typing import TYPE_CHECKING
 
 from scanner.compare.comparison import BaseRequest, Comparison, Source, compare_runs, compare_with_history, no_previous
 from scanner.compare.findings import FindingAtBase, findings_at_base
-from scanner.compare.gate import GateResult, evaluate_gate
+from scanner.compare.gate import GateResult, RegressionBudget, evaluate_gate
 from scanner.compare.report import Report
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.files import write_atomically
-from scanner.pipeline.evaluate import EvalOptions, EvalOutcome, run_eval
+from scanner.pipeline.evaluate import EvalOptions, EvalOutcome, run_eval, with_intervals
 from scanner.report.baseline import read_baseline, save_baseline
 from scanner.report.document import report_document, run_document, serialise, validate, validation_errors
 from scanner.report.history import HistoryPlan, HistoryRead, plan_history, read_history, write_history
+from scanner.report.trec import export_trec
 
 if TYPE_CHECKING:
     from scanner.pipeline.base import BaseEvaluation, ResolvedBase
@@ -46,7 +47,7 @@ class RunPlan:
     baseline: Path | None
     save_baseline: Path | None
     output: Path | None
-    regression_threshold: float
+    regression_threshold: float | RegressionBudget
     alpha: float | None
     history_disabled_reason: str = "history disabled (--no-history) and no --baseline given"
     """What the comparison says when there is neither history nor baseline, in the interface's words."""
@@ -54,6 +55,8 @@ class RunPlan:
     """Compare with the KB at this git revision, evaluated in this run (wins over the history)."""
     builtin_retriever: bool = True
     """False: an external retriever answers, which cannot answer for the KB at another revision."""
+    export_trec: Path | None = None
+    """Write the run and qrels the report came from into this folder (scanner/report/trec.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,17 +89,18 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     beside = base_beside_head(inputs.base, options)
     evaluation = evaluate_head(options, beside, diagnostics)
     base = evaluate_base_side(beside)
-    comparison = compare(evaluation.run, inputs, base, plan)
-    gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha)
-    history_plan = plan_history_write(evaluation.run, inputs.history, plan, diagnostics)
-    run = evaluation.run
+    # Only the run the report is about is bootstrapped: the base's second evaluation stays as cheap.
+    run = with_intervals(evaluation.run)
+    comparison = compare(run, inputs, base, plan)
+    gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha, run)
+    history_plan = plan_history_write(run, inputs.history, plan, diagnostics)
     if history_plan is not None and history_plan.warnings:
         run = dataclasses.replace(run, warnings=run.warnings + history_plan.warnings)
     report = Report(run, comparison, gate, findings_against(evaluation.run, base, comparison))
     document = report_document(report)
     validate(document)
     json_text = serialise(document)
-    write(plan, history_plan, document, json_text)
+    write(plan, history_plan, document, json_text, run)
     history_runs = inputs.history.runs if inputs.history is not None else ()
     return RunOutcome(report, document, json_text, history_runs, evaluation)
 
@@ -168,7 +172,7 @@ def findings_against(
     """The head's findings told from the base's, when the base was evaluated and compared."""
     if base is None or isinstance(base, Comparison) or not comparison.compared:
         return None
-    return findings_at_base(run, base.run, base.quoted)
+    return findings_at_base(run, base.run, base.quoted, base.unchanged)
 
 
 def plan_history_write(
@@ -181,14 +185,18 @@ def plan_history_write(
     return history_plan
 
 
-def write(plan: RunPlan, history_plan: HistoryPlan | None, document: dict[str, object], json_text: str) -> None:
-    """Every file, after the report validated: the history, the saved baseline, the report."""
+def write(
+    plan: RunPlan, history_plan: HistoryPlan | None, document: dict[str, object], json_text: str, run: RunRecord
+) -> None:
+    """Every file, after the report validated: the history, the saved baseline, the report, the TREC export."""
     if plan.history is not None and history_plan is not None:
         write_history(plan.history, history_plan)
     if plan.save_baseline is not None:
         save_baseline(plan.save_baseline, document)
     if plan.output is not None:
         write_atomically(plan.output, json_text.encode("utf-8"), "report")
+    if plan.export_trec is not None:
+        export_trec(plan.export_trec, run)
 
 
 def compare_with_previous(

@@ -18,6 +18,7 @@ from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, displacing_first
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
+from scanner.foundation.untrusted_text import visible
 from scanner.github.workflow import Annotation, AnnotationKind, AnnotationProperties, annotation_file
 from scanner.render import phrases
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
@@ -48,7 +49,7 @@ def finding_annotation(located: LocatedFinding, kb_path: str, at_base: FindingAt
     )
     return Annotation(
         AnnotationKind.WARNING,
-        message,
+        visible(message),
         AnnotationProperties(
             title=CHECK_NAME,
             file=repository_path(finding.path, kb_path),
@@ -65,7 +66,8 @@ def diagnostic_annotation(warning: Diagnostic, kb_path: str) -> Annotation:
         where = repository_path(warning.file, kb_path if warning.code.names_a_kb_file else ".")
     return Annotation(
         AnnotationKind.WARNING,
-        warning.message if where is not None or warning.file is None else f"{warning.file}: {warning.message}",
+        # What a reviewer reads shows every character that is there (`visible`); `file` places it.
+        visible(warning.message if where is not None or warning.file is None else f"{warning.file}: {warning.message}"),
         AnnotationProperties(
             title=f"kb-eval: {warning.code.annotation_title}",
             file=where,
@@ -112,10 +114,11 @@ def report_annotations(report: Report, kb_path: str) -> list[Annotation]:
     for), then warnings, golden-file ones first, then the corpus-change notice."""
     # A finding the pull request's base already had is in the summary, not annotated again: an
     # annotation asks the reviewer about a line this pull request wrote.
+    by_path = report.findings_at_base_by_path()
     findings = [
-        finding_annotation(located, kb_path, report.at_base(located.finding.path))
+        finding_annotation(located, kb_path, by_path.get(located.finding.path))
         for located in displacing_first(report.run.findings)
-        if not _already_at_base(report, located)
+        if not _already_at_base(by_path.get(located.finding.path))
     ]
     warnings = sorted(report.run.warnings, key=lambda w: w.code != DiagnosticCode.EXPECTED_NOT_IN_CORPUS)
     corpus_note = corpus_change_annotation(report)
@@ -126,8 +129,7 @@ def report_annotations(report: Report, kb_path: str) -> list[Annotation]:
     )
 
 
-def _already_at_base(report: Report, located: LocatedFinding) -> bool:
-    at_base = report.at_base(located.finding.path)
+def _already_at_base(at_base: FindingAtBase | None) -> bool:
     return at_base is not None and at_base.present_at_base
 
 
@@ -137,7 +139,7 @@ def input_error_annotation(error: InputError) -> Annotation:
     message = str(error) if where is None else str(InputError(error.message, None, None, error.field, error.hint))
     return Annotation(
         AnnotationKind.ERROR,
-        message,
+        visible(message),
         AnnotationProperties(
             title=INPUT_ERROR_TITLE,
             file=where,

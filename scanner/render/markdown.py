@@ -19,12 +19,22 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scanner.compare.comparison import ExpectedMove, MetricDelta, QueryDelta
+from scanner.compare.comparison import (
+    ExpectedMove,
+    Metric,
+    MetricDelta,
+    MetricFamily,
+    QueryDelta,
+    QueryStatus,
+    metrics_of,
+)
 from scanner.compare.findings import FindingAtBase
+from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
@@ -36,6 +46,9 @@ MAX_FINDING_ROWS = 50
 MAX_MISSED_ROWS = 50
 MAX_WARNING_ROWS = 30
 """Row caps: past these the tables stop helping a reader, and the JSON report lists everything."""
+MAX_UNJUDGED_QUERIES = 20
+MAX_UNJUDGED_PER_QUERY = 10
+"""Caps of the unjudged section; the JSON report's `diff.pooling` lists every one."""
 MAX_HITS_SHOWN = 3
 MAX_TREND_POINTS = 20
 
@@ -85,11 +98,32 @@ def text(value: object) -> str:
     return escape_markdown_text(str(value))
 
 
+def prose(value: str) -> str:
+    """A sentence of kb-eval's that may carry PR-controlled parts (a reason naming a ref, a path),
+    whose backtick spans are settings to show as code (`fetch-depth: 0`): outside the spans, as
+    text(); inside, an inert code span on one line. Split at every backtick, a span never holds
+    one, so one backtick fences it; an unpaired backtick leaves the whole sentence as text()."""
+    parts = value.split("`")
+    if len(parts) % 2 == 0:
+        return text(value)
+    shown = []
+    for index, part in enumerate(parts):
+        if index % 2 == 0:
+            shown.append(text(part))
+        elif part.strip():
+            # A line break could end the paragraph and the span with it; a pipe would end a table cell.
+            shown.append("`" + " ".join(part.splitlines()).replace("|", "\\|") + "`")
+        else:
+            shown.append(text("`" + part + "`"))
+    return "".join(shown)
+
+
 def render_summary(report: Report, context: SummaryContext) -> str:
     sections = [
         headline(report, context),
         metrics_section(report),
         changed_queries_section(report),
+        unjudged_section(report),
         findings_section(report.run.findings, context, report.findings_at_base),
         trend_section(report, context),
         details_section(report),
@@ -123,31 +157,67 @@ def headline(report: Report, context: SummaryContext) -> list[str]:
         if note is not None:
             lines.append(text(note))
     else:
-        lines += ["", text(phrases.not_compared_reason(comparison))]
+        lines += ["", prose(phrases.not_compared_reason(comparison))]
     if report.gate.evaluated:
         sentence = phrases.gate_headline(report.gate)
         lines += ["", f"**{sentence}**" if report.gate.tripped else sentence]
+    fell_unjudged = falling_pools_with_unjudged(report)
+    if fell_unjudged:
+        lines += ["", text(phrases.verdict_rests_on_unjudged(fell_unjudged))]
     elif context.gate_requested:
-        lines += ["", "**" + text(phrases.gate_not_run(report.gate, comparison)) + "**"]
+        lines += ["", "**" + prose(phrases.gate_not_run(report.gate, comparison)) + "**"]
     return lines
 
 
 def metrics_section(report: Report) -> list[str]:
+    """kb-mcp's metrics and MAP in one table; P@k, success@k and judged@k folded below it."""
     run = report.run
-    deltas = {d.metric.label: d for d in report.comparison.metric_deltas}
-    compared = report.comparison.compared
-    header = "| metric | value | change |" if compared else "| metric | value |"
-    rule = "| --- | ---: | ---: |" if compared else "| --- | ---: |"
-    lines = [header, rule]
-    rows = [("MRR", run.aggregate.mrr)]
+    rows: list[tuple[str, float]] = [("MRR", run.aggregate.mrr)]
     rows += [(f"recall@{k}", run.aggregate.recall_at_k[k]) for k in run.ks]
     rows += [(f"nDCG@{k}", run.aggregate.ndcg_at_k[k]) for k in run.ks]
-    for label, value in rows:
-        if compared:
-            lines.append(f"| {label} | {value:.4f} | {_delta_cell(deltas.get(label))} |")
-        else:
-            lines.append(f"| {label} | {value:.4f} |")
+    standard = [
+        (metric.label, value)
+        for metric in metrics_of(run.aggregate)[2 * len(run.ks) + 1:]
+        if (value := metric.in_aggregate(run.aggregate)) is not None
+    ]
+    rows += [row for row in standard if row[0] == "MAP"]
+    lines = _metrics_table(report, rows)
+    notes = [phrases.intervals_note(run.aggregate.query_count)] if run.aggregate.intervals else []
+    detectable = phrases.detectable_sentence(report.gate, run.largest_k)
+    if detectable is not None:
+        notes.append(detectable)
+    if notes:
+        lines += ["", " ".join(notes)]
+    folded = [row for row in standard if row[0] != "MAP"]
+    if folded:
+        lines += ["", f"<details><summary>{phrases.STANDARD_MEASURES}</summary>", ""]
+        lines += _metrics_table(report, folded)
+        lines += ["", "</details>"]
     return lines
+
+
+def _metrics_table(report: Report, rows: Sequence[tuple[str, float]]) -> list[str]:
+    deltas = {d.metric.label: d for d in report.comparison.metric_deltas}
+    compared = report.comparison.compared
+    bounds = {Metric(_FAMILY_OF[i.measure], i.k).label: i for i in report.run.aggregate.intervals}
+    lines = [
+        "| metric | value | 95% interval |" + (" change |" if compared else ""),
+        "| --- | ---: | ---: |" + (" ---: |" if compared else ""),
+    ]
+    for label, value in rows:
+        interval = bounds.get(label)
+        cells = [label, f"{value:.4f}", phrases.interval_phrase(interval.low, interval.high) if interval else ""]
+        if compared:
+            cells.append(_delta_cell(deltas.get(label)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+_FAMILY_OF: dict[str, MetricFamily] = {
+    "mrr": "mrr", "map": "map", "recall_at_k": "recall", "ndcg_at_k": "ndcg", "precision_at_k": "precision",
+    "success_at_k": "success", "judged_at_k": "judged",
+}
+"""An interval's measure (the report's key) as the metric family it bounds."""
 
 
 def _delta_cell(delta: MetricDelta | None) -> str:
@@ -173,6 +243,46 @@ def changed_queries_section(report: Report) -> list[str]:
     if len(changed) > MAX_CHANGED_ROWS:
         lines.append(f"| … {len(changed) - MAX_CHANGED_ROWS} more in the JSON report | | |")
     return lines
+
+
+def falling_pools_with_unjudged(report: Report) -> list[QueryPool]:
+    """Pools of the queries that fell (worse or mixed) with a document nobody judged in their top k."""
+    fell = {q.query_id for q in report.comparison.query_deltas if q.status in (QueryStatus.WORSE, QueryStatus.MIXED)}
+    return [pool for pool in report.comparison.pools if pool.query_id in fell and pool.rests_on_unjudged]
+
+
+def unjudged_section(report: Report) -> list[str]:
+    """Per query, the documents that entered its top k with no label, and the lines that would judge them."""
+    pools = report.comparison.pools
+    with_unjudged = [pool for pool in pools if pool.rests_on_unjudged]
+    moved = phrases.rankings_moved(list(pools))
+    if not with_unjudged:
+        return [text(moved)] if moved else []
+    lines = [f"### {phrases.unjudged_headline(with_unjudged[0].k)}", ""]
+    for pool in with_unjudged[:MAX_UNJUDGED_QUERIES]:
+        lines.append(
+            f"- **{text(pool.query_id)}**: {text(pool.query)} — {phrases.entered_unlabelled(pool)}; "
+            f"{phrases.overlap_phrase(pool)}"
+        )
+        for document in pool.unlabelled[:MAX_UNJUDGED_PER_QUERY]:
+            heading = f" # {text(document.heading)}" if document.heading else ""
+            lines.append(f"  - rank {document.rank}: {text(document.path)}{heading}")
+        if len(pool.unlabelled) > MAX_UNJUDGED_PER_QUERY:
+            lines.append(f"  - … {len(pool.unlabelled) - MAX_UNJUDGED_PER_QUERY} more in the JSON report")
+    if len(with_unjudged) > MAX_UNJUDGED_QUERIES:
+        lines.append(f"- … {len(with_unjudged) - MAX_UNJUDGED_QUERIES} more queries in the JSON report")
+    snippet = [line for pool in with_unjudged[:MAX_UNJUDGED_QUERIES] for line in phrases.golden_snippet(pool)]
+    fence = "`" * max(3, _longest_backtick_run(snippet) + 1)
+    lines += ["", "<details><summary>Golden-file lines to judge them (paste under each query's expected:)</summary>",
+              "", f"{fence}yaml", *snippet, fence, "", "</details>"]
+    if moved:
+        lines += ["", text(moved)]
+    return lines
+
+
+def _longest_backtick_run(lines: Sequence[str]) -> int:
+    """A fence longer than any run of backticks in the block: a path cannot close it early."""
+    return max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
 
 
 def _query_cell(query: QueryDelta) -> str:
@@ -230,8 +340,14 @@ def findings_section(
     return lines
 
 
+TREND_COLOURS = ("#0072B2", "#E69F00")
+"""MRR blue, nDCG orange (Okabe-Ito): apart for every common colour-vision deficiency, and on light
+and dark themes alike; Mermaid's default palette draws the second line in a pale tint of the first."""
+
+
 def trend_section(report: Report, context: SummaryContext) -> list[str]:
-    """The last runs' MRR and nDCG@k as a Mermaid chart (GitHub renders it in summaries and comments)."""
+    """The last runs' MRR and nDCG@k as a Mermaid chart (GitHub renders it in summaries and comments):
+    every run its own point, each line named in a legend and drawn in its own colour."""
     runs = [report.run, *context.history][:MAX_TREND_POINTS][::-1]
     if len(runs) < 2:
         return []
@@ -240,21 +356,48 @@ def trend_section(report: Report, context: SummaryContext) -> list[str]:
     ndcg = [r.aggregate.ndcg_at_k.get(k, math.nan) for r in runs]
     if any(math.isnan(value) for value in ndcg):  # an older run without nDCG@k: no line rather than a gap
         ndcg = []
-    labels = ", ".join(f'"{r.timestamp[5:16].replace("T", " ")}"' for r in runs)
+    series = [("MRR", mrr), *([(f"nDCG@{k}", ndcg)] if ndcg else [])]
+    labels = ", ".join(f'"{label}"' for label in trend_labels([r.timestamp for r in runs]))
     lines = [
         "<details><summary>Trend</summary>",
         "",
         "```mermaid",
+        "---",
+        "config:",
+        "  xyChart:",
+        "    showLegend: true",
+        "  themeVariables:",
+        "    xyChart:",
+        f'      plotColorPalette: "{", ".join(TREND_COLOURS[: len(series)])}"',
+        "---",
         "xychart-beta",
-        f'    title "MRR{" and nDCG@" + str(k) if ndcg else ""}, last {len(runs)} runs"',
+        f'    title "{" and ".join(name for name, _ in series)}, last {len(runs)} runs"',
         f"    x-axis [{labels}]",
         '    y-axis "score" 0 --> 1',
-        f"    line [{', '.join(f'{v:.4f}' for v in mrr)}]",
+        *(f'    line "{name}" [{", ".join(f"{v:.4f}" for v in values)}]' for name, values in series),
+        "```",
+        "",
+        phrases.trend_legend([(name, colour) for (name, _), colour in zip(series, TREND_COLOURS)]),
+        "",
+        "</details>",
     ]
-    if ndcg:
-        lines.append(f"    line [{', '.join(f'{v:.4f}' for v in ndcg)}]")
-    lines += ["```", "", "</details>"]
     return lines
+
+
+def trend_labels(timestamps: Sequence[str]) -> list[str]:
+    """One label per run, none twice: `MM-DD HH:MM`, with the seconds where two runs share a minute,
+    and `#2`, `#3` after a label two runs still share (a chart axis draws equal labels as one point)."""
+    minutes = [stamp[5:16].replace("T", " ") for stamp in timestamps]
+    labels = [
+        stamp[5:19].replace("T", " ") if minutes.count(minute) > 1 else minute
+        for stamp, minute in zip(timestamps, minutes)
+    ]
+    seen: dict[str, int] = {}
+    unique: list[str] = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        unique.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return unique
 
 
 def details_section(report: Report) -> list[str]:
@@ -325,7 +468,7 @@ def _join_repo(kb_path: str, path: str) -> str:
 
 
 def comment_state(report: Report) -> str:
-    """A digest of what the comment reports (metrics, changed queries, findings), so on-change mode
+    """A digest of what the comment reports (metrics, changed queries, findings, unjudged documents), so on-change mode
     can tell a re-run that found the same from one that did not. Times and links are left out."""
     run = report.run
     what = {
@@ -336,5 +479,13 @@ def comment_state(report: Report) -> str:
         "findings": [[f.finding.path, [[q.query_id, q.displaces_expected] for q in f.finding.quoted]]
                      for f in run.findings],
         "verdict": phrases.verdict(report).value,
+        # What entered a top k with no label: a re-run that judged it (or met a new one) says so.
+        "unjudged": [[pool.query_id, [d.path for d in pool.unlabelled]]
+                     for pool in report.comparison.pools if pool.rests_on_unjudged],
     }
+    if report.findings_at_base is not None:
+        # A rebase can turn a finding the pull request brought into one its base already had: the
+        # comment then says something else, so on-change mode must update it.
+        what["at_base"] = [[item.path, item.present_at_base, list(item.newly_displacing)]
+                           for item in report.findings_at_base]
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]

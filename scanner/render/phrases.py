@@ -9,11 +9,13 @@ log, Markdown escaping for the summary).
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Sequence
 
 from scanner.compare.comparison import Comparison, ComparisonStatus, Source
 from scanner.compare.findings import FindingAtBase
-from scanner.compare.gate import GateResult
+from scanner.compare.gate import GateResult, RegressionBudget, budget_words, dropped_names, gate_cannot_run
+from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, displacing_first
 from scanner.golden.file import ExpectedEntry
@@ -154,8 +156,10 @@ def verdict(report: Report) -> Verdict:
         return Verdict.NOT_COMPARED
     if report.gate.tripped:
         return Verdict.REGRESSED
-    fell = any(d.delta < 0 for d in comparison.metric_deltas)
-    rose = any(d.delta > 0 for d in comparison.metric_deltas)
+    # judged@k moving says the labels cover more or less of the top k, not that search changed.
+    searched = [d for d in comparison.metric_deltas if not d.metric.judges_the_golden_set]
+    fell = any(d.delta < 0 for d in searched)
+    rose = any(d.delta > 0 for d in searched)
     if fell and rose:
         return Verdict.MIXED
     if fell:
@@ -189,16 +193,21 @@ def compared_with(comparison: Comparison) -> str:
 
 def not_compared_reason(comparison: Comparison) -> str:
     """Why there is no comparison, in one sentence."""
-    hint = f" To compare: {comparison.hint}." if comparison.hint else ""
+    # The reasons end without a full stop; the hint is its own sentence after one.
+    hint = f". To compare: {comparison.hint}." if comparison.hint else ""
     if comparison.status is ComparisonStatus.INCOMPARABLE:
         return "Not compared with the previous run: " + "; ".join(comparison.reasons) + hint
     return "No comparison: " + "; ".join(comparison.reasons) + hint
 
 
 def gate_not_run(gate: GateResult, comparison: Comparison) -> str:
-    """`fail-on-regression` was asked for but there was nothing comparable: say so, never silence."""
+    """`fail-on-regression` was asked for but there was nothing comparable: say so, never silence.
+    When the cause is one the workflow can fix (a pull request's base missing from the clone), the
+    step fails, and the sentence says so: a red step whose summary reads like a warning is a puzzle."""
     why = "; ".join(comparison.reasons) or "nothing to compare with"
     hint = f" To compare: {comparison.hint}." if comparison.hint else ""
+    if gate_cannot_run(comparison) is not None:
+        return f"The regression gate cannot run, so the step fails (fail-on-regression is true): {why}.{hint}"
     return f"The regression gate could not run: {why}.{hint}"
 
 
@@ -210,6 +219,120 @@ def gate_line(gate: GateResult) -> str:
 def gate_headline(gate: GateResult) -> str:
     """The gate's verdict without query ids, for outputs that list the queries themselves."""
     if gate.tripped:
-        fell = ", ".join(f"{v.metric.label} {v.delta:+.4f}" for v in gate.verdicts if v.counts)
-        return f"Regression: dropped by more than {gate.threshold:g}: {fell}"
+        counted = [v for v in gate.verdicts if v.counts]
+        budget = gate.budget or RegressionBudget(gate.threshold)
+        return f"Regression: dropped by more than {budget_words(budget, counted)}: {dropped_names(counted, budget)}"
     return f"Regression gate passed: {gate.reason}"
+
+
+STANDARD_MEASURES = "Precision, success and judged (the share of the top k some label judges) at each k"
+
+SHOWN_DETECTABLE = ("MRR", "MAP")
+"""The metrics the detectable-drop sentence names, besides recall@k and nDCG@k at the largest k:
+the sentence is read in seconds, and the JSON lists every metric."""
+
+
+def interval_phrase(low: float, high: float) -> str:
+    """`0.612–0.781`: a 95% interval, in the precision a reader compares it at."""
+    return f"{low:.3f}–{high:.3f}"
+
+
+def intervals_note(query_count: int) -> str:
+    return (
+        f"Intervals: 95% bootstrap over the {query_count} counted "
+        f"{'query' if query_count == 1 else 'queries'} (2000 resamples, seeded: the same run gives the same interval)."
+    )
+
+
+def detectable_sentence(gate: GateResult, largest_k: int) -> str | None:
+    """What the gate could detect with this golden set, or that it could detect nothing."""
+    detectable = gate.detectable
+    if detectable is None or not detectable.drops:
+        return None
+    wanted = (*SHOWN_DETECTABLE, f"nDCG@{largest_k}", f"recall@{largest_k}")
+    shown = sorted((d for d in detectable.drops if d.metric.label in wanted), key=lambda d: wanted.index(d.metric.label))
+    if all(drop.drop is None for drop in shown):
+        if detectable.queries > 1 and 2.0 / 2.0 ** min(detectable.queries, 1023) < detectable.alpha:
+            return None  # enough queries, but no spread to estimate from
+        return (
+            f"With {detectable.queries} counted queries no drop can be significant at alpha {detectable.alpha:g} "
+            "(the sign-flip test needs 2 / 2^n < alpha): add queries before trusting a verdict."
+        )
+    groups = []
+    for paired, basis in (
+        (True, "from the per-query differences with the compared run"),
+        (False, "from this run's spread, as if the two runs were unrelated: an upper estimate"),
+    ):
+        parts = ", ".join(f"{d.drop:.3f} in {d.metric.label}" for d in shown if d.paired is paired and d.drop is not None)
+        if parts:
+            groups.append(f"{parts} ({basis})")
+    return (
+        f"With {detectable.queries} counted queries the gate could detect a drop of about {'; '.join(groups)}, "
+        f"at alpha {detectable.alpha:g} with power 0.8."
+    )
+
+
+def unjudged_headline(k: int) -> str:
+    return f"Documents that entered the top {k} with no label"
+
+
+def entered_unlabelled(pool: QueryPool) -> str:
+    """`3 of the 5 documents that entered the top 5 have no label`."""
+    entered = len(pool.entered)
+    unlabelled = len(pool.unlabelled)
+    if entered == 1:
+        return f"the one document that entered the top {pool.k} has no label"
+    verb = "has" if unlabelled == 1 else "have"
+    return f"{unlabelled} of the {entered} documents that entered the top {pool.k} {verb} no label"
+
+
+def verdict_rests_on_unjudged(pools: list[QueryPool]) -> str:
+    """Said when queries that fell have unlabelled documents in their top k: the fall may be a
+    good new page that nobody has judged yet."""
+    entered = sum(len(pool.entered) for pool in pools)
+    unlabelled = sum(len(pool.unlabelled) for pool in pools)
+    queries = "query that fell" if len(pools) == 1 else "queries that fell"
+    return (
+        f"The verdict rests partly on unjudged documents: in the {len(pools)} {queries}, {unlabelled} of the "
+        f"{entered} documents that entered the top {pools[0].k} have no label. Judge them (below) before "
+        "reading the drop as a regression."
+    )
+
+
+def overlap_phrase(pool: QueryPool) -> str:
+    """RBO, named as what it is: a judgment-free measure, apart from the metrics."""
+    return f"ranking overlap with the compared run {pool.rbo:.2f} (RBO, no labels involved)"
+
+
+def rankings_moved(pools: list[QueryPool]) -> str | None:
+    """One line on how far the rankings moved, judged or not."""
+    moved = [pool for pool in pools if pool.rbo < 1.0]
+    if not moved:
+        return None
+    lowest = min(moved, key=lambda pool: (pool.rbo, pool.query_id))
+    return (
+        f"Rankings that moved, judged or not: {len(moved)} of {len(pools)} queries have a ranking overlap with "
+        f"the compared run below 1 (RBO, p 0.9); the lowest is {lowest.query_id} at {lowest.rbo:.2f}."
+    )
+
+
+def golden_snippet(pool: QueryPool) -> list[str]:
+    """YAML lines that judge each unlabelled document of `pool`, to paste under the query's
+    `expected:` (values JSON-quoted: a path from a pull request cannot become YAML structure)."""
+    where = f"line {pool.line}" if pool.line is not None else "the golden file"
+    lines = [f"# query {json.dumps(pool.query_id, ensure_ascii=False)} ({where}), under its expected:",
+             "# grade: 1 or more if it answers the query, 0 if it does not"]
+    for document in pool.unlabelled:
+        lines.append(f"      - path: {json.dumps(document.path, ensure_ascii=False)}")
+        if document.heading:
+            lines.append(f"        heading: {json.dumps(document.heading, ensure_ascii=False)}")
+        lines.append("        grade: 1")
+    return lines
+
+
+def trend_legend(series: Sequence[tuple[str, str]]) -> str:
+    """Under the trend chart: which line is which, for a renderer that draws no legend."""
+    return "Lines: " + "; ".join(f"{name} ({_COLOUR_NAMES.get(colour, colour)})" for name, colour in series) + "."
+
+
+_COLOUR_NAMES = {"#0072B2": "blue", "#E69F00": "orange"}

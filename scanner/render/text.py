@@ -28,14 +28,33 @@ def render_text(report: Report) -> str:
         "",
     ]
     header = ["metric", *[f"@{k}" for k in ks]]
+    aggregate = run.aggregate
     rows = [
-        ["recall", *[f"{run.aggregate.recall_at_k[k]:.4f}" for k in ks]],
-        ["nDCG", *[f"{run.aggregate.ndcg_at_k[k]:.4f}" for k in ks]],
+        ["recall", *[f"{aggregate.recall_at_k[k]:.4f}" for k in ks]],
+        ["nDCG", *[f"{aggregate.ndcg_at_k[k]:.4f}" for k in ks]],
     ]
+    if aggregate.map is not None:
+        rows += [
+            ["P", *[f"{aggregate.precision_at_k[k]:.4f}" for k in ks]],
+            ["success", *[f"{aggregate.success_at_k[k]:.4f}" for k in ks]],
+            ["judged", *[f"{aggregate.judged_at_k[k]:.4f}" for k in ks]],
+        ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-    out.append(f"MRR     {run.aggregate.mrr:.4f}")
+    out.append(f"MRR     {aggregate.mrr:.4f}")
+    if aggregate.map is not None:
+        out.append(f"MAP     {aggregate.map:.4f}")
+    bounds = {(i.measure, i.k): i for i in aggregate.intervals}
+    shown_bounds = [("MRR", ("mrr", None)), ("MAP", ("map", None)),
+                    (f"nDCG@{run.largest_k}", ("ndcg_at_k", run.largest_k)),
+                    (f"recall@{run.largest_k}", ("recall_at_k", run.largest_k))]
+    listed = [f"{label} {phrases.interval_phrase(b.low, b.high)}" for label, key in shown_bounds if (b := bounds.get(key))]
+    if listed:
+        out.append("95% intervals: " + ", ".join(listed) + " (the JSON report has every metric's)")
+    detectable = phrases.detectable_sentence(report.gate, run.largest_k)
+    if detectable is not None:
+        out.append(detectable)
     if run.by_tag:
         out.append("")
         out.append("by tag: " + ", ".join(
@@ -47,8 +66,9 @@ def render_text(report: Report) -> str:
         note = phrases.findings_at_base_note(report.findings_at_base)
         if note is not None:
             out.append(f"  {note}")
+        by_path = report.findings_at_base_by_path()
         for located in phrases.reading_order(run.findings, report.findings_at_base):
-            known = report.at_base(located.finding.path)
+            known = by_path.get(located.finding.path)
             origin = f" ({phrases.AT_BASE})" if known is not None and known.present_at_base else ""
             out.append(f"  {shown(located.finding.path)}{origin}")
             for quoted, location in zip(located.finding.quoted, located.locations):
@@ -87,11 +107,28 @@ def comparison_lines(report: Report) -> list[str]:
     note = phrases.corpus_note(comparison)
     if note is not None:
         lines.append(f"  {note}")
+    lines.extend(unjudged_lines(report))
     for status, label in ((QueryStatus.WORSE, "Worse"), (QueryStatus.BETTER, "Better")):
         ids = [shown(q.query_id) for q in comparison.query_deltas if q.status is status]
         if ids:
             more = " ..." if len(ids) > MAX_IDS_LISTED else ""
             lines.append(f"  {label}: {', '.join(ids[:MAX_IDS_LISTED])}{more}")
+    return lines
+
+
+def unjudged_lines(report: Report) -> list[str]:
+    pools = [pool for pool in report.comparison.pools if pool.rests_on_unjudged]
+    lines: list[str] = []
+    if pools:
+        lines.append(f"  {phrases.unjudged_headline(pools[0].k)} (the JSON report's diff.pooling has them all):")
+        for pool in pools[:MAX_IDS_LISTED]:
+            lines.append(f"    {shown(pool.query_id)}: {phrases.entered_unlabelled(pool)}; {phrases.overlap_phrase(pool)}")
+            for document in pool.unlabelled[:MAX_IDS_LISTED]:
+                heading = f" # {shown(document.heading)}" if document.heading else ""
+                lines.append(f"      rank {document.rank}: {shown(document.path)}{heading}")
+    moved = phrases.rankings_moved(list(report.comparison.pools))
+    if moved:
+        lines.append(f"  {shown(moved)}")
     return lines
 
 

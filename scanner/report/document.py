@@ -24,18 +24,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scanner.compare.comparison import Comparison, MetricDelta, QueryDelta, QueryStatus
-from scanner.compare.gate import GateResult, MetricVerdict
+from scanner.compare.gate import Detectable, GateResult, MetricVerdict
+from scanner.compare.pooling import RBO_PERSISTENCE
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.golden.file import ExpectedEntry
-from scanner.metrics.measures import AggregateMetrics, QueryMetrics
+from scanner.metrics.measures import AggregateMetrics, Interval, QueryMetrics
+from scanner.metrics.uncertainty import DETECTION_POWER
 from scanner.report.serialise import serialise
 from scanner.retrievers.base import Hit
 from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
 
 SCHEMA_VERSION = 1
+SCHEMA_MINOR = 2
+"""Additions to version 1 that a reader of version 1 can ignore: 1 added grades, the standard
+measures (precision, success, MAP, judged) and the intervals. Every added key is optional in
+the schema, so a report or history written before it still reads."""
 SCHEMA_ID = "https://kb-eval.github.io/schema/report-v1.json"
 SCHEMA_FILE = "report.schema.json"
 _CHECKOUT_SCHEMA = Path(__file__).resolve().parents[2] / "schema" / SCHEMA_FILE
@@ -96,6 +102,7 @@ def run_document(run: RunRecord) -> Document:
     return {
         "$schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
+        "schema_minor": SCHEMA_MINOR,
         "tool": {"name": "kb-eval", "version": run.tool_version},
         "timestamp": run.timestamp,
         "fingerprint": fingerprint_document(run.fingerprint),
@@ -109,20 +116,39 @@ def run_document(run: RunRecord) -> Document:
 
 
 def aggregate_document(metrics: AggregateMetrics) -> Document:
-    return {
+    document: Document = {
         "query_count": metrics.query_count,
         "mrr": metrics.mrr,
         "recall_at_k": _by_k(metrics.recall_at_k),
         "ndcg_at_k": _by_k(metrics.ndcg_at_k),
     }
+    # Left out only for a run recorded before these measures existed (read back from a history).
+    if metrics.map is not None:
+        document |= {
+            "map": metrics.map,
+            "precision_at_k": _by_k(metrics.precision_at_k),
+            "success_at_k": _by_k(metrics.success_at_k),
+            "judged_at_k": _by_k(metrics.judged_at_k),
+        }
+    if metrics.intervals:
+        document["interval_95"] = intervals_document(metrics.intervals)
+    return document
 
 
 def query_metrics_document(metrics: QueryMetrics) -> Document:
-    return {
+    document: Document = {
         "reciprocal_rank": metrics.reciprocal_rank,
         "recall_at_k": _by_k(metrics.recall_at_k),
         "ndcg_at_k": _by_k(metrics.ndcg_at_k),
     }
+    if metrics.average_precision is not None:
+        document |= {
+            "average_precision": metrics.average_precision,
+            "precision_at_k": _by_k(metrics.precision_at_k),
+            "success_at_k": _by_k(metrics.success_at_k),
+            "judged_at_k": _by_k(metrics.judged_at_k),
+        }
+    return document
 
 
 def query_document(query: QueryRecord) -> Document:
@@ -137,15 +163,18 @@ def query_document(query: QueryRecord) -> Document:
     }
 
 
-def expected_document(entry: ExpectedEntry) -> Document:
-    """kb-mcp's `path` and `heading`, and kb-eval's label keys only when the entry uses them."""
+def expected_document(entry: ExpectedEntry, member: bool = False) -> Document:
+    """kb-mcp's `path` and `heading`, the grade, and kb-eval's label keys only when the entry uses
+    them. A group's members carry no grade: the group's is theirs."""
     written: Document = {"path": entry.path, "heading": entry.heading}
+    if not member:
+        written["grade"] = entry.grade
     if entry.parent is not None:
         written["parent"] = entry.parent
     if entry.subsections:
         written["subsections"] = True
     if entry.any_of:
-        written["any"] = [expected_document(member) for member in entry.any_of]
+        written["any"] = [expected_document(one, member=True) for one in entry.any_of]
     return written
 
 
@@ -209,7 +238,7 @@ def diff_document(comparison: Comparison) -> Document | None:
             continue
         by_status[query.status].append(query.query_id)
         changed.append(query)
-    aggregate = _deltas_document(comparison.metric_deltas, "mrr")
+    aggregate = _deltas_document(comparison.metric_deltas, "mrr", "map")
     return {
         # kb-mcp's keys: each metric's delta as a plain number (current - previous).
         "mrr": aggregate["mrr"]["delta"] if "mrr" in aggregate else None,
@@ -227,6 +256,28 @@ def diff_document(comparison: Comparison) -> Document | None:
             {"changed": comparison.corpus.changed, "description": comparison.corpus.description}
             if comparison.corpus is not None else None
         ),
+        "pooling": _pooling_document(comparison),
+    }
+
+
+def _pooling_document(comparison: Comparison) -> Document:
+    """The queries whose ranking moved: what entered their top k, what of it no label judges, RBO."""
+    pools = comparison.pools
+    return {
+        "k": pools[0].k if pools else None,
+        "rbo_persistence": RBO_PERSISTENCE,
+        "queries": [
+            {
+                "id": pool.query_id,
+                "rbo": pool.rbo,
+                "entered": list(pool.entered),
+                "unlabelled": [
+                    {"path": d.path, "heading": d.heading or None, "rank": d.rank} for d in pool.unlabelled
+                ],
+            }
+            for pool in pools
+            if pool.entered or pool.rbo < 1.0
+        ],
     }
 
 
@@ -243,9 +294,37 @@ def gate_document(gate: GateResult) -> Document:
         "evaluated": gate.evaluated,
         "reason": gate.reason,
         "threshold": gate.threshold,
+        "thresholds": {selector.label: drop for selector, drop in gate.per_metric},
         "alpha": gate.alpha,
         "metrics": [_verdict_document(verdict) for verdict in gate.verdicts],
+        "detectable_drop": _detectable_document(gate.detectable),
     }
+
+
+def _detectable_document(detectable: Detectable | None) -> Document | None:
+    if detectable is None:
+        return None
+    return {
+        "alpha": detectable.alpha,
+        "power": DETECTION_POWER,
+        "queries": detectable.queries,
+        "metrics": {
+            drop.metric.label: {"drop": drop.drop, "basis": "paired" if drop.paired else "this-run"}
+            for drop in detectable.drops
+        },
+    }
+
+
+def intervals_document(intervals: tuple[Interval, ...]) -> Document:
+    """`{"mrr": [low, high], "recall_at_k": {"5": [low, high]}, ...}`, beside the means they bound."""
+    document: Document = {}
+    for interval in intervals:
+        bounds = [interval.low, interval.high]
+        if interval.k is None:
+            document[interval.measure] = bounds
+        else:
+            document.setdefault(interval.measure, {})[str(interval.k)] = bounds
+    return document
 
 
 def _verdict_document(verdict: MetricVerdict) -> Document:
@@ -255,6 +334,7 @@ def _verdict_document(verdict: MetricVerdict) -> Document:
         "current": verdict.current,
         "delta": verdict.delta,
         "over_threshold": verdict.over_threshold,
+        "threshold": verdict.threshold,
         "p_value": verdict.significance.p_value if verdict.significance else None,
         "test": verdict.significance.to_json() if verdict.significance else None,
         "counts": verdict.counts,
@@ -267,7 +347,7 @@ def _query_delta_document(query: QueryDelta) -> Document:
         "id": query.query_id,
         "query": query.query,
         "status": query.status,
-        "metrics": _deltas_document(query.deltas, "reciprocal_rank"),
+        "metrics": _deltas_document(query.deltas, "reciprocal_rank", "average_precision"),
         "rank_before": query.rank_before,
         "rank_after": query.rank_after,
         "now_above": query.now_above,
@@ -283,13 +363,16 @@ def _query_delta_document(query: QueryDelta) -> Document:
     }
 
 
-def _deltas_document(deltas: tuple[MetricDelta, ...], mrr_key: str) -> Document:
-    """`{"mrr": {...}, "recall_at_k": {"5": {...}}, ...}`; per query, MRR's key is kb-mcp's."""
+def _deltas_document(deltas: tuple[MetricDelta, ...], mrr_key: str, map_key: str) -> Document:
+    """`{"mrr": {...}, "recall_at_k": {"5": {...}}, ...}`; per query, MRR's key is kb-mcp's and
+    MAP's is the per-query measure's name (`average_precision`)."""
     document: Document = {}
     for delta in deltas:
         value = {"previous": delta.previous, "current": delta.current, "delta": delta.delta}
         if delta.metric.family == "mrr":
             document[mrr_key] = value
+        elif delta.metric.k is None:
+            document[map_key] = value
         else:
             document.setdefault(f"{delta.metric.family}_at_k", {})[str(delta.metric.k)] = value
     return document

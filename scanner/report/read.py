@@ -26,7 +26,7 @@ from typing import Any, TypeGuard
 
 from scanner.evaluation.records import QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
-from scanner.golden.file import ExpectedEntry
+from scanner.golden.file import DEFAULT_GRADE, ExpectedEntry
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics
 from scanner.retrievers.base import Hit
 from scanner.search.index import CorpusSnapshot
@@ -84,6 +84,11 @@ def _aggregate_problems(aggregate: Mapping[str, Any], where: str) -> list[str]:
     problems.extend(_at_k_problems(aggregate.get("recall_at_k"), f"{where}.recall_at_k"))
     if "ndcg_at_k" in aggregate:  # newer than the first history format
         problems.extend(_at_k_problems(aggregate["ndcg_at_k"], f"{where}.ndcg_at_k"))
+    if "map" in aggregate and not is_unit_number(aggregate["map"]):
+        problems.append(f"{where}.map: must be a finite number in [0, 1]")
+    for family in _STANDARD_AT_K:
+        if family in aggregate:
+            problems.extend(_at_k_problems(aggregate[family], f"{where}.{family}"))
     if "query_count" in aggregate and not _is_count(aggregate["query_count"]):
         problems.append(f"{where}.query_count: must be a non-negative integer")
     return problems
@@ -139,7 +144,9 @@ def _per_query_problems(per_query: object) -> list[str]:
         for key in _RECIPROCAL_RANK_KEYS:
             if key in metrics and not is_unit_number(metrics[key]):
                 problems.append(f"{where}.metrics.{key}: must be a finite number in [0, 1]")
-        for family in ("recall_at_k", "ndcg_at_k"):
+        if "average_precision" in metrics and not is_unit_number(metrics["average_precision"]):
+            problems.append(f"{where}.metrics.average_precision: must be a finite number in [0, 1]")
+        for family in ("recall_at_k", "ndcg_at_k", *_STANDARD_AT_K):
             if family in metrics:
                 problems.extend(_at_k_problems(metrics[family], f"{where}.metrics.{family}"))
         if len(problems) >= _MAX_PROBLEMS:
@@ -164,6 +171,9 @@ def _json_type(value: object) -> str:
 KB_MCP_FINGERPRINT_ALIASES = ("golden_hash", "k_values", "model", "reranker", "fts_query_version")
 """Written beside kb-eval's fingerprint for kb-mcp's readers (scanner/report/document.py); derived
 from kb-eval's own keys, so they are dropped here and never take part in a comparison."""
+
+_STANDARD_AT_K = ("precision_at_k", "success_at_k", "judged_at_k")
+"""Recorded since schema minor 1 beside MAP; a run without them is compared on what it has."""
 
 _RECIPROCAL_RANK_KEYS = ("reciprocal_rank", "rr")
 """kb-mcp's key, and the one kb-eval 0.1 wrote (a history written then still compares)."""
@@ -214,7 +224,20 @@ def _aggregate(aggregate: Mapping[str, Any]) -> AggregateMetrics:
         mrr=float(aggregate["mrr"]),
         recall_at_k=_by_k(aggregate.get("recall_at_k")),
         ndcg_at_k=_by_k(aggregate.get("ndcg_at_k")),
+        **_standard(aggregate, "map"),
     )
+
+
+def _standard(metrics: Mapping[str, Any], mean_key: str) -> dict[str, Any]:
+    """The measures added in schema minor 1, when all of them were recorded (checked by the
+    problems functions above); none of them otherwise, so a half-recorded run compares on kb-mcp's."""
+    if not (mean_key in metrics and all(isinstance(metrics.get(family), Mapping) for family in _STANDARD_AT_K)):
+        return {}
+    mean = "map" if mean_key == "map" else "average_precision"
+    return {
+        mean: float(metrics[mean_key]),
+        **{family: _by_k(metrics[family]) for family in _STANDARD_AT_K},
+    }
 
 
 def _by_k(values: object) -> dict[int, float]:
@@ -239,6 +262,7 @@ def _query(row: Mapping[str, Any]) -> QueryRecord:
             reciprocal_rank=float(rr) if rr is not None else math.nan,
             recall_at_k=_by_k(metrics.get("recall_at_k")),
             ndcg_at_k=_by_k(metrics.get("ndcg_at_k")),
+            **_standard(metrics, "average_precision"),
             # `expected: []` is reported and left out of the aggregate (kb-mcp); an old row
             # without `expected` counted.
             counted=bool(expected) or not isinstance(row.get("expected"), list),
@@ -254,10 +278,13 @@ def _expected(entries: object, nested: bool = False) -> list[ExpectedEntry]:
         if not (isinstance(e, Mapping) and isinstance(e.get("path"), str)):
             continue
         heading, parent = e.get("heading"), e.get("parent")
-        members = tuple(_expected(e.get("any"))) if not nested else ()
+        # Members are read one level deep only: a group's member is never a group.
+        members = tuple(_expected(e.get("any"), nested=True)) if not nested else ()
         read.append(
             ExpectedEntry(
                 e["path"], heading if isinstance(heading, str) else None, 0,
+                # A grade this version cannot read is the default: only the unjudged listing reads it.
+                e["grade"] if _is_count(e.get("grade")) else DEFAULT_GRADE,
                 parent=parent if isinstance(parent, str) else None,
                 subsections=e.get("subsections") is True,
                 any_of=members if len(members) >= 2 else (),

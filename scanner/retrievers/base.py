@@ -54,6 +54,26 @@ class SearchRequest:
     limit: int
 
 
+class NoteKind(enum.Enum):
+    """What an answer said that does not stop the run but must not pass unseen."""
+
+    PARTIAL = "partial"
+    """The service says the answer is incomplete (`timed_out`, failed shards)."""
+    SCORE_NOT_NUMBER = "score"
+    """A score that is not a JSON number (`"0.204"`, `"83%"`): recorded as missing. An external
+    retriever's scores change no metric (the list order ranks), so this never stops a run."""
+    SERVICE_ERRORS = "errors"
+    """Hits came back beside error words (a GraphQL `errors` list next to `data`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerNote:
+    kind: NoteKind
+    query_id: str
+    detail: str
+    """Already cut and scrubbed: ready for a warning."""
+
+
 class Retriever(Protocol):
     """Answers golden queries. Implementations live one per module in this package."""
 
@@ -70,4 +90,9 @@ class Retriever(Protocol):
         Raises `scanner.foundation.errors.InputError` when a query cannot be answered, so a
         failure is never scored as a silent miss.
         """
+        ...
+
+    def notes(self) -> tuple[AnswerNote, ...]:
+        """What the answers of the last `search_all` said that does not stop a run (partial
+        results, scores that are not numbers); the pipeline turns them into warnings."""
         ...

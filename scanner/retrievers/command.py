@@ -20,15 +20,18 @@ from dataclasses import dataclass
 
 from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import Hit, SearchRequest
+from scanner.retrievers.base import AnswerNote, Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
 from scanner.retrievers.mapping import (
+    SERVICE_WORDS_CHARS,
     ErrorContext,
+    Notes,
     ResponseMapping,
     map_response,
     scrub_and_cut,
+    service_error_words,
 )
-from scanner.retrievers.templates import PLACEHOLDER, substitute_placeholders
+from scanner.retrievers.templates import PLACEHOLDER, QUERY_PLACEHOLDERS, substitute_placeholders
 
 DEFAULT_TIMEOUT_S = 60.0
 STDERR_TAIL_BYTES = 2048
@@ -90,7 +93,7 @@ def split_template(template: str) -> list[str]:
         ) from None
     if not argv:
         raise InputError("--command is empty", field="--command")
-    if not any("{query}" in argument for argument in argv):
+    if not any(placeholder in argument for argument in argv for placeholder in QUERY_PLACEHOLDERS):
         raise InputError(
             "--command never uses {query}, so every query would get the same answer",
             field="--command",
@@ -130,11 +133,16 @@ class CommandRetriever:
             raise InputError("--command-timeout must be more than 0", field="--command-timeout")
         validate_concurrency(settings.concurrency)
         self._source = f"command {program}"
+        self._notes = Notes()
+
+    def notes(self) -> tuple[AnswerNote, ...]:
+        return self._notes.items()
 
     def describe(self) -> dict[str, object]:
         return {"name": "command", "command": self._settings.template, "mapping": self._mapping.describe()}
 
     def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
+        self._notes = Notes()
         return map_in_order(self._answer, requests, self._settings.concurrency)
 
     def argv_for(self, request: SearchRequest) -> list[str]:
@@ -162,10 +170,16 @@ class CommandRetriever:
                 how = "did not end after SIGKILL"
             elif returncode < 0:
                 how = f"killed by signal {_signal_name(-returncode)}"
+            words = self._service_words(finished.stdout)
+            said = f"; it printed the error {words!r}" if words is not None else ""
             raise InputError(
-                f"{where}: {how}; stderr ends with:\n{self._tail(finished.stderr_tail, finished.stderr_bytes)}",
+                f"{where}: {how}{said}; stderr ends with:\n"
+                f"{self._tail(finished.stderr_tail, finished.stderr_bytes)}",
                 hint="run the command by hand with this query to see why it fails",
             )
+        if not finished.stdout.strip():
+            # `sqlite3 -json` and many tools print nothing at all for zero rows: no hits, not an error.
+            return []
         try:
             body = loads_strict(finished.stdout)
         except NotJson as exc:
@@ -177,7 +191,16 @@ class CommandRetriever:
                 hint="the command must print one JSON document (e.g. --format json) and send "
                 "diagnostics to stderr",
             ) from None
-        return map_response(body, self._mapping, request, ErrorContext(self._source))
+        context = ErrorContext(self._source, secrets=tuple(self._secrets), notes=self._notes)
+        return map_response(body, self._mapping, request, context)
+
+    def _service_words(self, stdout: bytes) -> str | None:
+        try:
+            body = loads_strict(stdout)
+        except NotJson:
+            return None
+        words = service_error_words(body)
+        return None if words is None else scrub_and_cut(words, self._secrets, SERVICE_WORDS_CHARS)
 
 
     def _tail(self, tail: bytes, total: int) -> str:

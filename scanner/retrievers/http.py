@@ -26,7 +26,7 @@ from requests.structures import CaseInsensitiveDict
 from scanner.foundation.errors import InputError
 from scanner.foundation.retry_after import retry_after_seconds
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import Hit, SearchRequest
+from scanner.retrievers.base import AnswerNote, Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
 from scanner.retrievers.http_settings import (
     SNIPPET_CHARS,
@@ -37,11 +37,14 @@ from scanner.retrievers.http_settings import (
     HttpSettings,
 )
 from scanner.retrievers.mapping import (
+    SERVICE_WORDS_CHARS,
     ErrorContext,
+    Notes,
     ResponseMapping,
     map_response,
     redact_url,
     scrub_and_cut,
+    service_error_words,
 )
 from scanner.retrievers.templates import (
     parse_json_template,
@@ -88,6 +91,10 @@ class HttpRetriever:
         self._local = threading.local()
         self._sessions: list[requests.Session] = []
         self._sessions_lock = threading.Lock()
+        self._notes = Notes()
+
+    def notes(self) -> tuple[AnswerNote, ...]:
+        return self._notes.items()
 
     def describe(self) -> dict[str, object]:
         return {
@@ -100,6 +107,7 @@ class HttpRetriever:
         }
 
     def search_all(self, requests_: Sequence[SearchRequest]) -> list[list[Hit]]:
+        self._notes = Notes()
         try:
             return map_in_order(self._answer, requests_, self._settings.concurrency)
         finally:
@@ -131,7 +139,7 @@ class HttpRetriever:
                     waited_for_server += wait
                 time.sleep(wait)
                 continue
-            return map_response(body, self._mapping, request, ErrorContext(self._source))
+            return map_response(body, self._mapping, request, self._context())
         raise AssertionError("unreachable: the loop returns or raises")
 
     def _attempt(self, request: SearchRequest) -> object:
@@ -186,7 +194,9 @@ class HttpRetriever:
                 hint = "check --http-url and --http-body"
                 if status in (401, 403):
                     hint = "check --http-header and that its ${ENV} variable holds a valid token"
-                raise self._refuse(request, f"HTTP {status}: {self._snippet(payload)}", hint)
+                words = self._service_words(payload)
+                said = f"the service says {words!r}" if words is not None else self._snippet(payload)
+                raise self._refuse(request, f"HTTP {status}: {said}", hint)
         try:
             return loads_strict(payload)
         except NotJson as exc:
@@ -275,6 +285,20 @@ class HttpRetriever:
             for form in {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)}:
                 text = text.replace(form, "***")
         return text
+
+    def _context(self) -> ErrorContext:
+        forms = tuple(form for secret in self._secrets
+                      for form in {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)})
+        return ErrorContext(self._source, secrets=forms, notes=self._notes)
+
+    def _service_words(self, payload: bytes) -> str | None:
+        """The error the service wrote in its JSON answer (found whole, then scrubbed and cut)."""
+        try:
+            body = loads_strict(payload)
+        except NotJson:
+            return None
+        words = service_error_words(body)
+        return None if words is None else scrub_and_cut(words, self._context().secrets, SERVICE_WORDS_CHARS)
 
     def _describe_exception(self, exc: BaseException) -> str:
         return self._scrub(f"{type(exc).__name__}: {exc}")

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scanner.foundation.errors import InputError
-from scanner.retrievers.base import Hit, SearchRequest
+from scanner.retrievers.base import AnswerNote, Hit, NoteKind, SearchRequest
 
 DEFAULT_HITS_KEY = "results"
 """kb-mcp/grooveseek answer `{"results": [...]}`; a bare JSON list is also accepted by default."""
@@ -56,6 +57,22 @@ class ResponseMapping:
         }
 
 
+class Notes:
+    """Collects what answers said, from every worker thread; read once the retriever is done."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[AnswerNote] = []
+
+    def add(self, note: AnswerNote) -> None:
+        with self._lock:
+            self._items.append(note)
+
+    def items(self) -> tuple[AnswerNote, ...]:
+        with self._lock:
+            return tuple(self._items)
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorContext:
     """Where an answer came from, so a refusal can name it."""
@@ -64,6 +81,14 @@ class ErrorContext:
     """Human name of the producer, e.g. `http POST http://host/search` (never with secrets)."""
     file: str | None = None
     line: int | None = None
+    secrets: tuple[str, ...] = ()
+    """Removed from the service's own words before they are shown."""
+    notes: Notes | None = field(default=None, compare=False)
+    """Where notes go; None: notes are dropped (a caller that reports none)."""
+
+    def note(self, kind: NoteKind, request: SearchRequest, detail: str) -> None:
+        if self.notes is not None:
+            self.notes.add(AnswerNote(kind, request.query_id, detail))
 
 
 _MISSING = object()
@@ -110,6 +135,7 @@ def locate_hit_list(
             found: object = body[DEFAULT_HITS_KEY]
             shown = DEFAULT_HITS_KEY
         else:
+            _refuse_with_service_words(body, request, where)
             raise _refuse(
                 f"answer to query {request.query_id!r} is neither a JSON list nor an object "
                 f"with {DEFAULT_HITS_KEY!r}",
@@ -119,6 +145,8 @@ def locate_hit_list(
     else:
         found = dotted_get(body, mapping.hits_path)
         shown = mapping.hits_path
+        if found is _MISSING or found is None:
+            _refuse_with_service_words(body, request, where)
         if found is _MISSING:
             raise _refuse(
                 f"answer to query {request.query_id!r} has no {shown!r}",
@@ -126,6 +154,7 @@ def locate_hit_list(
                 hint="check --hits-path against what the service returns",
             )
     if not isinstance(found, list):
+        _refuse_with_service_words(body, request, where)
         raise _refuse(
             f"answer to query {request.query_id!r}: {shown!r} is a {_json_type(found)}, not a list",
             where,
@@ -151,8 +180,131 @@ def map_hits(
 def map_response(
     body: object, mapping: ResponseMapping, request: SearchRequest, where: ErrorContext
 ) -> list[Hit]:
-    """A whole parsed answer to ranked hits."""
-    return map_hits(locate_hit_list(body, mapping, request, where), mapping, request, where)
+    """A whole parsed answer to ranked hits; what the service says of it (partial results, errors
+    beside hits) goes to `where.notes`."""
+    hits = map_hits(locate_hit_list(body, mapping, request, where), mapping, request, where)
+    partial = partial_result(body)
+    if partial is not None:
+        where.note(NoteKind.PARTIAL, request, scrub_and_cut(partial, where.secrets, SERVICE_WORDS_CHARS))
+    # Only GraphQL's `errors` beside hits: elsewhere a `message` or `status` field may be data.
+    errors = body.get("errors") if isinstance(body, dict) else None
+    words = service_error_words({"errors": errors}) if isinstance(errors, list) else None
+    if words is not None:
+        where.note(NoteKind.SERVICE_ERRORS, request, scrub_and_cut(words, where.secrets, SERVICE_WORDS_CHARS))
+    return hits
+
+
+SERVICE_WORDS_CHARS = 300
+"""How much of a service's own error message is shown: one sentence, with its reason."""
+_MESSAGE_KEYS = ("reason", "message", "detail", "title", "error_description", "error")
+_MAX_WORDS_DEPTH = 4
+
+
+def service_error_words(body: object) -> str | None:
+    """What the service itself said went wrong, from the fields search services use, found before
+    any cut (a snippet of the first characters often ends before the reason):
+
+    - GraphQL: `errors[].message` (an answer with HTTP 200);
+    - Elasticsearch / OpenSearch: `error.root_cause[].reason`, then `error.reason` and `error.type`;
+    - PostgREST, Datasette, most JSON APIs: `error` (text or object), `message`, `detail`, `hint`.
+
+    None when the answer holds none of them. Bounded: a few levels, a few entries."""
+    if not isinstance(body, dict):
+        return None
+    parts: list[str] = []
+    errors = body.get("errors")
+    if isinstance(errors, list) and errors:
+        for item in errors[:3]:
+            text = _words_of(item, 0)
+            if text:
+                parts.append(text)
+    error = body.get("error")
+    if error is not None and error is not False:
+        if isinstance(error, dict):
+            causes = error.get("root_cause")
+            if isinstance(causes, list):
+                for cause in causes[:3]:
+                    text = _words_of(cause, 0)
+                    if text and text not in parts:
+                        parts.append(text)
+            for key in ("reason", "message", "type"):
+                value = error.get(key)
+                if isinstance(value, str) and value and value not in parts:
+                    parts.append(value)
+                    break
+        else:
+            text = _words_of(error, 0)
+            if text:
+                parts.append(text)
+    if not parts and ("code" in body or "status" in body or body.get("ok") is False):
+        # PostgREST `{code, message, details, hint}`; Datasette `{ok: false, error, status}`.
+        for key in ("message", "detail", "details", "hint"):
+            value = body.get(key)
+            if isinstance(value, str) and value:
+                parts.append(value)
+    return "; ".join(parts) if parts else None
+
+
+def _words_of(value: object, depth: int) -> str | None:
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, dict) and depth < _MAX_WORDS_DEPTH:
+        for key in _MESSAGE_KEYS:
+            if key in value:
+                found = _words_of(value[key], depth + 1)
+                if found:
+                    return found
+    return None
+
+
+def partial_result(body: object) -> str | None:
+    """What an Elasticsearch / OpenSearch answer says of its own completeness: `timed_out: true`,
+    `_shards.failed` > 0 (with the first failure's reason), `_clusters` skipped, failed or partial,
+    `terminated_early`. None when complete. (The fields of the search response body in Elastic's
+    published specification, elastic/elasticsearch-specification: tests/retrievers/test_elastic_spec.py.)"""
+    if not isinstance(body, dict):
+        return None
+    said: list[str] = []
+    if body.get("timed_out") is True:
+        said.append("timed_out is true")
+    shards = body.get("_shards")
+    if isinstance(shards, dict):
+        failed = shards.get("failed")
+        if isinstance(failed, int) and not isinstance(failed, bool) and failed > 0:
+            total = shards.get("total")
+            of = f" of {total}" if isinstance(total, int) and not isinstance(total, bool) else ""
+            text = f"{failed}{of} shards failed"
+            failures = shards.get("failures")
+            if isinstance(failures, list) and failures:
+                reason = _words_of(failures[0], 0)
+                if reason:
+                    text += f" ({reason})"
+            said.append(text)
+    clusters = body.get("_clusters")
+    if isinstance(clusters, dict):
+        # Cross-cluster search: a cluster skipped or failed left its documents out.
+        lost = {key: clusters.get(key) for key in ("skipped", "failed", "partial")}
+        counted = {key: value for key, value in lost.items()
+                   if isinstance(value, int) and not isinstance(value, bool) and value > 0}
+        if counted:
+            said.append(", ".join(f"{value} cluster(s) {key}" for key, value in counted.items()))
+    if body.get("terminated_early") is True:
+        said.append("terminated_early is true")
+    return "; ".join(said) if said else None
+
+
+def _refuse_with_service_words(body: object, request: SearchRequest, where: ErrorContext) -> None:
+    """The service's own error, when it said one, instead of kb-eval's guess about --hits-path."""
+    words = service_error_words(body)
+    if words is None:
+        return
+    raise _refuse(
+        f"query {request.query_id!r}: the service answered with an error: "
+        f"{scrub_and_cut(words, where.secrets, SERVICE_WORDS_CHARS)!r}",
+        where,
+        hint="the query was not answered; fix what the service says (a query syntax the engine refuses "
+        "is fixed in the request template or the command)",
+    )
 
 
 def strip_path_prefix(path: str, prefixes: Sequence[str]) -> str:
@@ -209,7 +361,13 @@ def _map_one_hit(
     if not isinstance(raw, dict):
         raise _refuse(f"{position} is a {_json_type(raw)}, not an object", where)
 
-    path_value = dotted_get(raw, mapping.path_field)
+    path_value = _single(dotted_get(raw, mapping.path_field))
+    if isinstance(path_value, list):
+        raise _refuse(
+            f"{position}: path ({mapping.path_field!r}) is a list of {len(path_value)} values, not one",
+            where,
+            hint="point --path-field at a field holding one document path",
+        )
     if path_value is _MISSING or path_value is None or path_value == "":
         raise _refuse(
             f"{position} has no path ({mapping.path_field!r})",
@@ -219,41 +377,52 @@ def _map_one_hit(
     if not isinstance(path_value, str):
         raise _refuse(f"{position}: path is a {_json_type(path_value)}, not a string", where)
     path = strip_path_prefix(path_value, mapping.path_prefix_strip)
-    # An absolute path or URL can never equal a golden KB-relative path: scoring
-    # it would turn every answer into a silent miss, so refuse instead.
-    if not path or looks_absolute(path):
+    # An absolute path or URL left after stripping is not refused here: the pipeline checks every
+    # returned path against the corpus (evaluation/answers.py) and computes the prefix to strip.
+    if not path:
         raise _refuse(
-            f"{position}: path {redact_url(path_value)!r} is not relative to the knowledge base",
+            f"{position}: path {redact_url(path_value)!r} is empty once --path-prefix-strip is removed",
             where,
-            hint="map it with --path-prefix-strip PREFIX (the directory or URL the KB lives under)",
+            hint="--path-prefix-strip is the folder or URL the KB lives under, not a document",
         )
+    if _URL_SCHEME.match(path):
+        path = redact_url(path)  # recorded in the report: a query value may be a key
 
-    heading_value = dotted_get(raw, mapping.heading_field)
+    heading_value = _single(dotted_get(raw, mapping.heading_field))
     if heading_value is _MISSING or heading_value is None:
         heading = ""
     elif isinstance(heading_value, str):
         heading = heading_value
+    elif isinstance(heading_value, list) and not heading_value:
+        heading = ""
     else:
         raise _refuse(f"{position}: heading is a {_json_type(heading_value)}, not a string", where)
 
-    score_value = dotted_get(raw, mapping.score_field)
-    score: float | None
+    score_value = _single(dotted_get(raw, mapping.score_field))
+    score: float | None = None
     if score_value is _MISSING or score_value is None:
-        score = None
+        pass
     elif isinstance(score_value, (int, float)) and not isinstance(score_value, bool):
         try:
             score = float(score_value)
         except OverflowError:  # an integer too large for a float (loads_strict lets 400 digits through)
             score = math.inf
         if not math.isfinite(score):
-            raise _refuse(f"{position}: score {_shortened(repr(score_value))} is not a finite number", where)
+            score = None
+            where.note(NoteKind.SCORE_NOT_NUMBER, request, f"hit {index}: {_shortened(repr(score_value))}")
     else:
-        raise _refuse(
-            f"{position}: score is a {_json_type(score_value)}, not a number",
-            where,
-            hint="point --score-field at a numeric field",
-        )
+        # Scores rank nothing here (list order does) and change no metric: recorded as missing.
+        shown = _shortened(repr(score_value)) if isinstance(score_value, str) else f"a {_json_type(score_value)}"
+        where.note(NoteKind.SCORE_NOT_NUMBER, request, f"hit {index}: {scrub_and_cut(shown, where.secrets, 60)}")
     return Hit(rank=index + 1, path=path, heading=heading, score=score)
+
+
+def _single(value: object) -> object:
+    """A one-element list read as its element: Elasticsearch's `fields` (and Solr's multi-valued
+    fields) hold every value in a list, `{"path": ["a.md"]}`."""
+    if isinstance(value, list) and len(value) == 1:
+        return value[0]
+    return value
 
 
 def _refuse(message: str, where: ErrorContext, hint: str | None = None) -> InputError:

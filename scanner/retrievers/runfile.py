@@ -30,8 +30,8 @@ from pathlib import Path
 from scanner.foundation.errors import InputError
 from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, read_capped
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import Hit, SearchRequest
-from scanner.retrievers.mapping import ErrorContext, ResponseMapping, map_hits
+from scanner.retrievers.base import AnswerNote, Hit, SearchRequest
+from scanner.retrievers.mapping import ErrorContext, Notes, ResponseMapping, map_hits
 
 TREC_FIELD_COUNT = 6
 MAX_RUN_FILE_BYTES = 32 * 1024 * 1024
@@ -127,7 +127,7 @@ def trec_hits(lines: Sequence[TrecLine], file: str) -> list[Hit]:
     return hits
 
 
-def parse_jsonl(text: str, file: str) -> dict[str, list[Hit]]:
+def parse_jsonl(text: str, file: str, notes: Notes | None = None) -> dict[str, list[Hit]]:
     """Query id -> all its hits in list order. Refuses malformed lines and repeated ids."""
     by_query: dict[str, list[Hit]] = {}
     first_line: dict[str, int] = {}
@@ -163,7 +163,7 @@ def parse_jsonl(text: str, file: str) -> dict[str, list[Hit]]:
         # so a broken line is reported wherever it sits.
         everything = SearchRequest(query_id=query_id, text="", limit=len(hits))
         by_query[query_id] = map_hits(
-            hits, ResponseMapping(), everything, ErrorContext(source="run file", file=file, line=number)
+            hits, ResponseMapping(), everything, ErrorContext(source="run file", file=file, line=number, notes=notes)
         )
     return by_query
 
@@ -173,6 +173,7 @@ class RunFileRetriever:
 
     def __init__(self, path: Path) -> None:
         self._file = str(path)
+        self._notes = Notes()
         data = read_run_file(path)
         self._sha256 = hashlib.sha256(data).hexdigest()
         try:
@@ -183,7 +184,7 @@ class RunFileRetriever:
             ) from None
         self._format = detect_format(path, text)
         if self._format is RunFormat.JSONL:
-            self._rankings = parse_jsonl(text, self._file)
+            self._rankings = parse_jsonl(text, self._file, self._notes)
         else:
             self._rankings = {
                 qid: trec_hits(lines, self._file) for qid, lines in parse_trec(text, self._file).items()
@@ -191,6 +192,9 @@ class RunFileRetriever:
 
     def describe(self) -> dict[str, object]:
         return {"name": "run", "format": self._format.value, "sha256": self._sha256}
+
+    def notes(self) -> tuple[AnswerNote, ...]:
+        return self._notes.items()
 
     def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         missing = [request.query_id for request in requests if request.query_id not in self._rankings]

@@ -1,4 +1,4 @@
-"""Placeholder substitution for request templates: `{query}`, `{limit}` and `${ENV_NAME}`.
+"""Placeholder substitution for request templates: `{query}`, `{query_sql}`, `{limit}` and `${ENV_NAME}`.
 
 Substitution happens inside already-split structures (JSON values, argument
 lists), never in raw text, so a query holding quotes, `;` or `$(...)` cannot
@@ -14,13 +14,23 @@ from collections.abc import Mapping
 
 from scanner.foundation.errors import InputError
 
-PLACEHOLDER = re.compile(r"\{(query|limit)\}")
+PLACEHOLDER = re.compile(r"\{(query|query_sql|limit)\}")
+QUERY_PLACEHOLDERS = ("{query}", "{query_sql}")
+"""Either one puts the query into a request."""
+
+
+def sql_string_literal(text: str) -> str:
+    """`text` as an SQL string literal: in single quotes, each quote doubled (SQL-92; SQLite and
+    PostgreSQL with standard_conforming_strings, its default since 9.1, read no other escape), so a
+    question with an apostrophe stays one string inside the SQL of a command template."""
+    return "'" + text.replace("'", "''") + "'"
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def substitute_placeholders(text: str, query: str, limit: int) -> str:
-    """`{query}` -> query, `{limit}` -> limit, in one pass over `text`."""
-    values = {"query": query, "limit": str(limit)}
+    """`{query}` -> query, `{query_sql}` -> query as an SQL string literal, `{limit}` -> limit, in one
+    pass over `text`."""
+    values = {"query": query, "query_sql": sql_string_literal(query), "limit": str(limit)}
     return PLACEHOLDER.sub(lambda match: values[match.group(1)], text)
 
 
@@ -140,7 +150,7 @@ def resolve_env_in_json(template: object, env: Mapping[str, str], flag: str) -> 
 
 def _mentions_query(template: object) -> bool:
     if isinstance(template, str):
-        return "{query}" in template
+        return any(placeholder in template for placeholder in QUERY_PLACEHOLDERS)
     if isinstance(template, list):
         return any(_mentions_query(item) for item in template)
     if isinstance(template, dict):

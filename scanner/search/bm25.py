@@ -40,16 +40,21 @@ class Bm25Parameters:
     """False: one BM25 over the weighted sum of the fields (BM25F). True: BM25 per field, each with
     its own idf and length normalisation, the weighted scores summed (what Lucene and tantivy
     do for a query over several fields)."""
-    alone: tuple[float, float, float] = (0.0, 0.25, 0.0)
+    alone: tuple[float, float, float] = (0.0, 0.125, 0.0)
     """With BM25F: the share of each field's weight (heading, breadcrumb, body) that is scored as
     that field's own BM25 (its own idf, length normalisation and saturation) and added to the
-    BM25F score; the rest of the weight stays inside BM25F. Default: a quarter of the breadcrumb's
-    (document title and parent headings), so weights 2,2,1 mean BM25F 2/1.5/1 plus 0.5 x the
-    breadcrumb's own BM25. Why: in BM25F a title match is one more occurrence that saturates
+    BM25F score; the rest of the weight stays inside BM25F. Default: an eighth of the breadcrumb's
+    (the page's title and parent headings), so weights 2,3.5,1 mean BM25F 2/3.0625/1 plus 0.4375 x
+    the breadcrumb's own BM25. Why: in BM25F a title match is one more occurrence that saturates
     with the body's, so a long passage that repeats a word outranks the passage whose title
     names it; scored alone, a title match is evidence of its own, as in tantivy's per-field
-    scoring, which led on CMRC 2018. Every field alone lost on JSQuAD and Cranfield; the title at
-    this share is at or above every baseline on all six collections (docs/search-quality.md)."""
+    scoring, which led on CMRC 2018. Every field alone lost on JSQuAD and Cranfield. Chosen with
+    the breadcrumb weight on eight collections in three title layouts (docs/search-quality.md)."""
+    alone_beside_text: bool = True
+    """A field's own BM25 is added only to chunks that hold text in another field. A chunk that is
+    nothing but its title already has the title scored on its own inside BM25F (its length is the
+    title's); a second score would count that title twice and lift every title-only page above
+    the pages whose text answers (docs/search-quality.md: CACM, half of whose records are titles)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +193,10 @@ class Bm25Scorer:
     """Postings with their precomputed BM25 contributions (impacts), in the same layout, as layers
     whose scores add up: BM25F over the weighted fields, plus the fields scored alone."""
 
-    def __init__(self, layers: Sequence[Postings], parameters: Bm25Parameters, boosts: Sequence[float] = (1.0,)) -> None:
+    def __init__(
+        self, layers: Sequence[Postings], parameters: Bm25Parameters, boosts: Sequence[float] = (1.0,),
+        masks: Sequence[npt.NDArray[np.bool_] | None] | None = None,
+    ) -> None:
         """Each layer is BM25-scored on its own (its own idf and length normalisation), multiplied
         by its boost; a chunk's score is the sum over layers. One layer with weighted fields is
         BM25F; one layer per field is per-field BM25 (Lucene's and tantivy's multi-field query).
@@ -197,10 +205,19 @@ class Bm25Scorer:
         posting (seconds and twice the memory at 100,000 chunks), while a query reads a few
         short slices per layer either way."""
         self.size = len(layers[0].lengths) if layers else 0
-        self.layers = [
-            (layer.start, layer.chunks, _impacts(layer, self.size, parameters) * np.float32(boost))
-            for layer, boost in zip(layers, boosts, strict=True)
-        ]
+        # A chunk without a single term in any layer can never be found; it is left out of the
+        # collection statistics (N and mean length), so that a section holding nothing search
+        # scores (titles.scored_fields: a title-only section) weighs on no other chunk's score.
+        present = np.zeros(self.size, dtype=bool)
+        for layer in layers:
+            present |= layer.lengths > 0
+        counted = int(present.sum())
+        self.layers = []
+        for layer, boost, mask in zip(layers, boosts, masks or [None] * len(layers), strict=True):
+            impacts = _impacts(layer, counted, parameters) * np.float32(boost)
+            if mask is not None:
+                impacts *= mask[layer.chunks]
+            self.layers.append((layer.start, layer.chunks, impacts))
 
     def top(self, query: Sequence[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
         """(chunk position, score) of the best `depth` chunks with a positive score, best first."""
@@ -238,9 +255,10 @@ class Bm25Scorer:
 
 
 def _impacts(postings: Postings, n_chunks: int, parameters: Bm25Parameters) -> npt.NDArray[np.float32]:
-    """BM25 of every posting: idf(term) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / mean))."""
+    """BM25 of every posting: idf(term) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / mean)),
+    with `n_chunks` the chunks that count (N) and the mean length taken over them."""
     lengths = postings.lengths
-    mean = float(lengths.mean()) if n_chunks else 0.0
+    mean = float(lengths.sum(dtype=np.float64)) / n_chunks if n_chunks else 0.0
     df = np.diff(postings.start)
     idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
     k1, b = np.float32(parameters.k1), np.float32(parameters.b)

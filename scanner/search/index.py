@@ -30,9 +30,18 @@ from scanner.foundation.progress import progress
 from scanner.foundation.workers import worker_pool
 from scanner.search.analysis import Analyzer
 from scanner.search.bm25 import Bm25Parameters, Bm25Scorer, Postings, PostingsBuilder, merge_postings
+from scanner.search.titles import scored_fields
 
 INDEXED_FIELDS = ("heading", "breadcrumb", "body")
 """Exactly the fields search indexes, in field-weight order."""
+
+_SCORED_COLUMNS = {
+    "heading": "COALESCE(scored_heading, heading)",
+    "breadcrumb": "COALESCE(scored_breadcrumb, breadcrumb)",
+    "body": "body",
+}
+"""What search analyses for each field: the heading and breadcrumb with the page's title counted
+once (titles.scored_fields), stored only where they differ from the text as written."""
 
 
 class IndexedChunk(NamedTuple):
@@ -92,7 +101,8 @@ class Index:
             "CREATE TABLE chunks (id INTEGER PRIMARY KEY, path TEXT NOT NULL,"
             " heading TEXT NOT NULL, breadcrumb TEXT NOT NULL, body TEXT NOT NULL,"
             " start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, heading_line INTEGER,"
-            " body_start_line INTEGER NOT NULL, breadcrumb_lines TEXT NOT NULL, breadcrumb_part_lengths TEXT NOT NULL)"
+            " body_start_line INTEGER NOT NULL, breadcrumb_lines TEXT NOT NULL, breadcrumb_part_lengths TEXT NOT NULL,"
+            " scored_heading TEXT, scored_breadcrumb TEXT)"
         )
         digest = hashlib.sha256()
         count = 0
@@ -105,7 +115,7 @@ class Index:
                     # Chunk ids are positions in path order (chunks_by_document, the postings).
                     raise RuntimeError(f"documents out of path order: {document.path!r} after {paths[-1]!r}")
                 paths.append(document.path)
-                for chunk in document.chunks:
+                for chunk, scored in zip(document.chunks, scored_fields(document), strict=True):
                     breadcrumb = chunk.breadcrumb
                     count += 1
                     for value in (chunk.path, chunk.heading, breadcrumb, chunk.body):
@@ -117,11 +127,13 @@ class Index:
                         count, chunk.path, chunk.heading, breadcrumb, chunk.body, chunk.start_line, chunk.end_line,
                         chunk.heading_line, chunk.body_start_line, ",".join(map(str, chunk.breadcrumb_lines)),
                         ",".join(str(len(part)) for part in chunk.breadcrumb_parts),
+                        None if scored.heading == chunk.heading else scored.heading,
+                        None if scored.breadcrumb == breadcrumb else scored.breadcrumb,
                     )
 
         try:
             connection.execute("BEGIN")
-            connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+            connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
             connection.execute("COMMIT")
         except BaseException:
             # Reading stopped part-way (a corpus cap, an interrupt): the half-written table goes
@@ -166,7 +178,13 @@ class Index:
                 inside = tuple(w * (1 - share) for w, share in zip(weights, parameters.alone))
                 alone = [(f, w * share) for f, (w, share) in enumerate(zip(weights, parameters.alone)) if w * share > 0]
                 layers = self._postings([inside] + [_only(f, len(weights)) for f, _ in alone])
-                self._scorers[key] = Bm25Scorer(layers, parameters, [1.0] + [boost for _, boost in alone])
+                masks: list[np.ndarray | None] = [None]
+                for (field, _), layer in zip(alone, layers[1:]):
+                    # Text in another field: the weighted length beyond this field's own share.
+                    other = layers[0].lengths - np.float32(inside[field]) * layer.lengths
+                    smallest = min((w for f, w in enumerate(inside) if f != field and w > 0), default=1.0)
+                    masks.append(other > smallest / 2 if parameters.alone_beside_text else None)
+                self._scorers[key] = Bm25Scorer(layers, parameters, [1.0] + [boost for _, boost in alone], masks)
         return self._scorers[key]
 
     def _postings(self, layers: Sequence[tuple[float, ...]]) -> list[Postings]:
@@ -176,7 +194,7 @@ class Index:
         merged into one vocabulary here; in this process otherwise."""
         used = [f for f in range(len(INDEXED_FIELDS)) if any(layer[f] > 0 for layer in layers)]
         job = _AnalysisJob(
-            os.path.join(self.folder, "chunks.sqlite"), tuple(INDEXED_FIELDS[f] for f in used),
+            os.path.join(self.folder, "chunks.sqlite"), tuple(_SCORED_COLUMNS[INDEXED_FIELDS[f]] for f in used),
             tuple(tuple(layer[f] for f in used) for layer in layers),
         )
         total = self.corpus.chunks
@@ -278,7 +296,7 @@ class _AnalysisJob:
 
     database: str
     columns: tuple[str, ...]
-    """Every field some layer uses, each analysed once."""
+    """Every field some layer uses (as the SQL expression that reads it), each analysed once."""
     layers: tuple[tuple[float, ...], ...]
     """Per layer, a weight per column (0: not in this layer)."""
 

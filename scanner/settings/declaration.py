@@ -31,11 +31,14 @@ from pathlib import Path
 from typing import Any, cast
 
 from scanner.compare.comparison import BaseRequest
-from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD
+from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, RegressionBudget
+from scanner.evaluation.answers import ScoreLevel
 from scanner.foundation.errors import InputError
 from scanner.git.revision import is_revision_name
 from scanner.github.comment import CommentMode
 from scanner.github.workflow import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
+from scanner.golden.file import MAX_GRADE
+from scanner.metrics.measures import DEFAULT_RELEVANCE_LEVEL
 from scanner.report.history import DEFAULT_HISTORY_SIZE, MAX_HISTORY_RUNS
 from scanner.retrievers import command as command_module
 from scanner.retrievers import http_settings as http_module
@@ -53,6 +56,16 @@ DEFAULT_LIMIT = 10
 """Hits asked per query when neither `limit` nor the golden file's `defaults.limit` says."""
 DEFAULT_KS = (1, 5, 10)
 MAX_ANNOTATIONS_INPUT = 1000
+MAX_TIMEOUT_S = 3600.0
+"""Largest `http-timeout` and `command-timeout`: an hour per attempt. Every value the settings
+accept must run, and past ~9.2e9 s a timeout overflows the C types socket and thread waits use
+(`--http-timeout 9223372037` was a traceback); no search answer is worth waiting longer for."""
+MAX_HTTP_RETRIES = 100
+"""Largest `http-retries`: each retry waits at most the backoff cap, so this bounds one query's
+time by what the timeout allows, not by what an integer can spell."""
+MAX_CONCURRENCY = 64
+"""Largest `concurrency`: one thread per query in flight, and a service that is asked more at
+once only answers 429."""
 FORMATS = ("text", "json")
 
 
@@ -125,10 +138,13 @@ class Setting:
     metavar: str | None = None
     secret: bool = False
     """Never echoed in a refusal."""
+    cli_flag: str | None = None
+    """The command line's spelling when it differs from `name`: the CLI's `--summary FILE` is a file,
+    where the Action's input `summary` is a switch (the step summary is always there)."""
 
     @property
     def flags(self) -> tuple[str, ...]:
-        return tuple("--" + spelling for spelling in (self.name, *self.aliases))
+        return tuple("--" + spelling for spelling in (self.cli_flag or self.name, *self.aliases))
 
     @property
     def action_default_text(self) -> str:
@@ -137,7 +153,7 @@ class Setting:
 
 def display_name(setting: Setting, interface: Interface) -> str:
     """The setting as the person wrote it: `--kb-path` on the command line, `kb-path` in a workflow."""
-    return "--" + setting.name if interface is Interface.CLI else setting.name
+    return "--" + (setting.cli_flag or setting.name) if interface is Interface.CLI else setting.name
 
 
 def refusal(setting: Setting, interface: Interface, text: str, refused: Refused) -> InputError:
@@ -163,6 +179,19 @@ def in_interface_words(error: InputError, interface: Interface) -> InputError:
     """
     if interface is Interface.CLI:
         return error
+    words = interface_words(interface)
+
+    def reworded(text: str | None) -> str | None:
+        return None if text is None else words(text)
+
+    return InputError(
+        reworded(error.message) or "", error.file, error.line, reworded(error.field), reworded(error.hint)
+    )
+
+
+def interface_words(interface: Interface) -> Callable[[str], str]:
+    """Text with each `--flag` of a setting named as `interface` names it (warnings written below the
+    settings use the command line's words too)."""
 
     def named(match: re.Match[str]) -> str:
         try:
@@ -170,12 +199,9 @@ def in_interface_words(error: InputError, interface: Interface) -> InputError:
         except KeyError:
             return match.group(0)
 
-    def reworded(text: str | None) -> str | None:
-        return None if text is None else _FLAG.sub(named, text)
-
-    return InputError(
-        reworded(error.message) or "", error.file, error.line, reworded(error.field), reworded(error.hint)
-    )
+    if interface is Interface.CLI:
+        return lambda text: text
+    return lambda text: _FLAG.sub(named, text)
 
 
 def _revision(text: str) -> BaseRequest:
@@ -217,6 +243,21 @@ SETTINGS: tuple[Setting, ...] = (
         fingerprint="limit", metavar="N",
     ),
     Setting(
+        "relevance-level", "relevance_level", Group.EVALUATED,
+        "the lowest grade that counts as relevant for recall, precision, success, MRR and MAP, as "
+        "trec_eval's -l; nDCG uses every grade as its gain",
+        parse.int_in(1, MAX_GRADE, 2), DEFAULT_RELEVANCE_LEVEL, str(DEFAULT_RELEVANCE_LEVEL),
+        fingerprint="relevance_level", metavar="N",
+        action_note="An expected entry without grade: is grade 1.",
+    ),
+    Setting(
+        "score-level", "score_level", Group.EVALUATED,
+        "section: a golden entry with a heading is found only by a hit of that section; document: headings "
+        "are ignored, for a retriever that answers with whole documents (docs/retrievers.md)",
+        lambda text: ScoreLevel(parse.choice([level.value for level in ScoreLevel])(text)),
+        ScoreLevel.SECTION, ScoreLevel.SECTION.value, fingerprint="score_level", metavar="{section,document}",
+    ),
+    Setting(
         "k", "k", Group.EVALUATED, "cut-offs for recall@k and nDCG@k, comma separated",
         parse.k_list, DEFAULT_KS, ",".join(map(str, DEFAULT_KS)), fingerprint="k", metavar="LIST",
         action_note="The largest one feeds the recall and ndcg outputs.",
@@ -234,6 +275,19 @@ SETTINGS: tuple[Setting, ...] = (
         parse.path, None, default_note="none", aliases=("output",), path=True, metavar="FILE",
         action_default="kb-eval-report.json",
         action_note="Relative to the repository root; the report output names it.",
+    ),
+    Setting(
+        "export-trec", "export_trec", Group.OUTPUT,
+        "also write the run and the qrels this report was computed from into this folder (kb-eval.run, "
+        "kb-eval.qrels), for trec_eval -c -l <relevance-level>",
+        parse.path, None, default_note="none", path=True, metavar="DIR",
+        action_note="Relative to the repository root; empty writes none.",
+    ),
+    Setting(
+        "summary-file", "summary_file", Group.OUTPUT,
+        "write the Markdown summary Action mode puts in the step summary to this file (the step summary gets it "
+        "too whenever GITHUB_STEP_SUMMARY is set, as in a workflow's run: step)",
+        parse.path, None, default_note="none", path=True, metavar="FILE", action=False, cli_flag="summary",
     ),
     Setting(
         "cache-dir", "cache_dir", Group.OUTPUT,
@@ -284,9 +338,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "regression-threshold", "regression_threshold", Group.HISTORY,
-        "largest tolerated drop of any aggregate metric, absolute on the 0..1 scale",
-        parse.float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05"),
-        DEFAULT_REGRESSION_THRESHOLD, str(DEFAULT_REGRESSION_THRESHOLD), metavar="DROP",
+        "largest tolerated drop of any aggregate metric, absolute on the 0..1 scale; metric=drop pairs "
+        "beside it give a metric its own budget (0.05,map=0.02,recall@10=0.1; recall=0.1 for every k); "
+        "judged@k is gated only when a pair names it",
+        parse.budget, RegressionBudget(), str(DEFAULT_REGRESSION_THRESHOLD), metavar="DROP[,METRIC=DROP...]",
     ),
     Setting(
         "alpha", "alpha", Group.HISTORY,
@@ -312,7 +367,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "weights", "weights", Group.RETRIEVER, "built-in retriever: bm25 weights of heading,breadcrumb,body",
-        parse.weights, FieldWeights(), "2,2,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
+        parse.weights, FieldWeights(), "2,3.5,1", retrievers=_BUILTIN, fingerprint="retriever", metavar="H,B,B",
     ),
     Setting(
         "http-url", "http_url", Group.RETRIEVER, "HTTP retriever: the search endpoint; may hold ${ENV_NAME}",
@@ -340,13 +395,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "http-timeout", "http_timeout", Group.RETRIEVER, "HTTP retriever: seconds per attempt",
-        parse.float_in(0.0, None, low_open=True, high_open=True, example="30"),
+        parse.float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="30"),
         http_module.DEFAULT_TIMEOUT_S, f"{http_module.DEFAULT_TIMEOUT_S:g}", retrievers=_HTTP, metavar="SECONDS",
     ),
     Setting(
         "http-retries", "http_retries", Group.RETRIEVER,
         "HTTP retriever: extra attempts after a connection error, timeout, 429 or 5xx",
-        parse.int_in(0, None, http_module.DEFAULT_RETRIES), http_module.DEFAULT_RETRIES,
+        parse.int_in(0, MAX_HTTP_RETRIES, http_module.DEFAULT_RETRIES), http_module.DEFAULT_RETRIES,
         str(http_module.DEFAULT_RETRIES), retrievers=_HTTP, metavar="N",
     ),
     Setting(
@@ -359,7 +414,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "command-timeout", "command_timeout", Group.RETRIEVER,
         "command retriever: seconds per query before the program is killed",
-        parse.float_in(0.0, None, low_open=True, high_open=True, example="60"),
+        parse.float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="60"),
         command_module.DEFAULT_TIMEOUT_S, f"{command_module.DEFAULT_TIMEOUT_S:g}",
         retrievers=frozenset({RetrieverKind.COMMAND}), metavar="SECONDS",
     ),
@@ -373,7 +428,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "concurrency", "concurrency", Group.RETRIEVER,
         "HTTP and command retrievers: queries in flight at once (the report is the same)",
-        parse.concurrency, 1, "1", retrievers=_HTTP_AND_COMMAND, metavar="N",
+        parse.concurrency_up_to(MAX_CONCURRENCY), 1, "1", retrievers=_HTTP_AND_COMMAND, metavar="N",
     ),
     Setting(
         "hits-path", "hits_path", Group.RETRIEVER,
@@ -465,11 +520,17 @@ class RunSettings:
     golden: Path | None
     exclude: tuple[str, ...]
     limit: int | None
+    relevance_level: int
+    score_level: ScoreLevel
     k: tuple[int, ...]
     format: str
     output: Path | None
     """The `report` setting (`--report`, `--output`)."""
+    export_trec: Path | None
+    """The `export-trec` setting: a folder for the run and qrels (scanner/report/trec.py)."""
     cache_dir: Path | None
+    summary_file: Path | None
+    """The CLI's `--summary FILE`."""
     history: Path | None
     no_history: bool
     history_size: int
@@ -478,7 +539,8 @@ class RunSettings:
     """The Action sets the pull request's base commit here when neither is given."""
     save_baseline: Path | None
     fail_on_regression: bool
-    regression_threshold: float
+    regression_threshold: RegressionBudget
+    """The single number and any `metric=drop` pairs (`--regression-threshold`)."""
     alpha: float | None
     retriever: RetrieverKind | None
     """As given; None lets the factory infer it from the source setting given (scanner/settings/retriever.py)."""
@@ -516,7 +578,23 @@ RUN_SETTINGS: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.cli)
 def run_settings(values: Mapping[str, object], given: Iterable[str], interface: Interface) -> RunSettings:
     """A RunSettings from `values` keyed by attribute; a missing attribute takes its default."""
     complete = {s.attribute: values.get(s.attribute, s.default) for s in RUN_SETTINGS}
+    _check_budget_cutoffs(complete, interface)
     return RunSettings(**cast(dict[str, Any], complete), given=frozenset(given), interface=interface)
+
+
+def _check_budget_cutoffs(values: Mapping[str, Any], interface: Interface) -> None:
+    """A pair naming a k the run does not measure (`recall@20` with k 1,5,10) would budget nothing,
+    silently: refused, naming both settings."""
+    budget: RegressionBudget = values["regression_threshold"]
+    measured = set(values["k"])
+    missing = sorted(budget.named_cutoffs() - measured)
+    if missing:
+        who, k = display_name(setting("regression-threshold"), interface), display_name(setting("k"), interface)
+        raise InputError(
+            f"{who} budgets @{', @'.join(map(str, missing))}, which {k} does not measure "
+            f"({k} is {','.join(map(str, sorted(measured)))})",
+            field=who, hint=f"add the cut-off to {k}, or name one it measures",
+        )
 
 
 def default_settings(interface: Interface = Interface.CLI) -> RunSettings:

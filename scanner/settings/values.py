@@ -5,9 +5,12 @@ an InputError in the words of the interface the value came from."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, cast
 
+from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, MetricSelector, RegressionBudget
 from scanner.foundation.errors import InputError
 from scanner.github.comment import CommentMode
 from scanner.retrievers import command as command_module
@@ -38,40 +41,105 @@ def text(text: str) -> str:
     return text
 
 
+PATH_MAX_BYTES = 4096
+"""Bytes of the longest path the kernel takes (Linux's PATH_MAX, with its NUL); NAME_MAX_BYTES for
+one name in it. A path input past either was an OSError (ENAMETOOLONG) deep in the run, exit 3;
+it is refused here, as written and as the absolute path the run uses, with the setting's name.
+PATH_ROOM bytes are kept for the names kb-eval adds inside a folder input (the parse cache's file)."""
+NAME_MAX_BYTES = 255
+PATH_ROOM = 64
+
+
 def path(text: str) -> Path:
     if not text:
         raise Refused("an empty path", "docs")
+    try:
+        absolute = os.fsencode(os.path.abspath(text))
+    except (UnicodeError, ValueError):  # a lone surrogate not from undecodable bytes, a NUL
+        raise Refused("not a path this system can name", "docs") from None
+    longest = PATH_MAX_BYTES - PATH_ROOM
+    if len(absolute) >= longest or any(len(part) > NAME_MAX_BYTES for part in absolute.split(b"/")):
+        raise Refused(f"longer than a path can be here ({longest} bytes in all, {NAME_MAX_BYTES} per name)", "docs")
     return Path(text)
 
 
-def int_in(low: int, high: int | None, example: int) -> Callable[[str], int]:
+def int_in(low: int, high: int, example: int) -> Callable[[str], int]:
+    """Every numeric setting has an upper bound the code can hold (declared with the setting):
+    a value the settings accept must run (an unbounded one overflowed deep inside the run, exit 3)."""
+
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            # Digits are counted before int() sees them: a 5,000-digit number is refused here.
+            value = int(text) if len(text.strip()) <= 32 else None
         except ValueError:
             value = None
-        if value is None or value < low or (high is not None and value > high):
-            span = f"from {low} to {high}" if high is not None else f"of {low} or more"
-            raise Refused(f"not a whole number {span}", str(example))
+        if value is None or value < low or value > high:
+            raise Refused(f"not a whole number from {low} to {high}", str(example))
         return value
 
     return parse
 
 
-def float_in(low: float, high: float | None, *, low_open: bool, high_open: bool, example: str) -> Callable[[str], float]:
+def float_in(low: float, high: float, *, low_open: bool, high_open: bool, example: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = math.nan
         above = value > low if low_open else value >= low
-        below = high is None or (value < high if high_open else value <= high)
+        below = value < high if high_open else value <= high
         if not (math.isfinite(value) and above and below):
-            upper = "inf)" if high is None else f"{high:g}{')' if high_open else ']'}"
+            upper = f"{high:g}{')' if high_open else ']'}"
             raise Refused(f"not a number in {'(' if low_open else '['}{low:g}, {upper}", example)
         return value
 
     return parse
+
+
+_BUDGET_FAMILIES = {
+    "mrr": "mrr", "map": "map", "recall": "recall", "ndcg": "ndcg", "p": "precision", "precision": "precision",
+    "success": "success", "judged": "judged",
+}
+"""The metric names a `metric=drop` pair may use, in any case: the report's labels (MRR, MAP,
+recall@5, nDCG@10, P@5, success@1, judged@10) and the JSON's words (precision)."""
+_WITHOUT_K = frozenset({"mrr", "map"})
+_BUDGET_EXAMPLE = "0.05,map=0.02,recall@10=0.1"
+
+
+def budget(text: str) -> RegressionBudget:
+    """`0.05`, or `metric=drop` pairs beside it, comma separated (`0.05,map=0.02,recall@10=0.1`).
+    A drop is a number in [0, 1); a metric appears at most once; the single number at most once.
+    Whether a named k is measured is checked with --k (declaration.py, `check_budget_cutoffs`)."""
+    drop = float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05")
+    default: float | None = None
+    pairs: list[tuple[MetricSelector, float]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if "=" not in item:
+            if default is not None:
+                raise Refused("holds two numbers without a metric name", _BUDGET_EXAMPLE)
+            default = drop(item)
+            continue
+        name, _, value = (piece.strip() for piece in item.partition("="))
+        family_name, at, cutoff = name.lower().partition("@")
+        family = _BUDGET_FAMILIES.get(family_name)
+        k = int_in(1, MAX_CUTOFF, 10)(cutoff) if at and cutoff.isdigit() else None
+        if family is None or (at and k is None) or (family in _WITHOUT_K and at):
+            raise Refused(
+                f"names no metric in {item!r} (mrr, map, or recall, ndcg, p, success, judged, each with or "
+                "without @k)", _BUDGET_EXAMPLE,
+            )
+        selector = MetricSelector(cast(Any, family), k)
+        if any(existing == selector for existing, _ in pairs):
+            raise Refused(f"names {selector.label} twice", _BUDGET_EXAMPLE)
+        try:
+            pairs.append((selector, drop(value)))
+        except Refused:
+            raise Refused(f"gives {name} the drop {value!r}, not a number in [0, 1)", _BUDGET_EXAMPLE) from None
+    if default is None and not pairs:
+        raise Refused("not a number in [0, 1)", "0.05")
+    return RegressionBudget(DEFAULT_REGRESSION_THRESHOLD if default is None else default, tuple(pairs))
 
 
 def choice(values: Sequence[str]) -> Callable[[str], str]:
@@ -116,7 +184,7 @@ def weights(text: str) -> FieldWeights:
     except ValueError:
         values = []
     if len(values) != 3 or not all(0 < value < 1000 for value in values):
-        raise Refused("not three positive numbers heading,breadcrumb,body", "2,2,1")
+        raise Refused("not three positive numbers heading,breadcrumb,body", "2,3.5,1")
     return FieldWeights(*values)
 
 
@@ -151,6 +219,8 @@ def dotted_path(text: str) -> str:
         raise Refused("not a dotted path (field names separated by dots)", "hits.hits") from None
 
 
-def concurrency(text: str) -> int:
-    value = int_in(1, None, 4)(text)
-    return validate_concurrency(value)
+def concurrency_up_to(high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        return validate_concurrency(int_in(1, high, 4)(text))
+
+    return parse

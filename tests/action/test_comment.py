@@ -7,8 +7,10 @@ body) and that the step still exits as the eval says.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,15 @@ REPO_PATH = "/repos/octo/kb"
 PR = 7
 MARKER_PREFIX = "<!-- kb-eval:pr-comment:"
 ACTIONS_BOT = {"login": "github-actions[bot]", "type": "Bot"}
+APP_BOT = {"login": "kb-eval-app[bot]", "type": "Bot"}
+PERSON = {"login": "octocat", "type": "User"}
+TOKENS = {"workflow": ACTIONS_BOT, "app": APP_BOT, "personal": PERSON}
+"""Who each kind of token writes as: the workflow's GITHUB_TOKEN, a GitHub App's installation
+token, a personal token. Only the personal one may read GET /user."""
+THIS_MARKER = MARKER_PREFIX + hashlib.sha256(f"{KB}\0".encode()).hexdigest()[:12] + " -->"
+"""The marker of the step these tests run (mode.comment_key: the kb-path and an empty golden)."""
+REACTION_CONTENT = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}
+"""reactions/create-for-issue's `content` enum in github/rest-api-description."""
 
 
 @dataclass
@@ -45,6 +56,9 @@ class FakeIssueComments:
     """Replies given, in order, before any real answer (a 502, a 403...)."""
     refuse_writes: Reply | None = None
     base_url: str = ""
+    token: str = "workflow"
+    """Which kind of token the requests carry (TOKENS)."""
+    reactions: dict[int, dict[str, Any]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def respond(self, request: Received) -> Reply:
@@ -52,12 +66,31 @@ class FakeIssueComments:
             if self.failures:
                 return self.failures.pop(0)
             list_path = f"{REPO_PATH}/issues/{PR}/comments"
+            me = TOKENS[self.token]
             if request.method == "GET" and request.path == "/user":
-                # What GitHub answers the workflow's GITHUB_TOKEN.
+                if self.token == "personal":
+                    return Reply(body={**PERSON, "id": 1})
+                # What GitHub answers an installation token (an app's, or the workflow's GITHUB_TOKEN).
                 return Reply(status=403, body={"message": "Resource not accessible by integration"})
+            reactions_path = f"{REPO_PATH}/issues/{PR}/reactions"
+            if request.method == "POST" and request.path == reactions_path:
+                content = json.loads(request.body).get("content")
+                if content not in REACTION_CONTENT:
+                    return Reply(status=422, body={"message": "Validation Failed"})
+                for reaction in self.reactions.values():
+                    if reaction["user"] == me and reaction["content"] == content:
+                        return Reply(status=200, body=reaction)  # "Reaction exists"
+                reaction = {"id": 500 + len(self.reactions), "content": content, "user": me}
+                self.reactions[reaction["id"]] = reaction
+                return Reply(status=201, body=reaction)
+            if request.method == "DELETE" and request.path.startswith(reactions_path + "/"):
+                self.reactions.pop(int(request.path.rsplit("/", 1)[1]), None)
+                return Reply(status=204, body=b"")
             if request.method == "GET" and request.path == list_path:
                 page = int(request.params.get("page", ["1"])[0])
                 per_page = int(request.params["per_page"][0])
+                if per_page > 100:
+                    return Reply(status=422, body={"message": "per_page is at most 100"})
                 chunk = self.comments[(page - 1) * per_page : page * per_page]
                 headers = {}
                 if page * per_page < len(self.comments):
@@ -66,7 +99,7 @@ class FakeIssueComments:
             if request.method in ("POST", "PATCH") and self.refuse_writes is not None:
                 return self.refuse_writes
             if request.method == "POST" and request.path == list_path:
-                comment = {"id": self.next_id, "body": json.loads(request.body)["body"], "user": ACTIONS_BOT}
+                comment = {"id": self.next_id, "body": json.loads(request.body)["body"], "user": me}
                 comment["html_url"] = f"https://github.com/octo/kb/pull/{PR}#issuecomment-{self.next_id}"
                 self.next_id += 1
                 self.comments.append(comment)
@@ -103,7 +136,8 @@ def run_with_comment(launch: Launch, layout: RunnerLayout, server: LoopbackServe
 
 
 def calls(server: LoopbackServer) -> list[tuple[str, str]]:
-    return [(r.method, r.path) for r in server.received]
+    """The requests about comments (the identity probe's reaction aside, tested on its own)."""
+    return [(r.method, r.path) for r in server.received if "/reactions" not in r.path]
 
 
 def test_the_first_run_creates_the_comment_and_the_second_updates_the_same_one(
@@ -139,6 +173,46 @@ def test_the_first_run_creates_the_comment_and_the_second_updates_the_same_one(
     assert updated["id"] == comment["id"] and updated["body"].startswith(MARKER_PREFIX)
     assert "No document quotes" in updated["body"]
     assert "comment updated" in run_with_comment(launch, layout, server).stderr
+
+
+@pytest.mark.parametrize("token", sorted(TOKENS))
+def test_with_every_kind_of_token_the_second_run_updates_the_first_runs_comment(
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch, token: str
+) -> None:
+    fake, server = api
+    fake.token = token
+    # Comments that start with the marker but are not this token's: another bot's, a person's, the
+    # workflow bot's when an app comments (two kb-eval setups on one pull request).
+    planted = [
+        {"id": 1, "body": THIS_MARKER + "\nplanted", "user": user}
+        for user in ({"login": "mallory", "type": "User"}, {"login": "other-app[bot]", "type": "Bot"},
+                     *(identity for kind, identity in TOKENS.items() if kind != token))
+    ]
+    for number, comment in enumerate(planted):
+        comment["id"] = 10 + number
+    fake.comments.extend(json.loads(json.dumps(planted)))
+    for _ in range(2):
+        assert observe(run_with_comment(launch, layout, server)).returncode == ExitCode.OK
+    mine = [comment for comment in fake.comments if comment["user"] == TOKENS[token]]
+    assert len(mine) == 1, "the second run posted another comment"
+    assert mine[0]["body"].startswith(MARKER_PREFIX) and "| metric |" in mine[0]["body"]
+    assert [c for c in fake.comments if c["user"] != TOKENS[token]] == planted, "a comment it did not write changed"
+    writes = [(m, p) for m, p in calls(server) if m != "GET"]
+    assert writes == [("POST", f"{REPO_PATH}/issues/{PR}/comments"),
+                      ("PATCH", f"{REPO_PATH}/issues/comments/{mine[0]['id']}")]
+    assert fake.reactions == {}, "the identity probe's reaction was left on the pull request"
+
+
+def test_an_installation_token_asks_its_identity_with_a_reaction_it_takes_back(
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
+) -> None:
+    fake, server = api
+    fake.token = "app"
+    fake.comments.append({"id": 3, "body": THIS_MARKER + "\nold", "user": APP_BOT})
+    assert observe(run_with_comment(launch, layout, server)).returncode == ExitCode.OK
+    probe = [(r.method, r.path) for r in server.received if "/reactions" in r.path]
+    assert probe == [("POST", f"{REPO_PATH}/issues/{PR}/reactions"), ("DELETE", f"{REPO_PATH}/issues/{PR}/reactions/500")]
+    assert fake.reactions == {}
 
 
 def test_the_marked_comment_is_found_on_a_later_page(
@@ -177,6 +251,21 @@ def test_a_403_is_a_warning_and_the_step_exits_as_the_eval_says(
     assert "fork" in refused[5] and "pull-requests: write" in refused[5]
     assert observed.outputs["findings-count"] == "1"  # the rest of the step went on
     assert_only_our_commands(observed)
+
+
+def test_a_rate_limit_past_the_budget_is_one_warning_that_says_rate_limited(
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
+) -> None:
+    fake, server = api
+    reset = str(int(time.time()) + 3600)  # an hour away: far past what a comment waits
+    fake.refuse_writes = Reply(status=403, body={"message": "API rate limit exceeded for installation ID 1."},
+                               headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": reset})
+    observed = observe(run_with_comment(launch, layout, server))
+    assert observed.returncode == ExitCode.OK
+    warnings = [a for a in observed.annotations if a[4].startswith("kb-eval: pull-request comment")]
+    assert [(a[0], a[4]) for a in warnings] == [("warning", "kb-eval: pull-request comment not posted (rate limited)")]
+    assert "rate limited" in warnings[0][5] and "permission" not in warnings[0][5] and "fork" not in warnings[0][5]
+    assert [m for m, _ in calls(server) if m == "POST"] == ["POST"]  # not sent again: the wait was not made
 
 
 def test_a_502_is_retried_and_then_the_comment_is_posted(

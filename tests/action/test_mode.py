@@ -485,7 +485,10 @@ def test_without_github_actions_or_with_arguments_the_entrypoint_is_the_plain_cl
     assert "no golden file found" in plain.stderr and "::" not in plain.stdout + plain.stderr
     with_args = run_entrypoint(launch, layout, inputs, args=["--kb-path", KB])
     assert with_args.returncode == 0 and with_args.stdout.startswith("kb-eval ") and "::" not in with_args.stdout
-    assert with_args.summary_text == with_args.outputs_text == ""
+    # The command line writes no outputs and no report unless asked; it does write the step summary,
+    # as every command-line run does where GITHUB_STEP_SUMMARY is set (tests/cli/test_summary.py).
+    assert with_args.outputs_text == ""
+    assert with_args.summary_text.startswith("## kb-eval: ") and f"· {KB}" in with_args.summary_text
     assert not (layout.workspace / "kb-eval-report.json").exists()
 
 

@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 from scanner.cli.main import execute
+from scanner.compare.comparison import BaseRequest
+from scanner.corpus.parse_memo import ParseMemo
+from scanner.pipeline.base import BaseEvaluation, ResolvedBase, evaluate_base, resolve_base
+from scanner.pipeline.evaluate import EvalOptions, run_eval
 from scanner.render.annotations import report_annotations
 from scanner.render.console import findings_warning
 from scanner.render.markdown import SummaryContext, render_summary
@@ -100,3 +104,37 @@ def test_a_miss_the_base_already_had_is_not_blamed_on_the_page(tmp_path: Path) -
     assert faq["newly_displacing"] == []
     quoted = {q["query_id"]: q for f in report["findings"] if f["path"] == "faq.md" for q in f["quoted"]}
     assert quoted["onboard"]["displaces_expected"] is True  # the fact stays; only the blame moves
+
+
+def test_the_base_scans_only_the_documents_the_pull_request_changed(tmp_path: Path) -> None:
+    # faq.md is on main already, quoting two queries; the pull request edits it (same quotes) and
+    # leaves eval-notes.md alone. The base reads both but scans only faq.md: eval-notes.md has the
+    # same bytes, so its findings are the head's.
+    faq = "# FAQ\n\nfirst day checklist for engineers; warm the build cache nightly.\n"
+    repo = new_repo(tmp_path / "repo")
+    commit(repo, dict(BASE, **{"faq.md": faq}), "base")
+    commit(repo, {"faq.md": faq + "\nSee also the wiki.\n"}, "the pull request")
+    kb = repo / "kb"
+    resolved = resolve_base(kb, BaseRequest("HEAD~1"), external_retriever=False)
+    assert isinstance(resolved, ResolvedBase)
+    memo = ParseMemo()
+    head = run_eval(EvalOptions(kb_path=kb, parse_memo=memo))
+    base = evaluate_base(resolved, EvalOptions(kb_path=kb), head.golden, memo)
+    assert isinstance(base, BaseEvaluation)
+    assert "eval-notes.md" in base.unchanged and "faq.md" not in base.unchanged
+    assert set(base.quoted) == {"faq.md"}  # eval-notes.md was not scanned again
+    # Both findings were on main: neither is new, whichever way the base learnt it.
+    _, report = run(kb, "--baseline-ref=HEAD~1")
+    at_base = {item["path"]: item["present_at_base"] for item in report["comparison"]["findings_at_base"]}
+    assert at_base == {"eval-notes.md": True, "faq.md": True}
+
+
+def test_an_edited_page_that_quotes_one_more_query_than_at_the_base_is_new(tmp_path: Path) -> None:
+    # The near miss of the rule above: the edit is what brings the third quotation.
+    faq = "# FAQ\n\nfirst day checklist for engineers; warm the build cache nightly.\n"
+    repo = new_repo(tmp_path / "repo")
+    commit(repo, dict(BASE, **{"faq.md": faq}), "base")
+    commit(repo, {"faq.md": faq + "\nOr revert a bad release quickly.\n"}, "the pull request")
+    _, report = run(repo / "kb", "--baseline-ref=HEAD~1")
+    at_base = {item["path"]: item["present_at_base"] for item in report["comparison"]["findings_at_base"]}
+    assert at_base == {"eval-notes.md": True, "faq.md": False}

@@ -6,19 +6,23 @@ A real HTTP server on 127.0.0.1 plays GitHub's REST API; GitHubApi talks to it d
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from scanner.github.comment import (
+    RATE_LIMIT_BUDGET_S,
     CommentRefused,
     GitHubApi,
     PullRequest,
     marker_for,
+    rate_limit_wait,
     upsert_comment,
 )
 from tests.support.loopback_server import LoopbackServer, Received, Reply, running
@@ -27,6 +31,7 @@ REPO = "octo/kb"
 PR = 7
 MARKER = marker_for("kb")
 LIST = f"/repos/{REPO}/issues/{PR}/comments"
+REACTIONS = f"/repos/{REPO}/issues/{PR}/reactions"
 BOT = {"login": "github-actions[bot]", "type": "Bot"}
 GITHUB_TOKEN_USER = Reply(status=403, body={"message": "Resource not accessible by integration"})
 
@@ -34,9 +39,12 @@ GITHUB_TOKEN_USER = Reply(status=403, body={"message": "Resource not accessible 
 class FakeGitHub:
     """Comments of one pull request, a /user answer, and replies forced onto writes."""
 
-    def __init__(self, comments: list[dict[str, Any]], user: Reply = GITHUB_TOKEN_USER) -> None:
+    def __init__(self, comments: list[dict[str, Any]], user: Reply = GITHUB_TOKEN_USER,
+                 reactor: dict[str, str] = BOT) -> None:
         self.comments = comments
         self.user = user
+        self.reactor = reactor
+        """Who the token is, as a reaction it creates names it (an installation token's only way)."""
         self.write_replies: list[Reply] = []
         self.lock = threading.Lock()
 
@@ -46,6 +54,10 @@ class FakeGitHub:
                 return self.user
             if request.method == "GET" and request.path == LIST:
                 return Reply(body=self.comments)
+            if request.method == "POST" and request.path == REACTIONS:
+                return Reply(status=201, body={"id": 77, "content": "eyes", "user": self.reactor})
+            if request.method == "DELETE" and request.path == f"{REACTIONS}/77":
+                return Reply(status=204, body=b"")
             if self.write_replies:
                 return self.write_replies.pop(0)
             if request.method == "POST" and request.path == LIST:
@@ -71,7 +83,8 @@ def post(api: GitHubApi) -> bool:
 
 
 def writes(server: LoopbackServer) -> list[tuple[str, str]]:
-    return [(r.method, r.path) for r in server.received if r.method != "GET"]
+    """The comment writes (the identity probe's reaction aside: tests/github/test_comment_tokens.py)."""
+    return [(r.method, r.path) for r in server.received if r.method != "GET" and not r.path.startswith(REACTIONS)]
 
 
 def comment(comment_id: int, body: str, login: str, kind: str) -> dict[str, Any]:
@@ -130,7 +143,7 @@ def test_a_post_answered_with_a_502_is_not_sent_again() -> None:
 
 def test_a_post_answered_with_a_429_is_sent_again() -> None:
     fake = FakeGitHub([])
-    fake.write_replies = [Reply(status=429, body={"message": "slow down"}, headers={"Retry-After": "\xb2"})]
+    fake.write_replies = [Reply(status=429, body={"message": "slow down"}, headers={"Retry-After": "1"})]
     with github(fake) as (api, server):
         assert post(api) is True
     assert writes(server) == [("POST", LIST), ("POST", LIST)]
@@ -188,3 +201,157 @@ def test_a_post_to_a_closed_port_is_retried_and_then_refused() -> None:
     api = GitHubApi(url, "ghs_token", sleep=lambda _: None)
     with pytest.raises(CommentRefused, match="failed after 4 tries"):
         api.request("POST", f"{url}{LIST}", {"body": "x"})
+
+
+# --- rate limits (docs.github.com, "Rate limits for the REST API": 403 or 429 with
+# x-ratelimit-remaining: 0 -> until x-ratelimit-reset; retry-after -> that many seconds;
+# otherwise at least one minute) --------------------------------------------------------------------
+
+NOW = 1_800_000_000.0
+
+
+class Waits:
+    """A clock that moves only when kb-eval sleeps: the waits are recorded, never spent."""
+
+    def __init__(self) -> None:
+        self.now = NOW
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+    def clock(self) -> float:
+        return self.now
+
+
+def limited_then_ok(*limits: Reply) -> tuple[FakeGitHub, Waits]:
+    fake = FakeGitHub([])
+    fake.write_replies = list(limits)
+    return fake, Waits()
+
+
+def post_with(fake: FakeGitHub, waits: Waits) -> tuple[bool, LoopbackServer]:
+    with running(fake.respond) as server:
+        api = GitHubApi(server.url, "ghs_token", sleep=waits.sleep, clock=waits.clock)
+        created = upsert_comment(api, PullRequest(api.api_url, REPO, PR), MARKER, "| metric |").created
+    return created, server
+
+
+PRIMARY = {"message": "API rate limit exceeded for installation ID 1."}
+
+
+def test_a_403_with_no_requests_remaining_waits_until_the_reset_then_posts_once() -> None:
+    fake, waits = limited_then_ok(Reply(403, PRIMARY, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(NOW) + 20)}))
+    created, server = post_with(fake, waits)
+    assert created and waits.slept == [21.0]
+    assert writes(server) == [("POST", LIST), ("POST", LIST)] and len(fake.comments) == 1
+
+
+def test_a_429_without_retry_after_waits_a_minute_not_a_second() -> None:
+    fake, waits = limited_then_ok(Reply(429, {"message": "Too Many Requests"}))
+    assert post_with(fake, waits)[0] and waits.slept == [60.0]
+
+
+def test_retry_after_is_waited_as_given() -> None:
+    fake, waits = limited_then_ok(Reply(403, {"message": "You have exceeded a secondary rate limit."}, {"retry-after": "7"}))
+    assert post_with(fake, waits)[0] and waits.slept == [7.0]
+
+
+def test_a_secondary_limit_without_headers_waits_a_minute() -> None:
+    fake, waits = limited_then_ok(Reply(403, {"message": "You have exceeded a secondary rate limit. Please wait."}))
+    assert post_with(fake, waits)[0] and waits.slept == [60.0]
+
+
+def test_a_wait_past_the_budget_is_not_made_and_says_rate_limited() -> None:
+    reset = str(int(NOW) + 3600)
+    fake, waits = limited_then_ok(Reply(403, PRIMARY, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": reset}))
+    with pytest.raises(CommentRefused) as caught:
+        post_with(fake, waits)
+    assert caught.value.rate_limited and caught.value.status == 403
+    assert "rate limited" in str(caught.value) and "permission" not in str(caught.value)
+    assert waits.slept == [] and fake.comments == []
+
+
+def test_waits_that_add_up_past_the_budget_stop_at_the_budget() -> None:
+    fake, waits = limited_then_ok(*[Reply(429, {"message": "Too Many Requests"})] * 3)
+    with pytest.raises(CommentRefused) as caught:
+        post_with(fake, waits)
+    assert caught.value.rate_limited and sum(waits.slept) <= RATE_LIMIT_BUDGET_S
+
+
+def test_a_403_about_permissions_is_not_a_rate_limit() -> None:
+    fake, waits = limited_then_ok(Reply(403, {"message": "Resource not accessible by integration"},
+                                        {"x-ratelimit-remaining": "4999", "x-ratelimit-reset": str(int(NOW) + 20)}))
+    with pytest.raises(CommentRefused) as caught:
+        post_with(fake, waits)
+    assert not caught.value.rate_limited and caught.value.status == 403 and waits.slept == []
+
+
+def test_a_rate_limited_get_user_is_not_taken_for_an_installation_token() -> None:
+    user = Reply(403, PRIMARY, {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(NOW) + 9000)})
+    fake = FakeGitHub([comment(1, MARKER + "\nold", "github-actions[bot]", "Bot")], user=user)
+    with pytest.raises(CommentRefused) as caught:
+        post_with(fake, Waits())
+    assert caught.value.rate_limited and fake.comments[0]["body"] == MARKER + "\nold"
+
+
+# --- every request as GitHub's REST description has it ------------------------------------------------
+
+OPERATIONS = json.loads((Path(__file__).parents[1] / "fixtures" / "github-rest" / "operations.json").read_text())
+
+
+def described(request: Received) -> dict[str, Any]:
+    """The documented operation `request` is, checked: method, path, query parameters, body, headers."""
+    for operation in OPERATIONS["operations"]:
+        pattern = "/".join("[^/]+" if part.startswith("{") else re.escape(part) for part in operation["path"].split("/"))
+        if request.method == operation["method"] and re.fullmatch(pattern, request.path):
+            break
+    else:
+        raise AssertionError(f"{request.method} {request.path} is no operation kb-eval should call")
+    assert set(request.params) <= set(operation["query"]), (operation["id"], request.params)
+    if "per_page" in request.params:
+        assert int(request.params["per_page"][0]) <= operation["per_page_max"]
+    if operation["body"] is None:
+        assert not request.body
+    else:
+        body = json.loads(request.body)
+        assert set(operation["body"]["required"]) <= set(body) <= set(operation["body"]["allowed"])
+        if "content" in operation["body"]:
+            assert body["content"] in operation["body"]["content"]
+    for name, value in OPERATIONS["request_headers"].items():
+        assert request.headers[name] == value
+    return operation
+
+
+@pytest.mark.parametrize("existing", [[], [comment(1, MARKER + "\nold", "kb-eval-app[bot]", "Bot")]], ids=["first run", "second run"])
+def test_every_request_is_an_operation_of_the_rest_description(existing: list[dict[str, Any]]) -> None:
+    fake = FakeGitHub(list(existing), reactor={"login": "kb-eval-app[bot]", "type": "Bot"})
+    with github(fake) as (api, server):
+        post(api)
+    ids = [described(request)["id"] for request in server.received]
+    assert ids[0] == "issues/list-comments" and ids[-1] in ("issues/create-comment", "issues/update-comment")
+    if not existing:
+        assert ids == ["issues/list-comments", "issues/create-comment"]
+    else:
+        assert ids == ["issues/list-comments", "users/get-authenticated", "reactions/create-for-issue",
+                       "reactions/delete-for-issue", "issues/update-comment"]
+
+
+def test_the_statuses_kb_eval_reads_as_rate_limits_are_the_documented_ones() -> None:
+    assert set(OPERATIONS["rate_limit"]["statuses"]) == {403, 429}
+    for status in (400, 401, 404, 409, 422, 500):
+        response = requests_response(status, {"x-ratelimit-remaining": "0", "retry-after": "5"})
+        assert rate_limit_wait(response, NOW) is None
+    for status in (403, 429):
+        assert rate_limit_wait(requests_response(status, {"retry-after": "5"}), NOW) == 5.0
+
+
+def requests_response(status: int, headers: dict[str, str]) -> Any:
+    import requests
+
+    response = requests.Response()
+    response.status_code = status
+    response.headers.update(headers)
+    response._content = b'{"message": "x"}'
+    return response

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from scanner.foundation.errors import InputError
-from scanner.golden.file import load_golden
+from scanner.golden.file import ExpectedEntry, GoldenQuery, GoldenSet, load_golden
 from scanner.golden.headings import closest, closest_path, reader_heading
+from scanner.golden.labels import SectionInfo, check_headings
 
 
 @pytest.mark.parametrize(
@@ -68,8 +69,6 @@ def write(tmp_path: Path, expected: str) -> Path:
     return golden
 
 
-
-
 def test_parent_subsections_and_any_are_read(tmp_path: Path) -> None:
     golden = load_golden(write(tmp_path, (
         "      - {path: a.md, heading: Options, parent: Install, subsections: true}\n"
@@ -81,6 +80,13 @@ def test_parent_subsections_and_any_are_read(tmp_path: Path) -> None:
     assert group.any_of[1].heading == "X"
 
 
+def test_a_group_carries_one_grade_for_the_answer_it_is(tmp_path: Path) -> None:
+    graded = load_golden(write(tmp_path, "      - any: [a.md, b.md]\n        grade: 3\n")).queries[0].expected[0]
+    assert graded.grade == 3 and [m.path for m in graded.members] == ["a.md", "b.md"]
+    plain = load_golden(write(tmp_path, "      - any: [a.md, b.md]\n")).queries[0].expected[0]
+    assert plain.grade == 1
+
+
 @pytest.mark.parametrize(
     ("expected", "field", "words"),
     [
@@ -90,6 +96,8 @@ def test_parent_subsections_and_any_are_read(tmp_path: Path) -> None:
         ("      - any: [a.md]\n", "expected[0].any", "two or more"),
         ("      - {any: [a.md, b.md], heading: X}\n", "expected[0].heading", "belongs to one of its members"),
         ("      - any: [a.md, {any: [b.md, c.md]}]\n", "any[1].any", "unknown key 'any'"),
+        ("      - any: [a.md, {path: b.md, grade: 2}]\n", "any[1].grade", "unknown key 'grade'"),
+        ("      - {any: [a.md, b.md], grade: 2.5}\n", "expected[0].grade", "whole number"),
     ],
 )
 def test_a_malformed_label_is_refused_naming_its_field(tmp_path: Path, expected: str, field: str, words: str) -> None:
@@ -97,3 +105,39 @@ def test_a_malformed_label_is_refused_naming_its_field(tmp_path: Path, expected:
         load_golden(write(tmp_path, expected))
     assert raised.value.field is not None and raised.value.field.endswith(field), raised.value.field
     assert words in str(raised.value)
+
+
+def _golden(entries: list[ExpectedEntry]) -> GoldenSet:
+    queries = tuple(GoldenQuery(f"q{n}", "a question", (e,), (), e.line) for n, e in enumerate(entries))
+    return GoldenSet("golden.yml", "0" * 64, queries, None)
+
+
+def test_checking_many_labels_against_a_long_document_costs_their_sum_not_their_product(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """10,000 wrong headings against one 2,000-section document: each section's heading is brought
+    to the reader's form once, not once per label (that product took 571 s)."""
+    from scanner.golden import labels
+
+    calls = 0
+    original = labels.reader_heading
+
+    def counting(text: str) -> str:
+        nonlocal calls
+        calls += 1
+        return original(text)
+
+    monkeypatch.setattr(labels, "reader_heading", counting)
+    document = [SectionInfo(f"Section `{i}`", ("Top",)) for i in range(2_000)]
+    wrong = [ExpectedEntry("d.md", f"Wrong {i}", i + 1, parent="Top" if i % 2 else None) for i in range(10_000)]
+    warnings = check_headings(_golden(wrong), {"d.md": document})
+    assert len(warnings) == 10_000
+    assert calls <= 2 * 2 * len(document) + 2 * len(wrong)
+    assert "closest headings there" in warnings[0].message
+    assert "closest headings there" not in warnings[-1].message and "it has 2000 headings" in warnings[-1].message
+
+
+def test_a_heading_of_a_megabyte_is_named_cut_in_the_warning() -> None:
+    document = [SectionInfo("H" * 1_000_000 + "x", ())]
+    [warning] = check_headings(_golden([ExpectedEntry("d.md", "H" * 500_000, 1)]), {"d.md": document})
+    assert len(warning.message) < 1_000 and "…" in warning.message
+    [near] = check_headings(_golden([ExpectedEntry("d.md", "Setup", 1)]), {"d.md": [SectionInfo("Set up", ())]})
+    assert "'Setup'" in near.message and "'Set up'" in near.message  # short headings are named whole

@@ -70,6 +70,6 @@ def test_a_hits_place_is_reported_only_when_a_label_needs_it() -> None:
     plain = CASES / "heading-as-the-reader-sees-it" / "inline-code-written-as-the-page-shows-it-resolves"
     _, out, _ = run_case(needs)
     hits = json.loads(out)["per_query"][0]["top_k"]
-    assert [tuple(h["parents"]) for h in hits if h["heading"] == "Options"][0] == ("Commands", "Build")
+    assert next(tuple(h["parents"]) for h in hits if h["heading"] == "Options") == ("Commands", "Build")
     _, out, _ = run_case(plain)
     assert all("parents" not in h for h in json.loads(out)["per_query"][0]["top_k"])

@@ -218,7 +218,7 @@ def test_a_colon_in_an_expected_path_is_not_mistaken_for_a_windows_drive(tmp_pat
     (kb / path).parent.mkdir(parents=True, exist_ok=True)
     (kb / path).write_text(ANSWER, encoding="utf-8")
     _, report = run_json(kb)
-    assert report["per_query"][0]["expected"] == [{"path": path, "heading": None}]
+    assert report["per_query"][0]["expected"] == [{"path": path, "heading": None, "grade": 1}]
     assert report["warnings"] == []  # the path names an indexed document
     assert path in [hit["path"] for hit in report["per_query"][0]["top_k"]]
 
@@ -232,7 +232,7 @@ def test_absolute_expected_paths_of_either_os_are_refused(tmp_path: Path, path: 
 def test_an_empty_expected_list_is_reported_and_left_out_of_the_aggregate(tmp_path: Path) -> None:
     golden = "queries:\n  - {id: q1, query: alpha beta, expected: [a.md]}\n  - {id: none, query: alpha, expected: []}\n"
     _, report = run_json(golden_kb(tmp_path, golden))
-    assert [(q["id"], q["expected"], q["metrics"]["reciprocal_rank"]) for q in report["per_query"]] == [("q1", [{"path": "a.md", "heading": None}], 1.0), ("none", [], 0.0)]
+    assert [(q["id"], q["expected"], q["metrics"]["reciprocal_rank"]) for q in report["per_query"]] == [("q1", [{"path": "a.md", "heading": None, "grade": 1}], 1.0), ("none", [], 0.0)]
     assert (report["aggregate"]["query_count"], report["aggregate"]["mrr"]) == (1, 1.0)
 
 

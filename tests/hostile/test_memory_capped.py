@@ -41,6 +41,12 @@ def _bench_case(name: str) -> Callable[[Path], Path]:
         ("nested_title_headings_under_cap", None),
         ("line_under_cap", None),
         ("frontmatter_at_cap", None),
+        ("fence_over_short_lines_under_cap", None),
+        ("random_han_under_cap", None),
+        ("random_hangul_under_cap", None),
+        ("random_kana_under_cap", None),
+        ("random_latin_under_cap", None),
+        ("random_latin_han_kana_hangul_under_cap", None),
     ],
 )
 def test_the_worst_file_at_each_cap_runs_within_1_gib_of_address_space(

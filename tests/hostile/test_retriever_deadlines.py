@@ -261,7 +261,6 @@ def test_a_short_retry_after_is_honoured_before_the_next_attempt() -> None:
         (b"[" * 200_000 + b"]" * 200_000, "nested too deeply"),
         (b'{"results": [{"path": "a.md", "score": 1e400}]}', "out of range"),
         (b'{"results": [{"path": "a.md", "score": ' + b"9" * 5000 + b"}]}", "too many digits"),
-        (b'{"results": [{"path": "a.md", "score": ' + b"9" * 400 + b"}]}", "not a finite number"),
         (b'{"results": [{"path": "a.md", "score": NaN}]}', "NaN is not a JSON number"),
         (b"[" + b",".join([b"{}"] * MAX_JSON_CONTAINERS) + b"]", f"more than {MAX_JSON_CONTAINERS} objects and arrays"),
     ],

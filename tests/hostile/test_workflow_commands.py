@@ -76,7 +76,7 @@ def test_hostile_strings_reach_the_json_report_unchanged(tmp_path: Path) -> None
     assert [q["id"] for q in report["per_query"]] == HOSTILE
     assert [q["tags"] for q in report["per_query"]] == [[text] for text in HOSTILE]
     assert set(report["by_tag"]) == set(HOSTILE)
-    assert [q["expected"] for q in report["per_query"]] == [[{"path": file_name(t), "heading": t}] for t in HOSTILE]
+    assert [q["expected"] for q in report["per_query"]] == [[{"path": file_name(t), "heading": t, "grade": 1}] for t in HOSTILE]
     indexed = {hit["path"] for q in report["per_query"] for hit in q["top_k"]}
     assert {file_name(t) for t in HOSTILE} <= indexed
     assert {"::dir\n::error::folder/" + file_name(t) for t in HOSTILE} <= indexed

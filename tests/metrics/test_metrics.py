@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -10,7 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanner.golden.file import ExpectedEntry
-from scanner.metrics.measures import aggregate, hit_matches, ndcg_at_k, recall_at_k, reciprocal_rank, score_query
+from scanner.metrics.measures import (
+    Judgments,
+    aggregate,
+    hit_matches,
+    ndcg_at_k,
+    recall_at_k,
+    reciprocal_rank,
+    score_query,
+)
 from scanner.retrievers.base import Hit
 
 
@@ -148,32 +157,45 @@ _LABELS: list[tuple[ExpectedEntry, set[int]]] = [
 def labelled_case(draw):  # type: ignore[no-untyped-def]
     ranking = draw(st.lists(st.sampled_from(range(len(_UNITS))), unique=True, max_size=len(_UNITS)))
     chosen = draw(st.lists(st.sampled_from(range(len(_LABELS))), unique=True, min_size=1, max_size=len(_LABELS)))
-    return ranking, chosen
+    grades = {j: draw(st.integers(min_value=0, max_value=3)) for j in chosen}
+    return ranking, grades
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(labelled_case(), min_size=1, max_size=4))
-def test_subsections_parent_and_any_labels_equal_trec_eval_on_collapsed_docnos(cases) -> None:  # type: ignore[no-untyped-def]
+@given(st.lists(labelled_case(), min_size=1, max_size=4), st.sampled_from([1, 2]))
+def test_subsections_parent_and_any_labels_equal_trec_eval_on_collapsed_docnos(cases, level) -> None:  # type: ignore[no-untyped-def]
+    """Graded: the label forms' entries carry grades (a group one for the group), at relevance level 1 and 2."""
     ks = (1, 3, 5, 10)
+    cut = ",".join(map(str, ks))
     qrels, run = {}, {}
-    for n, (ranking, chosen) in enumerate(cases):
-        qrels[f"q{n}"] = {f"entry{j}": 1 for j in chosen}
+    for n, (ranking, grades) in enumerate(cases):
+        qrels[f"q{n}"] = {f"entry{j}": grade for j, grade in grades.items()}
         docnos: dict[str, float] = {}
         for rank, unit in enumerate(ranking, 1):
-            owner = next((j for j in chosen if unit in _LABELS[j][1]), None)
+            owner = next((j for j in grades if unit in _LABELS[j][1]), None)
             docno = f"entry{owner}" if owner is not None else f"unit{unit}"
             docnos[docno if docno not in docnos else f"again{rank}"] = float(100 - rank)
         run[f"q{n}"] = docnos
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "recall.1,3,5,10", "ndcg_cut.1,3,5,10"})
-    theirs = evaluator.evaluate(run)
-    for n, (ranking, chosen) in enumerate(cases):
+    measures = {"recip_rank", "map", f"recall.{cut}", f"ndcg_cut.{cut}", f"P.{cut}", f"success.{cut}"}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, measures, relevance_level=level).evaluate(run)
+    for n, (ranking, grades) in enumerate(cases):
         ranked = [Hit(r, *(_UNITS[u][:2]), float(100 - r), _UNITS[u][2]) for r, u in enumerate(ranking, 1)]
-        ours = score_query(ranked, [_LABELS[j][0] for j in chosen], ks)
-        reference = theirs.get(f"q{n}", {"recip_rank": 0.0} | {f"{m}_{k}": 0.0 for m in ("recall", "ndcg_cut") for k in ks})
+        labels = [dataclasses.replace(_LABELS[j][0], grade=grade) for j, grade in grades.items()]
+        ours = score_query(ranked, labels, ks, level)
+        if not ours.counted:  # no entry at the level: trec_eval has nothing to average either
+            assert all(grade < level for grade in grades.values())
+            continue
+        reference = theirs.get(f"q{n}")
+        if reference is None:  # trec_eval leaves out a query that retrieved nothing; kb-eval scores it 0
+            assert not ranking and ours.reciprocal_rank == 0.0 and ours.average_precision == 0.0
+            continue
         assert ours.reciprocal_rank == pytest.approx(reference["recip_rank"], abs=1e-12)
+        assert ours.average_precision == pytest.approx(reference["map"], abs=1e-12)
         for k in ks:
             assert ours.recall_at_k[k] == pytest.approx(reference[f"recall_{k}"], abs=1e-12)
             assert ours.ndcg_at_k[k] == pytest.approx(reference[f"ndcg_cut_{k}"], abs=1e-12)
+            assert ours.precision_at_k[k] == pytest.approx(reference[f"P_{k}"], abs=1e-12)
+            assert ours.success_at_k[k] == pytest.approx(reference[f"success_{k}"], abs=1e-12)
 
 
 def test_a_heading_matches_as_the_reader_sees_it_and_a_near_miss_does_not() -> None:
@@ -189,3 +211,83 @@ def test_a_parent_or_subsections_label_without_known_parents_falls_back_to_the_h
     assert hit_matches(unknown, ExpectedEntry("t.md", "B", 1, parent="E"))
     assert not hit_matches(Hit(1, "t.md", "B", None, ("A",)), ExpectedEntry("t.md", "B", 1, parent="E"))
     assert not hit_matches(Hit(1, "t.md", "C", None, None), ExpectedEntry("t.md", "A", 1, subsections=True))
+
+
+# --- Judgments (the indexed matching) against the pairwise rule it replaces -------------------------
+_HEADINGS = ["A", "`a`", "B", "C", ""]
+
+
+@st.composite
+def member(draw):  # type: ignore[no-untyped-def]
+    path = draw(st.sampled_from(["p.md", "q.md"]))
+    heading = draw(st.sampled_from([None, *_HEADINGS]))
+    if heading is None:
+        return ExpectedEntry(path, None, 0)
+    parent = draw(st.sampled_from([None, "A", "B"]))
+    return ExpectedEntry(path, heading, 0, parent=parent, subsections=draw(st.booleans()))
+
+
+@st.composite
+def entry(draw):  # type: ignore[no-untyped-def]
+    grade = draw(st.integers(min_value=0, max_value=3))
+    members = draw(st.lists(member(), min_size=1, max_size=3))
+    if len(members) == 1:
+        return dataclasses.replace(members[0], grade=grade)
+    return ExpectedEntry(members[0].path, members[0].heading, 0, grade, any_of=tuple(members))
+
+
+@st.composite
+def hit(draw):  # type: ignore[no-untyped-def]
+    parents = draw(st.one_of(st.none(), st.lists(st.sampled_from(["A", "a", "B", "C"]), max_size=3).map(tuple)))
+    return Hit(1, draw(st.sampled_from(["p.md", "q.md", "r.md"])), draw(st.sampled_from(_HEADINGS)), None, parents)
+
+
+def naive_credited(hits, entries):  # type: ignore[no-untyped-def]
+    pending = sorted(
+        range(len(entries)),
+        key=lambda i: (not all(m.heading is not None for m in entries[i].members), -entries[i].grade, i),
+    )
+    result = []
+    for position, h in enumerate(hits, 1):
+        for slot, i in enumerate(pending):
+            if hit_matches(h, entries[i]):
+                del pending[slot]
+                result.append((position, entries[i]))
+                break
+    return result
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(hit(), max_size=12), st.lists(entry(), max_size=8))
+def test_judgments_match_and_credit_as_the_pairwise_rule(hits, entries) -> None:  # type: ignore[no-untyped-def]
+    judgments = Judgments(entries)
+    assert judgments.first_positions(hits) == [
+        next((p for p, h in enumerate(hits, 1) if hit_matches(h, e)), None) for e in entries
+    ]
+    assert [(p, id(e)) for p, e in judgments.credited(hits)] == [(p, id(e)) for p, e in naive_credited(hits, entries)]
+
+
+def test_matching_a_long_ranking_against_many_entries_costs_their_sum_not_their_product(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """1,000 hits of one document's sections against 20,000 labels of its headings: the pairwise rule
+    compares 20 million pairs, each heading brought to the reader's form again (minutes); the indexed
+    one brings each label's heading and each hit's chain to that form once per walk."""
+    from scanner.metrics import measures
+
+    calls = 0
+    original = measures.reader_heading
+
+    def counting(text: str) -> str:
+        nonlocal calls
+        calls += 1
+        return original(text)
+
+    monkeypatch.setattr(measures, "reader_heading", counting)
+    hits = [Hit(r, "d.md", f"`H{r % 50}` **x**", 1.0, ("Top",)) for r in range(1, 1001)]
+    entries = [ExpectedEntry("d.md", f"X{i}", i, parent="Top" if i % 2 else None) for i in range(20_000)]
+    score_query(hits, entries, (1, 5, 10, 100, 1000))
+    walks = 4  # first positions and three crediting walks (relevant, gaining, all)
+    assert calls <= walks * (2 * len(entries) + 2 * len(hits))
+    # The near miss: the pairwise rule on a slice of the same input already costs the product.
+    calls = 0
+    [hit_matches(h, e) for h in hits[:100] for e in entries[:200]]
+    assert calls >= 100 * 200

@@ -1,5 +1,7 @@
 """Real runs in each state a reviewer meets, as records: first run, unchanged, worse, improved,
-regressed, gate without anything to compare, and many changed queries.
+regressed, gate without anything to compare, many changed queries, and on a pull request compared
+with its base commit: a finding the base already had beside one the pull request brought, and a
+gate that cannot run because the clone lacks the base.
 
 Each state is produced by running the CLI on a real KB (the redesign fixture copied to a
 temporary folder), editing the KB between runs the way a pull request would. Shared by the
@@ -17,8 +19,9 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from scanner.cli.main import execute
-from scanner.compare.comparison import QueryDelta
+from scanner.cli.main import execute, parse_cli
+from scanner.compare.comparison import BaseRequest, Origin, QueryDelta
+from scanner.foundation.errors import ExitCode
 from scanner.pipeline.run import RunOutcome
 from scanner.render.markdown import SourceLinks, SummaryContext
 
@@ -142,6 +145,29 @@ def pull_request_findings(folder: Path) -> RunOutcome:
     return _run(kb, None, "--baseline-ref", "HEAD~1", "--regression-threshold", "0.5")
 
 
+def gate_cannot_run_on_pull_request(folder: Path) -> RunOutcome:
+    """The gate is on, and the pull request's base commit is not in the clone (a shallow checkout,
+    actions/checkout's default): the step fails with exit 2 instead of passing green."""
+    origin = folder / "origin"
+    kb = fresh_kb(origin)
+    subprocess.run(["git", "-c", "init.defaultBranch=main", "init", "-q", str(origin)], env=_GIT_ENV, check=True)
+    _commit(origin, "base")
+    base = subprocess.run(
+        ["git", "-C", str(origin), "rev-parse", "HEAD"], env=_GIT_ENV, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (kb / "notes" / "faq.md").write_text(FAQ, encoding="utf-8")
+    _commit(origin, "the pull request")
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", f"file://{origin}", str(folder / "checkout")], env=_GIT_ENV, check=True
+    )
+    settings = parse_cli(["--kb-path", "kb", "--no-history", "--format", "json", "--fail-on-regression"])
+    chosen = dataclasses.replace(settings, baseline_ref=BaseRequest(base, Origin.PULL_REQUEST, "main"))
+    with _inside(folder / "checkout"):
+        result = execute(chosen)
+    assert result.exit_code == ExitCode.BAD_INPUT and result.outcome is not None, result.stderr_text
+    return result.outcome
+
+
 def context(outcome: RunOutcome, *, gate_requested: bool = False, links: SourceLinks | None = LINKS) -> SummaryContext:
     return SummaryContext(
         kb_path="docs/kb", report_path="kb-eval-report.json", links=links,
@@ -158,6 +184,7 @@ STATES = {
     "gate-without-previous": gate_without_previous,
     "many-changed": many_changed,
     "pull-request-findings": pull_request_findings,
+    "pull-request-gate-cannot-run": gate_cannot_run_on_pull_request,
 }
 
 __all__ = ["STATES", "context", "io"]

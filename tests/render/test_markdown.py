@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from scanner.pipeline.run import RunOutcome
-from scanner.render.markdown import MAX_CHANGED_ROWS, render_summary
+from scanner.render.markdown import MAX_CHANGED_ROWS, comment_state, render_summary
 from scanner.report.document import report_document, validation_errors
 from tests.render.states import STATES, context
 
@@ -64,8 +64,9 @@ def test_the_summary_says_what_it_compared_with(outcomes: dict[str, RunOutcome])
 
 
 def test_a_delta_is_shown_only_where_a_metric_moved(outcomes: dict[str, RunOutcome]) -> None:
-    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in summary(outcomes, "worse").splitlines()
-            if line.startswith("| ") and line.count("|") == 4 and "metric" not in line and "---" not in line}
+    # | metric | value | 95% interval | change |
+    rows = {line.split("|")[1].strip(): line.split("|")[4].strip() for line in summary(outcomes, "worse").splitlines()
+            if line.startswith("| ") and line.count("|") == 5 and "metric" not in line and "---" not in line}
     assert rows["MRR"].startswith("▼ -0.")
     assert rows["recall@10"] == ""  # unchanged: no (+0.0000)
     assert "+0.0000" not in summary(outcomes, "unchanged")
@@ -147,3 +148,70 @@ def test_pull_request_text_cannot_add_markup(outcomes: dict[str, RunOutcome]) ->
 
 
 Make = Callable[[Path], RunOutcome]
+
+
+def test_on_a_pull_request_the_finding_the_base_had_is_marked_and_the_new_one_is_not(
+    outcomes: dict[str, RunOutcome],
+) -> None:
+    markdown = summary(outcomes, "pull-request-findings", gate_requested=False)
+    rows = {line.split("](")[0].lstrip("| ["): line for line in markdown.splitlines() if line.startswith("| [notes/")}
+    assert "(already at the base commit)" in rows["notes/eval-notes.md"]
+    assert "already at the base commit" not in rows["notes/faq.md"]
+    assert "took rank 1 above the expected document" in rows["notes/faq.md"]  # brought by this pull request
+    assert "2 of them were already at the base commit (not annotated again)." in markdown
+    # Against the base commit the corpus change is what is measured: no caveat about it.
+    assert "corpus changed" not in markdown.lower()
+
+
+def test_a_gate_that_cannot_run_on_a_pull_request_says_the_step_fails_and_how_to_fix_it(
+    outcomes: dict[str, RunOutcome],
+) -> None:
+    markdown = summary(outcomes, "pull-request-gate-cannot-run", gate_requested=True).replace("\\", "")  # as read
+    assert "**The regression gate cannot run, so the step fails (fail-on-regression is true): " in markdown
+    assert "set `fetch-depth: 0` on actions/checkout" in markdown
+    # The near miss: a gate with no previous run outside a pull request is a warning, not a failure.
+    elsewhere = summary(outcomes, "gate-without-previous", gate_requested=True)
+    assert "could not run" in elsewhere and "step fails" not in elsewhere
+
+
+def test_the_reason_for_no_comparison_and_its_fix_are_two_sentences(outcomes: dict[str, RunOutcome]) -> None:
+    [line] = [
+        line for line in summary(outcomes, "pull-request-gate-cannot-run").splitlines()
+        if line.startswith("No comparison:")
+    ]
+    assert re.search(r"nothing was compared\. To compare: ", line), line
+
+
+def test_the_comment_is_updated_when_a_finding_turns_out_to_be_at_the_base(outcomes: dict[str, RunOutcome]) -> None:
+    # on-change mode compares this digest: a rebase onto a base that has the page must change it.
+    report = outcomes["pull-request-findings"].report
+    assert report.findings_at_base is not None
+    flipped = tuple(dataclasses.replace(item, present_at_base=not item.present_at_base) for item in report.findings_at_base)
+    assert comment_state(dataclasses.replace(report, findings_at_base=flipped)) != comment_state(report)
+    assert comment_state(dataclasses.replace(report)) == comment_state(report)
+
+
+def test_an_unlabelled_path_cannot_close_the_snippet_or_add_markup(outcomes: dict[str, RunOutcome]) -> None:
+    import cmarkgfm
+    import yaml
+
+    from scanner.compare.pooling import UnlabelledDocument
+
+    outcome = outcomes["worse"]
+    comparison = outcome.report.comparison
+    pool = next(p for p in comparison.pools if p.rests_on_unjudged)
+    hostile_path = "notes/````\n</details><img src=x>@org/team.md"
+    hostile = dataclasses.replace(pool, unlabelled=(UnlabelledDocument(hostile_path, "H `x`", 3),))
+    pools = tuple(hostile if p is pool else p for p in comparison.pools)
+    report = dataclasses.replace(outcome.report, comparison=dataclasses.replace(comparison, pools=pools))
+    markdown = render_summary(report, context(outcome))
+    html = cmarkgfm.github_flavored_markdown_to_html(markdown)
+    outside_code = re.sub(r"<pre.*?</pre>", "", html, flags=re.DOTALL)
+    assert "<img" not in html
+    # A mention notifies outside code only; inside the snippet it is inert text.
+    assert "@org/team" not in outside_code.replace("@\u200borg/team", "")
+    fence = re.search(r"^(`{3,})yaml$", markdown, re.MULTILINE)
+    assert fence is not None and len(fence.group(1)) > 4  # longer than the path's run of four
+    block = markdown.split(fence.group(0) + "\n", 1)[1].split("\n" + fence.group(1) + "\n", 1)[0]
+    entries = yaml.safe_load(block)
+    assert {"path": hostile_path, "heading": "H `x`", "grade": 1} in entries

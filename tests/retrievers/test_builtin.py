@@ -138,7 +138,11 @@ def test_hits_are_chunks_and_one_document_may_hold_several_ranks(retriever: Buil
 
 
 def test_the_heading_weight_changes_the_ranking() -> None:
-    files = {"a.md": "# Kubernetes\nplain text\n", "b.md": "# Other\nkubernetes kubernetes mention\n"}
+    # Titled pages, so the headings are section headings, not the page's title (search/titles.py).
+    files = {
+        "a.md": "---\ntitle: A\n---\n# Kubernetes\nplain text\n",
+        "b.md": "---\ntitle: B\n---\n# Other\nkubernetes kubernetes mention\n",
+    }
     heavy = BuiltinRetriever(index_of(files), FieldWeights(heading=20.0), Tokenization.WORD)
     light = BuiltinRetriever(index_of(files), FieldWeights(heading=0.01), Tokenization.WORD)
     assert heavy.search("kubernetes", 1)[0].path == "a.md"
@@ -149,14 +153,14 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
     retriever: BuiltinRetriever,
 ) -> None:
     described = retriever.describe()
-    assert described["query_compiler_version"] == QUERY_COMPILER_VERSION == 6
+    assert described["query_compiler_version"] == QUERY_COMPILER_VERSION == 7
     assert described["tokenization"] == "auto"
     assert described["analysis"] == (
         "words, snowball english stemmer, english stopwords; cjk runs as bigrams, han characters as unigrams"
     )
-    assert described["weights"] == {"heading": 2.0, "breadcrumb": 2.0, "body": 1.0}
+    assert described["weights"] == {"heading": 2.0, "breadcrumb": 3.5, "body": 1.0}
     assert described["bm25"] == {"k1": 1.5, "b": 0.75}
-    assert described["alone"] == {"heading": 0.0, "breadcrumb": 0.25, "body": 0.0}
+    assert described["alone"] == {"heading": 0.0, "breadcrumb": 0.125, "body": 0.0}
     other = BuiltinRetriever(retriever.index, parameters=Bm25Parameters(k1=0.9, b=0.4)).describe()
     assert other["bm25"] == {"k1": 0.9, "b": 0.4}
 
@@ -164,8 +168,9 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
 def test_per_field_scoring_sums_each_fields_own_bm25_times_its_weight() -> None:
     # "kettle" is in one heading (rare there: high idf per field) and in every other body (common
     # there), twice in b's: per field, a's heading match wins; over the combined fields, b's tf does.
-    files = {"a.md": "# Kettle\nstove\n", "b.md": "# Other\nkettle kettle\n"}
-    files.update({f"{name}.md": f"# {name}\nkettle pan\n" for name in "cde"})
+    # Titled pages, so the headings are section headings, not the page's title (search/titles.py).
+    files = {"a.md": "---\ntitle: A\n---\n# Kettle\nstove\n", "b.md": "---\ntitle: B\n---\n# Other\nkettle kettle\n"}
+    files.update({f"{name}.md": f"---\ntitle: {name}\n---\n# {name}x\nkettle pan\n" for name in "cde"})
     index = index_of(files)
     per_field = BuiltinRetriever(index, FieldWeights(1.0, 1.0, 1.0), parameters=Bm25Parameters(1.2, 0.75, True))
     combined = BuiltinRetriever(index, FieldWeights(1.0, 1.0, 1.0), parameters=Bm25Parameters(1.2, 0.75, False))
@@ -174,30 +179,54 @@ def test_per_field_scoring_sums_each_fields_own_bm25_times_its_weight() -> None:
 
 
 def test_a_title_match_scores_its_own_bm25_beside_bm25f() -> None:
-    # "kettle" is in a's title (its breadcrumb) and twice in b's body. Over the weighted fields
-    # alone (BM25F), b's two occurrences outweigh a's one title occurrence; the breadcrumb's own
+    # "kettle" is in a's title (its breadcrumb) and four times in b's body. Over the weighted fields
+    # alone (BM25F), b's four occurrences outweigh a's one title occurrence; the breadcrumb's own
     # BM25, on by default, lifts a's title match above them. The near miss: the same index with
     # the breadcrumb scored only inside BM25F (alone = 0) ranks b first.
     files = {
         "a.md": "---\ntitle: Kettle\n---\n# Care\nDescale it monthly with vinegar and rinse twice.\n",
-        "b.md": "# Care\nThe kettle and the other kettle both need descaling.\n",
+        "b.md": "# Care\nThe kettle, the old kettle, the new kettle and the spare kettle all need descaling.\n",
     }
     files.update({f"{name}.md": f"# Care\nThe {name} pan needs oil.\n" for name in "cdefgh"})
     index = index_of(files)
     assert BuiltinRetriever(index).search("kettle", 1)[0].path == "a.md"
     without = Bm25Parameters(alone=(0.0, 0.0, 0.0))
-    assert BuiltinRetriever(index, parameters=without).search("kettle", 1)[0].path == "b.md"
-    # The split: a quarter of the breadcrumb's weight 2 scored alone, the rest inside BM25F. a's
+    inside = FieldWeights(2.0, 3.0625, 1.0)
+    assert BuiltinRetriever(index, inside, parameters=without).search("kettle", 1)[0].path == "b.md"
+    # The split: an eighth of the breadcrumb's weight 3.5 scored alone, the rest inside BM25F. a's
     # heading and body lack "kettle", so with the whole weight alone (share 1) a's score is
-    # 2 x the breadcrumb's own BM25, and the default is BM25F at 2/1.5/1 plus a quarter of that.
+    # 3.5 x the breadcrumb's own BM25, and the default is BM25F at 2/3.0625/1 plus an eighth of that.
     def score_of_a(weights: FieldWeights, parameters: Bm25Parameters) -> float:
         return next(h.score for h in BuiltinRetriever(index, weights, parameters=parameters).search("kettle", 10) if h.path == "a.md")
 
     default = score_of_a(FieldWeights(), Bm25Parameters())
-    inside_only = score_of_a(FieldWeights(2.0, 1.5, 1.0), without)
+    inside_only = score_of_a(inside, without)
     all_alone = score_of_a(FieldWeights(), Bm25Parameters(alone=(0.0, 1.0, 0.0)))
-    assert default == pytest.approx(inside_only + all_alone / 4, rel=1e-5)
+    assert default == pytest.approx(inside_only + all_alone / 8, rel=1e-5)
     assert all_alone > 0
+
+
+def test_a_section_that_is_only_its_title_gets_no_second_title_score() -> None:
+    # t.md is nothing but its title: BM25F already scores that title on its own (the chunk's
+    # length is the title's), so the breadcrumb's own BM25 is not added to it; a.md's title sits
+    # beside text and gets it. The near miss: with alone_beside_text off, t.md gets it too.
+    files = {
+        "t.md": "---\ntitle: Kettle\n---\n",
+        "a.md": "---\ntitle: Kettle\n---\nDescale it monthly with vinegar.\n",
+    }
+    files.update({f"{name}.md": f"---\ntitle: {name}\n---\nThe {name} pan needs oil.\n" for name in "cdefgh"})
+    index = index_of(files)
+
+    def scores(parameters: Bm25Parameters, weights: FieldWeights | None = None) -> dict[str, float]:
+        retriever = BuiltinRetriever(index, weights or FieldWeights(), parameters=parameters)
+        return {h.path: h.score for h in retriever.search("kettle", 10)}
+
+    default = scores(Bm25Parameters())
+    inside_only = scores(Bm25Parameters(alone=(0.0, 0.0, 0.0)), FieldWeights(2.0, 3.0625, 1.0))
+    assert default["t.md"] == pytest.approx(inside_only["t.md"], rel=1e-6)
+    assert default["a.md"] > inside_only["a.md"] * 1.01
+    both = scores(Bm25Parameters(alone_beside_text=False))
+    assert both["t.md"] > default["t.md"] * 1.01
 
 
 def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
@@ -205,9 +234,13 @@ def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
     # breadcrumb's own BM25, the documents' titles One/Two/Three, adds nothing here).
     files = {"a.md": "# One\nkettle kettle stove\n", "b.md": "# Two\nkettle pan pan pan\n", "c.md": "# Three\npan\n"}
     index = index_of(files)
-    weights = (2.0, 1.5, 1.0)
+    weights = (2.0, 3.0625, 1.0)  # the default 2,3.5,1 with an eighth of the breadcrumb's scored alone
     hits = BuiltinRetriever(index).search("kettle", 10)
-    rows = index.connection.execute("SELECT heading, breadcrumb, body FROM chunks ORDER BY id").fetchall()
+    # The text search scores: each page's `# Title` counted once, in the breadcrumb (search/titles.py).
+    rows = index.connection.execute(
+        "SELECT COALESCE(scored_heading, heading), COALESCE(scored_breadcrumb, breadcrumb), body FROM chunks ORDER BY id"
+    ).fetchall()
+    assert rows[0][:2] == ("", "One")
     lengths = [sum(w * len(analysed_terms(text)) for w, text in zip(weights, row)) for row in rows]
     mean = sum(lengths) / len(lengths)
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))

@@ -89,11 +89,10 @@ def test_a_program_past_its_timeout_is_killed_and_the_query_named() -> None:
 
 
 def test_a_grandchild_holding_the_output_open_does_not_hold_the_run() -> None:
-    # The program exits at once (printing nothing), but its child keeps stdout open for 30 s:
-    # waiting for EOF would leave the run waiting for that child.
+    # The program exits at once (printing nothing: no hits), but its child keeps stdout open for
+    # 30 s: waiting for EOF would leave the run waiting for that child.
     started = time.monotonic()
-    with pytest.raises(InputError, match="stdout is not JSON"):
-        command(timeout_s=20).search_all(one("orphan"))
+    assert command(timeout_s=20).search_all(one("orphan")) == [[]]
     # Waiting for EOF would take the child's 30 s, or the 20 s timeout; the bound is far below
     # both and far above a run on a loaded machine (5 s was not, under load).
     assert time.monotonic() - started < 12
@@ -123,3 +122,21 @@ def test_concurrency_4_gives_the_same_results_as_1_in_golden_order() -> None:
 
 def test_describe_records_the_template_verbatim_and_the_mapping() -> None:
     assert command().describe() == {"name": "command", "command": TEMPLATE, "mapping": ResponseMapping().describe()}
+
+
+def test_a_program_printing_nothing_has_returned_no_hits() -> None:
+    # `sqlite3 -json` prints nothing at all for zero rows.
+    assert command(f"{shlex.quote(sys.executable)} -c pass {{query}}").search_all(one("x")) == [[]]
+    assert command(f"{shlex.quote(sys.executable)} -c print() {{query}}").search_all(one("x")) == [[]]
+
+
+def test_a_program_printing_something_that_is_not_json_is_still_refused() -> None:
+    with pytest.raises(InputError, match="stdout is not JSON"):
+        command(f"{shlex.quote(sys.executable)} -c {shlex.quote('print(1, 2)')} {{query}}").search_all(one("x"))
+
+
+def test_a_failing_program_that_printed_a_json_error_shows_its_words() -> None:
+    script = "import json,sys; print(json.dumps({'error': 'fts5: syntax error near \"+\"'})); sys.exit(1)"
+    with pytest.raises(InputError) as caught:
+        command(f"{shlex.quote(sys.executable)} -c {shlex.quote(script)} {{query}}").search_all(one("x"))
+    assert "it printed the error 'fts5: syntax error near" in str(caught.value)

@@ -342,3 +342,47 @@ def test_describe_records_url_method_template_and_mapping() -> None:
         "header_names": [],
         "mapping": ResponseMapping().describe(),
     }
+
+
+# --- the service's own words ------------------------------------------------------------------
+
+
+def test_an_error_status_shows_the_services_reason_even_past_the_snippet() -> None:
+    # Elasticsearch puts the reason after a long `root_cause` entry: a 200-character snippet ends before it.
+    body = {"error": {"root_cause": [{"type": "x" * 300, "reason": "Failed to parse query [a AND]"}],
+                      "type": "search_phase_execution_exception"}, "status": 400}
+    with running(lambda _r: Reply(status=400, body=body)) as server, pytest.raises(InputError) as caught:
+        retriever(server.url).search_all(one())
+    assert "HTTP 400: the service says" in str(caught.value)
+    assert "Failed to parse query [a AND]" in str(caught.value)
+
+
+def test_an_error_status_without_error_fields_shows_the_snippet() -> None:
+    with running(lambda _r: Reply(status=400, body=b"plain words")) as server, pytest.raises(InputError) as caught:
+        retriever(server.url).search_all(one())
+    assert "HTTP 400: 'plain words'" in str(caught.value)
+
+
+def test_a_graphql_error_with_status_200_is_shown_in_the_services_words() -> None:
+    body = {"errors": [{"message": "syntax error in tsquery: \"it's\"", "locations": [{"line": 1}]}], "data": None}
+    with running(lambda _r: Reply(body=body)) as server, pytest.raises(InputError) as caught:
+        retriever(server.url, ResponseMapping(hits_path="data.search.nodes")).search_all(one())
+    assert "the service answered with an error" in str(caught.value)
+    assert "syntax error in tsquery" in str(caught.value)
+    assert "--hits-path" not in str(caught.value)
+
+
+def test_the_services_words_never_show_a_token() -> None:
+    body = {"error": {"reason": f"bad key {TOKEN}"}}
+    headers = [HeaderSpec("Authorization", "Bearer ${KB_TOKEN}")]
+    with running(lambda _r: Reply(status=401, body=body)) as server, pytest.raises(InputError) as caught:
+        retriever(server.url, headers=headers).search_all(one())
+    assert TOKEN not in str(caught.value) and "bad key ***" in str(caught.value)
+
+
+def test_partial_results_reach_the_retrievers_notes() -> None:
+    body = {"timed_out": True, "results": [{"path": "a.md"}]}
+    with running(lambda _r: Reply(body=body)) as server:
+        search = retriever(server.url)
+        assert search.search_all(one(query_id="slow")) == [[Hit(1, "a.md", "", None)]]
+    assert [(note.query_id, note.detail) for note in search.notes()] == [("slow", "timed_out is true")]

@@ -5,12 +5,15 @@ from __future__ import annotations
 import pytest
 
 from scanner.foundation.errors import InputError
-from scanner.retrievers.base import Hit, SearchRequest
+from scanner.retrievers.base import AnswerNote, Hit, NoteKind, SearchRequest
 from scanner.retrievers.mapping import (
     ErrorContext,
+    Notes,
     ResponseMapping,
     map_response,
+    partial_result,
     redact_url,
+    service_error_words,
     strip_path_prefix,
 )
 from scanner.retrievers.templates import (
@@ -73,9 +76,7 @@ def test_a_hit_without_a_path_names_the_query_and_the_hit_index(hit: dict[str, o
     [
         ({"path": 3}, "path is a number"),
         ({"path": "a.md", "heading": ["a", "b"]}, "heading is a list"),
-        ({"path": "a.md", "score": "0.5"}, "score is a string"),
-        ({"path": "a.md", "score": True}, "score is a boolean"),
-        ({"path": "a.md", "score": float("nan")}, "not a finite number"),
+        ({"path": ["a.md", "b.md"]}, "is a list of 2 values"),
         ("a.md", "hit 0 is a string"),
     ],
 )
@@ -87,9 +88,116 @@ def test_a_null_heading_or_score_means_none_given() -> None:
     assert mapped([{"path": "a.md", "heading": None, "score": None}]) == [Hit(1, "a.md", "", None)]
 
 
-@pytest.mark.parametrize("path", ["/srv/kb/a.md", "C:\\kb\\a.md", "https://kb.example/a.md"])
-def test_an_absolute_path_or_url_without_a_matching_prefix_is_refused(path: str) -> None:
-    assert "--path-prefix-strip" in refusal([{"path": path}])
+@pytest.mark.parametrize("path", ["/srv/kb/a.md", "C:\\kb\\a.md"])
+def test_an_absolute_path_is_kept_for_the_corpus_check(path: str) -> None:
+    # Not refused hit by hit: evaluation/answers.py checks every returned path against the corpus
+    # and computes the prefix to strip from all of them (tests/evaluation/test_answers.py).
+    assert mapped([{"path": path}]) == [Hit(1, path, "", None)]
+
+
+def test_a_url_left_after_stripping_is_recorded_without_its_query_values() -> None:
+    assert mapped([{"path": "https://kb.example/a.md?key=s3cret"}])[0].path == "https://kb.example/a.md?key=REDACTED"
+
+
+def test_a_path_emptied_by_the_prefix_is_refused() -> None:
+    assert "empty once --path-prefix-strip" in refusal([{"path": "/srv/kb/"}], ResponseMapping(path_prefix_strip=("/srv/kb",)))
+
+
+# --- tolerant where it costs nothing ---------------------------------------------------------------
+
+
+def noted(body: object, mapping: ResponseMapping | None = None) -> tuple[list[Hit], tuple[AnswerNote, ...]]:
+    notes = Notes()
+    hits = map_response(body, mapping or ResponseMapping(), REQUEST, ErrorContext("test", secrets=("s3cret",), notes=notes))
+    return hits, notes.items()
+
+
+@pytest.mark.parametrize("score", ["0.204014", "83%", True, [1, 2], {"v": 1}, float("nan"), 10**400])
+def test_a_score_that_is_not_a_finite_number_is_recorded_as_missing_with_a_note(score: object) -> None:
+    hits, notes = noted([{"path": "a.md", "score": score}])
+    assert hits == [Hit(1, "a.md", "", None)]
+    assert [(note.kind, note.query_id) for note in notes] == [(NoteKind.SCORE_NOT_NUMBER, "q7")]
+    assert notes[0].detail.startswith("hit 0: ")
+
+
+def test_a_numeric_score_makes_no_note() -> None:
+    assert noted([{"path": "a.md", "score": 0.5}]) == ([Hit(1, "a.md", "", 0.5)], ())
+
+
+def test_a_score_note_never_shows_a_secret() -> None:
+    _, notes = noted([{"path": "a.md", "score": "s3cret"}])
+    assert "s3cret" not in notes[0].detail and "***" in notes[0].detail
+
+
+def test_one_element_arrays_are_read_as_their_value() -> None:
+    # Elasticsearch's `fields` hold every value in a list.
+    body = {"hits": {"hits": [{"fields": {"path": ["a.md"], "heading": ["H"]}, "_score": [1.5]}]}}
+    mapping = ResponseMapping("hits.hits", "fields.path", "fields.heading", "_score")
+    assert mapped(body, mapping) == [Hit(1, "a.md", "H", 1.5)]
+
+
+def test_an_empty_heading_list_means_no_heading() -> None:
+    assert mapped([{"path": "a.md", "heading": []}]) == [Hit(1, "a.md", "", None)]
+
+
+# --- the service's own words -----------------------------------------------------------------------
+
+
+LONG = "x" * 400
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"data": None, "errors": [{"message": "syntax error in tsquery: \"a &\"", "locations": []}]},
+         "syntax error in tsquery"),
+        ({"error": {"root_cause": [{"type": "query_shard_exception", "reason": "Failed to parse query [a AND]",
+                                    "index": LONG}], "type": "search_phase_execution_exception",
+                    "reason": "all shards failed"}, "status": 400},
+         "Failed to parse query [a AND]"),
+        ({"ok": False, "error": "fts5: syntax error near \"'\"", "status": 400, "title": "Invalid SQL"},
+         "fts5: syntax error near"),
+        ({"code": "42601", "details": None, "hint": None, "message": "syntax error in tsquery"},
+         "syntax error in tsquery"),
+        ({"error": "index_not_found"}, "index_not_found"),
+    ],
+)
+def test_the_services_error_is_shown_instead_of_a_hits_path_guess(body: dict[str, object], words: str) -> None:
+    for mapping in (ResponseMapping(), ResponseMapping(hits_path="data.search.nodes")):
+        shown = refusal(body, mapping)
+        assert "the service answered with an error" in shown and words in shown
+        assert "--hits-path" not in shown
+
+
+def test_error_words_past_the_first_200_characters_are_found() -> None:
+    body = {"padding": LONG, "error": {"root_cause": [{"reason": "the reason at the end"}]}}
+    assert service_error_words(body) == "the reason at the end"
+
+
+def test_an_answer_without_error_fields_has_no_words_and_keeps_the_hits_path_hint() -> None:
+    assert service_error_words({"hits": [], "message_count": 3}) is None
+    assert service_error_words({"message": "hello"}) is None  # data, not an error: no code, status or ok
+    assert "--hits-path" in refusal({"hits": []})
+
+
+def test_partial_results_are_a_note_naming_the_query() -> None:
+    body = {"timed_out": True, "_shards": {"total": 5, "failed": 2, "failures": [{"reason": {"reason": "too slow"}}]},
+            "hits": {"hits": [{"_source": {"path": "a.md"}}]}}
+    hits, notes = noted(body, ResponseMapping("hits.hits", "_source.path"))
+    assert [hit.path for hit in hits] == ["a.md"]
+    assert [(note.kind, note.query_id) for note in notes] == [(NoteKind.PARTIAL, "q7")]
+    assert notes[0].detail == "timed_out is true; 2 of 5 shards failed (too slow)"
+
+
+def test_a_complete_answer_makes_no_partial_note() -> None:
+    body = {"timed_out": False, "_shards": {"total": 5, "failed": 0}, "hits": {"hits": []}}
+    assert partial_result(body) is None and noted(body, ResponseMapping("hits.hits")) == ([], ())
+
+
+def test_graphql_errors_beside_data_are_a_note() -> None:
+    body = {"data": {"search": [{"path": "a.md"}]}, "errors": [{"message": "field x failed"}]}
+    _, notes = noted(body, ResponseMapping("data.search"))
+    assert [(note.kind, note.detail) for note in notes] == [(NoteKind.SERVICE_ERRORS, "field x failed")]
 
 
 @pytest.mark.parametrize(
@@ -133,3 +241,19 @@ def test_a_rendered_template_keeps_its_structure_for_any_query() -> None:
     template = parse_json_template('{"query": {query}, "limit": {limit}, "note": "{limit} max"}', "--http-body")
     hostile = '"}, "limit": 999, "x": {"'
     assert render_json_template(template, hostile, 5) == {"query": hostile, "limit": 5, "note": "5 max"}
+
+
+@pytest.mark.parametrize(
+    ("query", "literal"),
+    [("it's", "'it''s'"), ("plain", "'plain'"), ("''", "''''''"), ('a "b" \\ c; --', "'a \"b\" \\ c; --'")],
+)
+def test_query_sql_is_the_query_as_one_sql_string_literal(query: str, literal: str) -> None:
+    assert substitute_placeholders("WHERE q = {query_sql} LIMIT {limit}", query, 3) == f"WHERE q = {literal} LIMIT 3"
+
+
+@pytest.mark.parametrize("query", ["it's", "'; DROP TABLE docs; --", 'a "b" \\n', "ünï'cödé'' ' "])
+def test_sqlite_reads_query_sql_back_as_exactly_the_query(query: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(":memory:") as connection:
+        assert connection.execute(substitute_placeholders("SELECT {query_sql}", query, 1)).fetchone() == (query,)

@@ -286,11 +286,11 @@ def test_the_location_points_at_the_line_and_column_of_the_first_quotation() -> 
         Diagnostics(),
     )
     notes, rerank = document.chunks
-    assert locate(notes, "body", normalise(Q_ROLLBACK)) == QuoteLocation("body", 6, 8)
-    assert locate(rerank, "heading", normalise(Q_RERANK)) == QuoteLocation("heading", 7, None)
-    assert locate(rerank, "breadcrumb", normalise(Q_IMAGES)) == QuoteLocation("breadcrumb", 2, None)
+    assert locate(notes, "body", [normalise(Q_ROLLBACK)]) == [QuoteLocation("body", 6, 8)]
+    assert locate(rerank, "heading", [normalise(Q_RERANK)]) == [QuoteLocation("heading", 7, None)]
+    assert locate(rerank, "breadcrumb", [normalise(Q_IMAGES)]) == [QuoteLocation("breadcrumb", 2, None)]
     by_name = build_document("which tag do container images get.md", "# Notes\n## Sub\nx", Diagnostics())
-    assert locate(by_name.chunks[1], "breadcrumb", normalise(Q_IMAGES)) == QuoteLocation("breadcrumb", 1, None)
+    assert locate(by_name.chunks[1], "breadcrumb", [normalise(Q_IMAGES)]) == [QuoteLocation("breadcrumb", 1, None)]
 
 
 # --- The multi-pattern scan agrees with the plain reference on random corpora -----------------

@@ -35,6 +35,7 @@ BAD_VALUES = {
     "baseline-ref": "-n",  # a revision git would read as an option
     "comment": "sometimes",
     "limit": "0",
+    "relevance-level": "0",
     "k": "1,x",
     "format": "xml",
     "history-size": "0",
@@ -55,6 +56,7 @@ BAD_VALUES = {
     "heading-field": ".",
     "score-field": "a.",
     "max-annotations": "1001",
+    "score-level": "chunk",
 }
 """A value each checked setting refuses."""
 
@@ -82,7 +84,10 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "history", "no_history", "history_size", "baseline", "baseline_ref", "save_baseline", "fail_on_regression",
         "regression_threshold", "alpha", "retriever", "http_url", "http_method", "http_body", "http_headers",
         "http_timeout", "http_retries", "concurrency", "hits_path", "path_field", "heading_field", "score_field",
-        "path_prefix_strip", "command", "command_timeout", "command_env", "run",
+        "path_prefix_strip", "command", "command_timeout", "command_env", "run", "score_level",
+        "summary_file",
+        # Added after the argparse era, named as the flag is.
+        "relevance_level", "export_trec",
     }
     assert run_settings_attributes() == historic
 
@@ -94,8 +99,16 @@ def test_each_default_is_what_its_default_text_parses_to() -> None:
 
 
 def test_every_setting_that_makes_sense_in_a_workflow_is_an_input() -> None:
-    # --no-history is the CLI's way to say what an empty history input says.
-    assert [spec.name for spec in RUN_SETTINGS if not spec.action] == ["no-history"]
+    # --no-history is the CLI's way to say what an empty history input says; --summary FILE is what the
+    # Action's step summary is (the input `summary` switches that).
+    assert [spec.name for spec in RUN_SETTINGS if not spec.action] == ["summary-file", "no-history"]
+
+
+def test_the_cli_spells_the_summary_file_summary_and_the_action_input_summary_stays_a_switch(tmp_path: Path) -> None:
+    assert setting("summary-file").flags == ("--summary",)
+    assert parse_cli(["--summary", "s.md"]).summary_file == Path("s.md")
+    assert display_name(setting("summary-file"), Interface.CLI) == "--summary"
+    assert setting("summary").form is Form.SWITCH and not setting("summary").cli
     for name in ("hits-path", "path-field", "heading-field", "score-field", "path-prefix-strip", "http-timeout",
                  "http-retries", "concurrency", "command-timeout", "tokenization", "weights", "history-size"):
         assert setting(name).action and name in INPUT_DEFAULTS, name
@@ -122,13 +135,15 @@ def test_every_cli_setting_is_a_flag_whose_help_states_its_default() -> None:
     assert not any(spec.cli for spec in SETTINGS if spec.name in ("annotations", "comment", "github-token"))
 
 
-def test_help_lists_the_exit_codes_and_two_examples(capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_lists_the_exit_codes_and_the_examples_starting_with_init(capsys: pytest.CaptureFixture[str]) -> None:
     result = execute(["--help"])
     assert result.exit_code == 0
     for line in ("0  the run completed", "1  --fail-on-regression", "2  bad input or usage", "3  internal error"):
         assert line in result.stdout_text
     examples = result.stdout_text.split("examples:")[1]
-    assert examples.count("\n  kb-eval ") == 2
+    # A newcomer's first command is `kb-eval init`: --help shows it before the runs.
+    assert examples.count("\n  kb-eval ") == 3
+    assert examples.lstrip("\n").startswith("  kb-eval init --kb-path")
 
 
 def test_no_flags_gives_the_declared_defaults() -> None:
@@ -166,7 +181,8 @@ def test_the_old_cli_spellings_keep_working(old: str, new: str, attribute: str, 
 def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: Path) -> None:
     # Set each input to a non-default value through INPUT_<NAME> (hyphens kept) and see it arrive.
     values = {
-        "kb-path": "docs", "golden": "g.yml", "exclude": "x/*", "limit": "7", "k": "1,3", "format": "json",
+        "kb-path": "docs", "golden": "g.yml", "exclude": "x/*", "limit": "7", "score-level": "document", "k": "1,3",
+        "format": "json", "relevance-level": "2", "export-trec": "trec",
         "report": "out.json", "cache-dir": "c", "history": "h.json", "history-size": "4", "baseline": "b.json",
         "baseline-ref": "origin/main", "save-baseline": "s.json", "fail-on-regression": "true", "regression-threshold": "0.1", "alpha": "0.2",
         "retriever": "http", "http-url": "http://127.0.0.1:9/", "http-method": "GET", "http-body": '{"q": "{query}"}',
@@ -183,9 +199,10 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
     run = inputs.settings
     assert run.given == set(values) - {"annotations", "max-annotations", "summary", "comment", "github-token"}
     assert (run.kb_path, run.golden, run.exclude, run.limit, run.k) == (Path("docs"), Path("g.yml"), ("x/*",), 7, (1, 3))
+    assert run.relevance_level == 2 and run.export_trec == Path("trec")
     assert (run.format, run.output, run.cache_dir, run.history, run.history_size) == (
         "json", Path("out.json"), Path("c"), Path("h.json"), 4)
-    assert (run.baseline, run.save_baseline, run.fail_on_regression, run.regression_threshold, run.alpha) == (
+    assert (run.baseline, run.save_baseline, run.fail_on_regression, run.regression_threshold.default, run.alpha) == (
         Path("b.json"), Path("s.json"), True, 0.1, 0.2)
     assert run.baseline_ref is not None and run.baseline_ref.revision == "origin/main"
     assert (run.retriever, run.http_url, run.http_method, run.http_body, run.http_headers) == (

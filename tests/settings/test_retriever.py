@@ -161,7 +161,7 @@ def test_in_a_workflow_the_refusal_names_the_inputs(tmp_path: Path) -> None:
     assert message.startswith("tokenization, weights do not apply to retriever run")
     assert "--" not in message and refused.value.field == "tokenization"
     # The near miss: the same inputs at their defaults are not "given", so nothing is refused.
-    assert choose_kind(action(tmp_path, **{"run-file": "r.jsonl", "weights": "2,2,1"})) is RetrieverKind.RUN
+    assert choose_kind(action(tmp_path, **{"run-file": "r.jsonl", "weights": "2,3.5,1"})) is RetrieverKind.RUN
 
 
 def test_http_settings_build_an_http_retriever_that_uses_them() -> None:

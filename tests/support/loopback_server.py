@@ -146,6 +146,9 @@ def _handler_for(server: LoopbackServer) -> type[BaseHTTPRequestHandler]:
         def do_PATCH(self) -> None:
             self._serve()
 
+        def do_DELETE(self) -> None:
+            self._serve()
+
         def log_message(self, format: str, *args: object) -> None:
             pass  # keep pytest output clean
 

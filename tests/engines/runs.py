@@ -1,0 +1,114 @@
+"""Each engine's recipe run on a knowledge base, beside the engine's own answers asked directly
+(not through kb-eval): what tests/engines/test_recipes.py compares and score_table.py prints."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from scanner.golden.file import GoldenSet, find_golden, load_golden
+from tests.support import engines
+
+LIMIT = 10
+"""kb-eval's default limit, which the recipes keep."""
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    command: str
+    """The kb-eval recipe block that ran."""
+    result: subprocess.CompletedProcess[str]
+    report: dict[str, object] | None
+    direct: dict[str, list[str]]
+    """Query id -> the engine's own ranking of document paths, asked without kb-eval."""
+    golden: GoldenSet
+
+
+def copy_kb(kb: Path, work: Path) -> Path:
+    """A copy to run on: kb-eval writes its history into the KB folder."""
+    target = work / "kb"
+    shutil.copytree(kb, target, ignore=shutil.ignore_patterns(".kb-eval-history.json"))
+    return target
+
+
+def _finish(name: str, environ: Mapping[str, str], work: Path, kb: Path,
+            direct: Callable[[str], list[str]]) -> EngineRun:
+    golden = load_golden(find_golden(kb, None))
+    result = engines.run_recipe(name, environ)
+    report_file = work / "report.json"
+    report = json.loads(report_file.read_text()) if report_file.exists() else None
+    answers = {query.id: direct(query.text) for query in golden.queries}
+    return EngineRun(engines.recipes()[name], result, report, answers, golden)
+
+
+def _checked(done: subprocess.CompletedProcess[str], what: str) -> None:
+    if done.returncode != 0:
+        raise AssertionError(f"{what} failed ({done.returncode}): {done.stderr[-2000:]}")
+
+
+def sqlite_fts5(kb: Path, work: Path) -> EngineRun:
+    if shutil.which("sqlite3") is None:
+        engines.missing("the sqlite3 command (Debian's sqlite3)")
+    kb = copy_kb(kb, work)
+    environ = engines.recipe_environment(kb, work)
+    _checked(engines.run_recipe("sqlite-fts5-index", environ), "sqlite-fts5-index")
+    search_sql = (engines.RECIPES / "sqlite-fts5" / "search.sql").read_text()
+
+    def direct(text: str) -> list[str]:
+        # Python's own SQLite, the question bound as a parameter.
+        with sqlite3.connect(work / "kb.db") as connection:
+            connection.execute("CREATE TEMP TABLE q AS SELECT ? AS text, ? AS lim", (text, LIMIT))
+            return [row[0] for row in connection.execute(search_sql)]
+
+    return _finish("sqlite-fts5-search", environ, work, kb, direct)
+
+
+def postgresql(
+    kb: Path, work: Path, while_serving: Callable[[Mapping[str, str]], None] | None = None
+) -> EngineRun:
+    """`while_serving` is called with the recipes' environment while PostGraphile still serves."""
+    if shutil.which("psql") is None:
+        engines.missing("psql (Debian's postgresql-client)")
+    bin_dir = engines.postgraphile_bin()
+    kb = copy_kb(kb, work)
+    with engines.postgres() as server:
+        port = engines.free_port()
+        environ = engines.recipe_environment(kb, work, PORT=str(port), **server.environment())
+        environ["PATH"] = f"{environ['PATH']}:{bin_dir}"
+        _checked(engines.run_recipe("postgresql-index", environ), "postgresql-index")
+        probe = json.dumps({"query": "{ __typename }"}).encode()
+        with engines.serving("postgresql-serve", environ, f"http://127.0.0.1:{port}/graphql", probe):
+
+            def direct(text: str) -> list[str]:
+                # PostgreSQL itself, through psql, the question bound as a variable.
+                rows = engines.psql_rows(server, "SELECT path FROM search(:'q', :n);\n", {"q": text, "n": str(LIMIT)})
+                return [row[0] for row in rows]
+
+            run = _finish("postgresql-search", environ, work, kb, direct)
+            if while_serving is not None:
+                while_serving(environ)
+            return run
+
+
+def xapian(kb: Path, work: Path) -> EngineRun:
+    engines.xapian_tools()
+    kb = copy_kb(kb, work)
+    environ = engines.recipe_environment(kb, work)
+    _checked(engines.run_recipe("xapian-index", environ), "xapian-index")
+
+    def direct(text: str) -> list[str]:
+        return [path.removeprefix("/") for path in engines.quest_paths(work / "kb", text, LIMIT)]
+
+    return _finish("xapian-search", environ, work, kb, direct)
+
+
+ENGINES: dict[str, Callable[[Path, Path], EngineRun]] = {
+    "SQLite FTS5 (sqlite3 command)": sqlite_fts5,
+    "PostgreSQL full-text search (PostGraphile, HTTP)": postgresql,
+    "Xapian (Omega)": xapian,
+}
