@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Iterable
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.DOTALL)
@@ -97,16 +98,19 @@ class PathGuesser:
     """The one indexed path a mistyped `path:` most likely meant, over one corpus (what every guess
     needs is computed once).
 
-    Tried in order: the path without `./` or with `\\` as `/`; the path written relative to the
+    Tried in order: the path without `./` or with `\\` as `/`; the same name in another Unicode
+    normalization form (`café` typed composed, the file's name decomposed); the path written relative to the
     repository instead of the KB folder (`docs/cli.md` for the KB's `cli.md`: a suffix of it that
     is indexed); a different letter case; a typo (difflib's ratio at least 0.8)."""
 
     def __init__(self, paths: Iterable[str]) -> None:
         self.known = frozenset(paths)
+        self.composed: dict[str, str] = {}
         self.folded: dict[str, str] = {}
         self.by_folder: dict[str, list[str]] = {}
         self.by_length: dict[int, list[str]] = {}
         for path in sorted(self.known):
+            self.composed.setdefault(unicodedata.normalize("NFC", path), path)
             self.folded.setdefault(path.casefold(), path)
             self.by_folder.setdefault(path.rpartition("/")[0], []).append(path)
             self.by_length.setdefault(len(path), []).append(path)
@@ -118,6 +122,9 @@ class PathGuesser:
         cleaned = re.sub(r"/(?:\./)+", "/", cleaned)
         if cleaned != wanted and cleaned in self.known:
             return cleaned
+        composed = self.composed.get(unicodedata.normalize("NFC", cleaned))
+        if composed is not None:
+            return composed
         cuts = [i + 1 for i, char in enumerate(cleaned) if char == "/"][:MAX_SUFFIXES]
         for cut in cuts:
             if cleaned[cut:] in self.known:

@@ -8,6 +8,7 @@ the documents the labels name), so this layer never reads the index itself.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -86,7 +87,7 @@ def check_paths(golden: GoldenSet, indexed: AbstractSet[str]) -> tuple[list[Diag
             suggested += 1
             guesser = guesser or PathGuesser(indexed)
             guess = guesser.guess(member.path, typo=suggested <= MAX_TYPO_GUESSES)
-        hint = f"; did you mean {guess!r}? (paths are relative to the KB folder)" if guess else ""
+        hint = _did_you_mean(member.path, guess) if guess else ""
         warnings.append(
             Diagnostic(
                 DiagnosticCode.EXPECTED_NOT_IN_CORPUS,
@@ -120,6 +121,15 @@ class _Headings:
             if section.heading:
                 shown.setdefault(key, section.heading)
         return cls(sections, enclosing, shown)
+
+
+def _did_you_mean(written: str, guess: str) -> str:
+    if unicodedata.normalize("NFC", written) == unicodedata.normalize("NFC", guess):
+        return (
+            f"; did you mean {guess!a}? (the same name with other Unicode code points: the file's "
+            "name and the golden file must spell it alike)"
+        )
+    return f"; did you mean {guess!r}? (paths are relative to the KB folder)"
 
 
 def check_headings(golden: GoldenSet, sections: Mapping[str, Sequence[SectionInfo]]) -> list[Diagnostic]:
