@@ -265,7 +265,7 @@ def unjudged_section(report: Report) -> list[str]:
             f"{phrases.overlap_phrase(pool)}"
         )
         for document in pool.unlabelled[:MAX_UNJUDGED_PER_QUERY]:
-            heading = f" # {text(document.heading)}" if document.heading else ""
+            heading = f"{phrases.SECTION_MARK}{text(document.heading)}" if document.heading else ""
             lines.append(f"  - rank {document.rank}: {text(document.path)}{heading}")
         if len(pool.unlabelled) > MAX_UNJUDGED_PER_QUERY:
             lines.append(f"  - … {len(pool.unlabelled) - MAX_UNJUDGED_PER_QUERY} more in the JSON report")

@@ -124,7 +124,7 @@ def unjudged_lines(report: Report) -> list[str]:
         for pool in pools[:MAX_IDS_LISTED]:
             lines.append(f"    {shown(pool.query_id)}: {phrases.entered_unlabelled(pool)}; {phrases.overlap_phrase(pool)}")
             for document in pool.unlabelled[:MAX_IDS_LISTED]:
-                heading = f" # {shown(document.heading)}" if document.heading else ""
+                heading = f"{phrases.SECTION_MARK}{shown(document.heading)}" if document.heading else ""
                 lines.append(f"      rank {document.rank}: {shown(document.path)}{heading}")
     moved = phrases.rankings_moved(list(report.comparison.pools))
     if moved:

@@ -1,7 +1,8 @@
 """Real runs in each state a reviewer meets, as records: first run, unchanged, worse, improved,
 regressed, gate without anything to compare, many changed queries, and on a pull request compared
 with its base commit: a finding the base already had beside one the pull request brought, and a
-gate that cannot run because the clone lacks the base.
+gate that cannot run because the clone lacks the base; and labels to fix (a heading typo, a
+repository-relative path) beside a query whose two answers both moved.
 
 Each state is produced by running the CLI on a real KB (the redesign fixture copied to a
 temporary folder), editing the KB between runs the way a pull request would. Shared by the
@@ -79,6 +80,33 @@ def pushed_down(folder: Path, *gate: str) -> RunOutcome:
     _run(kb, folder / "history.json")
     (kb / "notes" / "rollback-and-tags.md").write_text(PUSHY_NOTE, encoding="utf-8")
     return _run(kb, folder / "history.json", *gate)
+
+
+LABEL_EDITS = (
+    # Two answers for one query: each gets its own row when its rank moves.
+    ("      - path: guides/deploy.md\n        heading: Database\n    tags: [ops]\n  - id: image-tags",
+     "      - path: guides/deploy.md\n        heading: Rollback\n        subsections: true\n"
+     "      - notes/incident-2026-03.md\n    tags: [ops]\n  - id: image-tags"),
+    # A heading typo, and a path written relative to the repository instead of the KB folder.
+    ("        heading: Ranking\n", "        heading: Rankng\n"),
+    ("  - id: chunking\n    query: where are documents split into sections\n    expected:\n      - path: guides/search.md",
+     "  - id: chunking\n    query: where are documents split into sections\n    expected:\n      - path: docs/kb/guides/search.md"),
+)
+
+
+def labels_to_fix(folder: Path) -> RunOutcome:
+    """The pushy note lands in a KB whose golden file has two labels to fix (a heading typo, a
+    repository-relative path) and a query with two answers that both move."""
+    kb = fresh_kb(folder)
+    golden = kb / ".kb-eval.yml"
+    text = golden.read_text(encoding="utf-8")
+    for old, new in LABEL_EDITS:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    golden.write_text(text, encoding="utf-8")
+    _run(kb, folder / "history.json")
+    (kb / "notes" / "rollback-and-tags.md").write_text(PUSHY_NOTE, encoding="utf-8")
+    return _run(kb, folder / "history.json", "--regression-threshold", "0.5")
 
 
 def improved(folder: Path) -> RunOutcome:
@@ -185,6 +213,7 @@ STATES = {
     "many-changed": many_changed,
     "pull-request-findings": pull_request_findings,
     "pull-request-gate-cannot-run": gate_cannot_run_on_pull_request,
+    "labels-to-fix": labels_to_fix,
 }
 
 __all__ = ["STATES", "context", "io"]
