@@ -93,7 +93,7 @@ def test_the_text_report_lists_them_too(pull_request) -> None:  # type: ignore[n
     text = execute([f"--kb-path={repo / 'kb'}", "--no-history", "--baseline-ref=HEAD~1"]).stdout_text
     assert "Documents that entered the top 10 with no label" in text
     assert "onboard: 1 of the 2 documents that entered the top 10 has no label" in text
-    assert "day-one.md # Your first day" in text
+    assert "day-one.md › Your first day" in text
 
 
 def test_a_pull_request_that_changes_no_ranking_lists_nothing(tmp_path: Path) -> None:
