@@ -29,6 +29,7 @@ class DiagnosticCode(StrEnum):
     NO_RELEVANT_ENTRY = "no-relevant-entry"
     STARTER_PLACEHOLDER = "starter-placeholder"
     HEADING_NOT_IN_DOCUMENT = "heading-not-in-document"
+    SECTION_TITLE_ONLY = "section-title-only"
     HISTORY_PRUNED = "history-pruned"
     HISTORY_RUN_DROPPED = "history-run-dropped"
     HISTORY_UNPARSABLE = "history-unparsable"
@@ -66,6 +67,7 @@ _TITLES: dict[DiagnosticCode, str] = {
     DiagnosticCode.NO_RELEVANT_ENTRY: "query left out of the aggregates",
     DiagnosticCode.STARTER_PLACEHOLDER: "starter query not rewritten",
     DiagnosticCode.HEADING_NOT_IN_DOCUMENT: "expected heading not in the document",
+    DiagnosticCode.SECTION_TITLE_ONLY: "expected section holds only the page title",
     DiagnosticCode.HISTORY_PRUNED: "history-pruned",
     DiagnosticCode.HISTORY_RUN_DROPPED: "history-run-dropped",
     DiagnosticCode.HISTORY_UNPARSABLE: "history-unparsable",

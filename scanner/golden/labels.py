@@ -46,6 +46,9 @@ class SectionInfo:
     heading: str
     parents: tuple[str, ...]
     """The enclosing headings, outermost first (the document title not included)."""
+    searchable: bool = True
+    """False for a section holding nothing but the page's title: the built-in search scores the
+    title with every section of the page, and never returns this one (search/titles.py)."""
 
 
 def labelled_members(golden: GoldenSet) -> Iterator[tuple[GoldenQuery, ExpectedEntry]]:
@@ -106,6 +109,8 @@ class _Headings:
     sections: dict[str, list[SectionInfo]]
     enclosing: dict[str, set[str]]
     """Per heading: every enclosing heading (reader's form) of a section with it."""
+    searchable: set[str]
+    """The headings at least one searchable section has."""
     shown: dict[str, str]
     """The document's non-empty headings: as the reader sees each -> as first written."""
 
@@ -114,13 +119,16 @@ class _Headings:
         sections: dict[str, list[SectionInfo]] = {}
         enclosing: dict[str, set[str]] = {}
         shown: dict[str, str] = {}
+        searchable: set[str] = set()
         for section in document:
             key = reader_heading(section.heading)
             sections.setdefault(key, []).append(section)
+            if section.searchable:
+                searchable.add(key)
             enclosing.setdefault(key, set()).update(reader_heading(p) for p in section.parents)
             if section.heading:
                 shown.setdefault(key, section.heading)
-        return cls(sections, enclosing, shown)
+        return cls(sections, enclosing, searchable, shown)
 
 
 def _did_you_mean(written: str, guess: str) -> str:
@@ -132,10 +140,13 @@ def _did_you_mean(written: str, guess: str) -> str:
     return f"; did you mean {guess!r}? (paths are relative to the KB folder)"
 
 
-def check_headings(golden: GoldenSet, sections: Mapping[str, Sequence[SectionInfo]]) -> list[Diagnostic]:
+def check_headings(
+    golden: GoldenSet, sections: Mapping[str, Sequence[SectionInfo]], *, builtin: bool = True
+) -> list[Diagnostic]:
     """A warning per `heading:` (with its `parent:`) that no section of its document has, as the
-    reader sees headings, naming the closest headings that document has. A path that is not indexed
-    is check_paths' warning, not this one's."""
+    reader sees headings, naming the closest headings that document has; and, for the built-in
+    search (`builtin`), per heading whose only sections hold nothing but the page's title, which no
+    hit can be. A path that is not indexed is check_paths' warning, not this one's."""
     warnings: list[Diagnostic] = []
     suggested = 0
     documents: dict[str, _Headings] = {}
@@ -153,7 +164,7 @@ def check_headings(golden: GoldenSet, sections: Mapping[str, Sequence[SectionInf
             near = ", ".join(_named(h) for h in closest_shown(member.heading, headings)) if suggested <= MAX_CLOSEST_HEADINGS else ""
             there = (
                 f"closest headings there: {near}" if near
-                else "the document has no heading" if not headings
+                else "the document has no heading: remove `heading:` to count the page" if not headings
                 else f"it has {len(headings)} headings"
             )
             warnings.append(
@@ -162,6 +173,18 @@ def check_headings(golden: GoldenSet, sections: Mapping[str, Sequence[SectionInf
                     f"query {query.id!r} expects heading {_named(member.heading)} in {member.path!r}, which has no "
                     f"such section ({there}); headings compare as the page shows them, whatever the case "
                     f"(field: {field}.heading)",
+                    golden.path, member.line,
+                )
+            )
+            continue
+        if builtin and not member.subsections and wanted not in document.searchable:
+            warnings.append(
+                Diagnostic(
+                    DiagnosticCode.SECTION_TITLE_ONLY,
+                    f"query {query.id!r} expects heading {_named(member.heading)} in {member.path!r}: that section "
+                    "holds nothing but the page's title, which the built-in search scores with every section of "
+                    f"the page, so no hit is that section (field: {field}.heading); add `subsections: true` to "
+                    "count the sections under it, or remove `heading:` to count any section of the page",
                     golden.path, member.line,
                 )
             )

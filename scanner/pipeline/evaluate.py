@@ -130,7 +130,10 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
     retriever = options.retriever(index, requests)
     clock.lap("index")
-    check_labels(golden, index, diagnostics, refuse_impossible=options.refuse_impossible, kb_path=options.kb_path)
+    check_labels(
+        golden, index, diagnostics, refuse_impossible=options.refuse_impossible, kb_path=options.kb_path,
+        builtin=retriever.describe().get("name") == "builtin", score_level=options.score_level,
+    )
 
     with index.read_snapshot():
         lists = retriever.search_all(requests)
@@ -254,10 +257,18 @@ def check_relevance_level(golden: GoldenSet, level: int, diagnostics: Diagnostic
 
 
 def check_labels(
-    golden: GoldenSet, index: Index, diagnostics: Diagnostics, *, refuse_impossible: bool, kb_path: Path
+    golden: GoldenSet,
+    index: Index,
+    diagnostics: Diagnostics,
+    *,
+    refuse_impossible: bool,
+    kb_path: Path,
+    builtin: bool = True,
+    score_level: ScoreLevel = ScoreLevel.SECTION,
 ) -> None:
     """Every expected path and heading checked against the corpus (golden/labels.py): a wrong one is
-    a warning naming what is there; a golden file none of whose paths is indexed stops the run."""
+    a warning naming what is there; a golden file none of whose paths is indexed stops the run.
+    Headings are not checked when they are not scored (`--score-level document`)."""
     warnings, present = check_paths(golden, index.paths)
     labelled = sum(1 for _ in labelled_members(golden))
     if refuse_impossible and labelled and not present:
@@ -270,13 +281,13 @@ def check_labels(
             + (f"; {warnings[0].message}" if warnings else ""),
         )
     diagnostics.items.extend(warnings)
-    needed = paths_with_headings(golden) & index.paths
+    needed = paths_with_headings(golden) & index.paths if score_level is ScoreLevel.SECTION else set()
     if needed:
         by_path = {
-            path: [SectionInfo(heading, parents) for heading, parents, _ in rows]
+            path: [SectionInfo(heading, parents, searchable) for heading, parents, _, searchable in rows]
             for path, rows in index.sections(needed).items()
         }
-        diagnostics.items.extend(check_headings(golden, by_path))
+        diagnostics.items.extend(check_headings(golden, by_path, builtin=builtin))
 
 
 def needs_parents(golden: GoldenSet) -> bool:
@@ -298,7 +309,7 @@ def with_parents(returned: Mapping[str, list[Hit]], index: Index) -> dict[str, l
         return dict(returned)
     unique: dict[tuple[str, str], tuple[str, ...] | None] = {}
     for path, rows in index.sections(wanted & index.paths).items():
-        for heading, parents, _ in rows:
+        for heading, parents, _, _ in rows:
             key = (path, heading)
             unique[key] = None if key in unique else parents
     return {

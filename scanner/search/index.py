@@ -249,21 +249,23 @@ class Index:
         )
         return {chunk_id: (path, heading, _parents(crumb, lengths)) for chunk_id, path, heading, crumb, lengths in rows}
 
-    def sections(self, paths: Iterable[str]) -> dict[str, list[tuple[str, tuple[str, ...], int | None]]]:
+    def sections(self, paths: Iterable[str]) -> dict[str, list[tuple[str, tuple[str, ...], int | None, bool]]]:
         """path -> each section of that document in order: (heading, enclosing headings outermost
-        first without the title, the heading's source line). Only the paths asked for are read."""
+        first without the title, the heading's source line, whether search scores it: a section
+        holding nothing but the page's title is not, titles.py). Only the paths asked for are read."""
         wanted = sorted(set(paths))
-        found: dict[str, list[tuple[str, tuple[str, ...], int | None]]] = {}
+        found: dict[str, list[tuple[str, tuple[str, ...], int | None, bool]]] = {}
         for start in range(0, len(wanted), _SQL_BATCH):
             batch = wanted[start : start + _SQL_BATCH]
             marks = ",".join("?" * len(batch))
             rows = self.connection.execute(
-                "SELECT path, heading, breadcrumb, breadcrumb_part_lengths, heading_line FROM chunks"
-                f" WHERE path IN ({marks}) ORDER BY id",
+                "SELECT path, heading, breadcrumb, breadcrumb_part_lengths, heading_line, scored_breadcrumb"
+                f" FROM chunks WHERE path IN ({marks}) ORDER BY id",
                 batch,
             )
-            for path, heading, crumb, lengths, line in rows:
-                found.setdefault(path, []).append((heading, _parents(crumb, lengths), line))
+            for path, heading, crumb, lengths, line, scored in rows:
+                # An unscored section's scored breadcrumb is empty; every other one holds the title.
+                found.setdefault(path, []).append((heading, _parents(crumb, lengths), line, scored != ""))
         return found
 
 
