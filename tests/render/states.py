@@ -85,8 +85,8 @@ def pushed_down(folder: Path, *gate: str) -> RunOutcome:
 LABEL_EDITS = (
     # Two answers for one query: each gets its own row when its rank moves.
     ("      - path: guides/deploy.md\n        heading: Database\n    tags: [ops]\n  - id: image-tags",
-     "      - path: guides/deploy.md\n        heading: Rollback\n        subsections: true\n"
-     "      - notes/incident-2026-03.md\n    tags: [ops]\n  - id: image-tags"),
+     ("      - path: guides/deploy.md\n        heading: Rollback\n        subsections: true\n"
+      "      - notes/incident-2026-03.md\n    tags: [ops]\n  - id: image-tags")),
     # A heading typo, and a path written relative to the repository instead of the KB folder.
     ("        heading: Ranking\n", "        heading: Rankng\n"),
     ("  - id: chunking\n    query: where are documents split into sections\n    expected:\n      - path: guides/search.md",
