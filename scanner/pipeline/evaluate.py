@@ -104,7 +104,8 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         golden = load_golden(golden_file, shown=str(golden_file))
     diagnostics.items.extend(golden.warnings)
     refuse_unsearchable_queries(golden)
-    check_relevance_level(golden, options.relevance_level, diagnostics)
+    words = interface_words(options.interface)
+    check_relevance_level(golden, options.relevance_level, diagnostics, words)
     limit = options.limit or golden.default_limit or DEFAULT_LIMIT
     ks = tuple(sorted(set(options.ks)))
     if ks[-1] > limit:
@@ -137,7 +138,6 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
 
     with index.read_snapshot():
         lists = retriever.search_all(requests)
-        words = interface_words(options.interface)
         warn_answer_notes(retriever.notes(), diagnostics, words)
         check_answers(
             golden, lists, index.paths, _answer_source(retriever.describe()), options.score_level, diagnostics,
@@ -234,7 +234,9 @@ def refuse_unsearchable_queries(golden: GoldenSet) -> None:
             )
 
 
-def check_relevance_level(golden: GoldenSet, level: int, diagnostics: Diagnostics) -> None:
+def check_relevance_level(
+    golden: GoldenSet, level: int, diagnostics: Diagnostics, words: Callable[[str], str] = str
+) -> None:
     """A level above every grade leaves nothing relevant: every query would drop out and every
     aggregate be a zero that measures nothing, so it is refused. A query that alone loses all its
     relevant entries to the level is scored, left out of the aggregates, and named."""
@@ -250,8 +252,9 @@ def check_relevance_level(golden: GoldenSet, level: int, diagnostics: Diagnostic
         if query.expected and not relevant_entries(query.expected, level):
             diagnostics.warn(
                 DiagnosticCode.NO_RELEVANT_ENTRY,
-                f"query {query.id!r} has no expected entry with grade {level} or more (--relevance-level): "
-                "it is scored but left out of every aggregate",
+                # Only the setting's name is reworded: the query id is the golden file's text.
+                f"query {query.id!r} has no expected entry with grade {level} or more "
+                f"({words('--relevance-level')}): it is scored but left out of every aggregate",
                 golden.path, query.line,
             )
 

@@ -45,3 +45,15 @@ def test_a_kb_with_no_indexable_document_fails_the_step_in_the_actions_words(lay
     assert observed.returncode == ExitCode.BAD_INPUT
     assert "0 documents indexed" in run_text and "check kb-path" in run_text and "exclude" in run_text
     assert "--kb-path" not in run_text and "--exclude" not in run_text
+
+
+def test_a_query_left_out_by_the_relevance_level_is_named_with_the_input(layout: RunnerLayout, launch: Launch) -> None:
+    graded = GOLDEN.replace("heading: Databse", "heading: Database\n        grade: 1") + (
+        "  - id: tags\n    query: which tag do container images get\n    expected:\n"
+        "      - path: guides/deploy.md\n        grade: 2\n"
+    )
+    write_tree(layout.workspace / KB, {**GUIDES, ".kb-eval.yml": graded})
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, "relevance-level": "2"})))
+    assert observed.returncode == ExitCode.OK
+    [message] = [a[5] for a in observed.annotations if "left out of every aggregate" in a[5]]
+    assert "'rollback'" in message and "relevance-level" in message and "--relevance-level" not in message
