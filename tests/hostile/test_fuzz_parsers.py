@@ -72,8 +72,13 @@ def test_any_answer_maps_to_hits_or_is_an_input_error(text: str, hits_path: str 
     assert len(hits) <= REQUEST.limit and all(not hit.path.startswith("/") for hit in hits)
 
 
+_FILES = tempfile.TemporaryDirectory(prefix="kb-eval-fuzz-")
+"""Every example's file lives under one folder, removed when the test process ends (an example
+per folder under /tmp left thousands behind each run)."""
+
+
 def _with_file(name: str, data: bytes) -> Path:
-    folder = Path(tempfile.mkdtemp())
+    folder = Path(tempfile.mkdtemp(dir=_FILES.name))
     path = folder / name
     path.write_bytes(data)
     return path
