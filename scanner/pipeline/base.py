@@ -49,6 +49,7 @@ from scanner.git.revision import Repository, find_repository, is_revision_name
 from scanner.git.tree import list_tree
 from scanner.golden.file import ExpectedEntry, GoldenSet
 from scanner.pipeline.evaluate import EvalOptions, run_eval
+from scanner.search.index import Index, Reuse
 
 FLAG = "--baseline-ref"
 
@@ -155,10 +156,15 @@ def _shown_ref(request: BaseRequest) -> str:
 
 
 def evaluate_base(
-    base: ResolvedBase, options: EvalOptions, golden: GoldenSet, memo: ParseMemo | None
+    base: ResolvedBase, options: EvalOptions, golden: GoldenSet, memo: ParseMemo | None, head: Index | None = None
 ) -> BaseEvaluation | Comparison:
     """Evaluate the KB at the base commit with this run's golden set and settings: only the files
-    the KB folder holds there, by the folder walk's rules, each read once, inside the deadline."""
+    the KB folder holds there, by the folder walk's rules, each read once, inside the deadline.
+
+    With the head's index (built with `keep_analysis` and analysed, from the files `memo`
+    remembers), the base's index takes the head's analysis of every document whose path and
+    bytes are the head's and analyses only the others (Reuse): the work of a pull request's
+    base grows with what the pull request changed, and its rankings are those of a fresh index."""
     diagnostics = Diagnostics()
     rules = KbFiles.excluding(options.exclude)
     try:
@@ -195,6 +201,8 @@ def evaluate_base(
                 cache_dir=None,
                 timestamp=base.committed_at,
                 scan_only=lambda path: path not in unchanged,
+                # `unchanged` is filled as the files are read, before each is indexed.
+                reuse=Reuse(head, unchanged.__contains__) if head is not None and memo is not None else None,
             ),
             diagnostics,
         )

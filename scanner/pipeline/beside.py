@@ -21,43 +21,55 @@ from scanner.pipeline.base import BaseEvaluation, ResolvedBase
 from scanner.pipeline.evaluate import EvalOptions
 from scanner.report.document import run_document
 from scanner.report.read import run_from_document
+from scanner.search.index import Index
 
 
 class BaseBesideHead:
     """The base evaluated in a forked child while this process goes on with the head.
 
-    Started from `EvalOptions.after_read`, when the head's corpus is read: the child inherits
-    the filled parse memo (copy-on-write, nothing is sent), and the two index builds and
-    searches, which are most of an evaluation, run on two cores at once instead of one after
-    the other (bench/base_and_head.py). The child sends its run back as the report's JSON run
-    document (the history's format, read back by the history's reader) or why it could not
-    compare; a child that fails is an internal error, as it would be in process. Where there is
-    no fork (Windows) the base is evaluated after the head, in process."""
+    Started from `EvalOptions.after_index`, once the head's corpus is read and analysed: the
+    child inherits the filled parse memo and the head's analysed index (copy-on-write, nothing
+    is sent), so its own index analyses only the documents the pull request changed (Reuse),
+    and it reads, indexes, searches and scans the base while this process searches and scans
+    the head, on two cores at once (bench/base_and_head.py). Starting it earlier, beside the
+    head's analysis, would mean two analyses (each with its worker processes) competing for the
+    cores; the analysis the base no longer does was most of its work. The child sends its run
+    back as the report's JSON run document (the history's format, read back by the history's
+    reader) or why it could not compare; a child that fails is an internal error, as it would be
+    in process. Where there is no fork (Windows) the base is evaluated after the head, in process.
+
+    The child never returns into the head's evaluation (it leaves by os._exit), so the head's
+    index, on its stack, is neither dropped nor finalised there: its folder stays the head's."""
 
     def __init__(self, base: ResolvedBase, options: EvalOptions, memo: ParseMemo) -> None:
         self.base = base
         self.options = options
         self.memo = memo
         self._golden: GoldenSet | None = None
+        self._head: Index | None = None
+        """The head's index, kept for the in-process evaluation where there is no fork."""
         self._child: tuple[int, int] | None = None
         """(pid, read end of its pipe) while a child runs."""
 
-    def start(self, golden: GoldenSet) -> None:
+    def start(self, golden: GoldenSet, head: Index) -> None:
         self._golden = golden
         if not hasattr(os, "fork"):
+            self._head = head
             return
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's lines are measured by what it sends back
             os.close(read_end)
-            self._run_child(write_end, golden)
+            self._run_child(write_end, golden, head)
         os.close(write_end)
         self._child = (pid, read_end)
+        # The child has its copy; this process builds no index from it.
+        head.release_analysis()
 
-    def _run_child(self, write_end: int, golden: GoldenSet) -> None:  # pragma: no cover - in the child
+    def _run_child(self, write_end: int, golden: GoldenSet, head: Index) -> None:  # pragma: no cover - in the child
         code = 0
         try:
-            evaluated = base_phase.evaluate_base(self.base, self.options, golden, self.memo)
+            evaluated = base_phase.evaluate_base(self.base, self.options, golden, self.memo, head)
             message: dict[str, object]
             if isinstance(evaluated, Comparison):
                 message = {"not_compared": [evaluated.reasons[0], evaluated.cause.value if evaluated.cause else None]}
@@ -77,9 +89,14 @@ class BaseBesideHead:
 
     def result(self) -> BaseEvaluation | Comparison:
         if self._golden is None:
-            raise RuntimeError("the base was never started")  # run_eval calls after_read first
+            raise RuntimeError("the base was never started")  # run_eval calls after_index first
         if self._child is None:
-            return base_phase.evaluate_base(self.base, self.options, self._golden, self.memo)
+            head, self._head = self._head, None
+            try:
+                return base_phase.evaluate_base(self.base, self.options, self._golden, self.memo, head)
+            finally:
+                if head is not None:
+                    head.release_analysis()
         pid, read_end = self._child
         self._child = None
         with os.fdopen(read_end, "rb") as pipe:

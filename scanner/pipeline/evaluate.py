@@ -42,7 +42,7 @@ from scanner.metrics.measures import (
 from scanner.metrics.uncertainty import aggregate_columns, intervals
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.scan.quotes import Finding, QuoteLocation, locate, normalise, scan
-from scanner.search.index import Index
+from scanner.search.index import Index, Reuse
 from scanner.search.query_compiler import compile_query
 from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, Interface, default_settings, interface_words
 from scanner.settings.retriever import RetrieverBuilder, retriever_builder
@@ -74,8 +74,12 @@ class EvalOptions:
     scan_only: Callable[[str], bool] | None = None
     """Which documents the quote scan reads, by path; None: every one. The base side scans only
     the documents the pull request changed: an unchanged one's findings are the head's."""
-    after_read: Callable[[GoldenSet], None] | None = None
-    """Called once the corpus is read and the memo filled: the base side starts then, beside this one."""
+    after_index: Callable[[GoldenSet, Index], None] | None = None
+    """Called once the corpus is read (the memo filled) and analysed for the retriever: the base
+    side starts then, beside this one, and takes this index's analysis of every document the pull
+    request left as it was. The index keeps its analysis until then (Index.keep_analysis)."""
+    reuse: Reuse | None = None
+    """Another index's analysis to take for the documents it names (the base side's: the head's)."""
     score_level: ScoreLevel = ScoreLevel.SECTION
     """`document`: headings are ignored when hits are matched with golden entries."""
     interface: Interface = Interface.CLI
@@ -117,9 +121,7 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         options.kb_path, options.exclude, diagnostics, cache=cache, memo=options.parse_memo, source=source
     )
     # Read, parsed and written to the chunk table document by document (never held whole).
-    index = Index.build(documents)
-    if options.after_read is not None:
-        options.after_read(golden)
+    index = Index.build(documents, reuse=options.reuse, keep_analysis=options.after_index is not None)
     if options.refuse_impossible and index.corpus.documents == 0:
         raise InputError(
             "0 documents indexed: the knowledge base holds no file kb-eval reads, so nothing can be measured",
@@ -130,6 +132,8 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     clock.lap("walk_parse")
     requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
     retriever = options.retriever(index, requests)
+    if options.after_index is not None:
+        options.after_index(golden, index)
     clock.lap("index")
     check_labels(
         golden, index, diagnostics, refuse_impossible=options.refuse_impossible, kb_path=options.kb_path,

@@ -138,7 +138,7 @@ def evaluate_head(options: EvalOptions, beside: BaseBesideHead | None, diagnosti
             dataclasses.replace(
                 options,
                 parse_memo=beside.memo if beside else None,
-                after_read=beside.start if beside else None,
+                after_index=beside.start if beside else None,
             ),
             diagnostics,
         )

@@ -82,6 +82,13 @@ class Analyzer:
         self._tokens: dict[str, int] = {}
         self._stemmer = Stemmer.Stemmer(STEMMER)
 
+    def copy(self) -> Analyzer:
+        """An analyzer that starts with this one's vocabulary (the same term ids) and grows apart."""
+        twin = Analyzer()
+        twin.vocabulary = dict(self.vocabulary)
+        twin._tokens = dict(self._tokens)
+        return twin
+
     def terms(self, token: str) -> list[str]:
         """The terms one token contributes: none for a stopword, a CJK bigram as it is."""
         if token in ENGLISH_STOPWORDS:

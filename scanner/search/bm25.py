@@ -21,7 +21,7 @@ Ties are broken by chunk position (path order), so a run is reproducible.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -187,6 +187,70 @@ def merge_postings(parts: list[tuple[npt.NDArray[np.int64], Postings]], vocabula
         del part
     joined = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.float32)
     return Postings(start, chunks, tf, joined.astype(np.float32))
+
+
+def rebase_postings(
+    donor: Postings, kept_to: npt.NDArray[np.int64], new: Postings, new_to: npt.NDArray[np.int64],
+    size: int, vocabulary_size: int,
+) -> Postings:
+    """Another corpus's Postings from a donor's: the donor's chunks that `kept_to` maps (donor
+    position -> position here, -1: not here) keep their postings and lengths as they are, the
+    chunks analysed anew (`new`, in the same term ids, at positions `new_to[local position]`) are
+    added, and everything else of the donor is left out. Both maps must be increasing (path order
+    on both sides), so each term's postings stay in ascending chunk order.
+
+    A chunk's postings and length are a function of its own text (PostingsBuilder), so the result
+    is the Postings an analysis of the whole corpus would give, up to the numbering of the terms;
+    the collection statistics (df, N, mean length) are computed from it by Bm25Scorer as for any
+    Postings. The merge is one pass over each side in blocks, in (term, chunk) order: every
+    posting's place is its rank among the donor's kept postings plus the new postings before it
+    (a binary search among the new ones), and the new postings take the places left free in
+    order. Time grows with the postings of the two sides, never with their product."""
+    new_chunks = new_to[new.chunks].astype(np.int64) if len(new.chunks) else np.zeros(0, dtype=np.int64)
+    new_terms = np.repeat(np.arange(len(new.start) - 1, dtype=np.int64), np.diff(new.start))
+    # (term, chunk) as one sortable key; terms are below the vocabulary's size, chunks below `size`.
+    stride = np.int64(max(size, 1))
+    new_keys = new_terms * stride + new_chunks
+    del new_terms
+    donor_terms = len(donor.start) - 1
+    total = len(donor.chunks)
+
+    def blocks() -> Iterator[tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+        """(first posting, positions kept in the block, their chunks here) per block of the donor."""
+        for first in range(0, total, MERGE_BLOCK):
+            mapped = kept_to[donor.chunks[first : first + MERGE_BLOCK]]
+            kept = np.flatnonzero(mapped >= 0)
+            yield first, kept, mapped[kept]
+
+    df = np.zeros(vocabulary_size, dtype=np.int64)
+    df[: len(new.start) - 1] += np.diff(new.start)
+    for first, kept, _ in blocks():
+        terms = np.searchsorted(donor.start, kept + first, side="right") - 1
+        df[:donor_terms] += np.bincount(terms, minlength=donor_terms)
+    start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+    del df
+    placed = int(start[-1])
+    chunks = np.empty(placed, dtype=np.int32)
+    tf = np.empty(placed, dtype=np.float32)
+    free = np.ones(placed, dtype=bool)
+    done = 0
+    for first, kept, mapped in blocks():
+        terms = np.searchsorted(donor.start, kept + first, side="right") - 1
+        keys = terms * stride + mapped
+        positions = done + np.arange(len(kept)) + np.searchsorted(new_keys, keys)
+        chunks[positions] = mapped
+        tf[positions] = donor.tf[kept + first]
+        free[positions] = False
+        done += len(kept)
+    slots = np.flatnonzero(free)
+    del free
+    chunks[slots] = new_chunks
+    tf[slots] = new.tf
+    lengths = np.zeros(size, dtype=np.float32)
+    moved = np.flatnonzero(kept_to >= 0)
+    lengths[kept_to[moved]] = donor.lengths[moved]
+    lengths[new_to] = new.lengths
+    return Postings(start, chunks, tf, lengths)
 
 
 class Bm25Scorer:

@@ -7,6 +7,7 @@ ranks: the seed decision makes that equality the scan's selection rule.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import os
@@ -29,7 +30,14 @@ from scanner.corpus.markdown import BREADCRUMB_SEPARATOR
 from scanner.foundation.progress import progress
 from scanner.foundation.workers import worker_pool
 from scanner.search.analysis import Analyzer
-from scanner.search.bm25 import Bm25Parameters, Bm25Scorer, Postings, PostingsBuilder, merge_postings
+from scanner.search.bm25 import (
+    Bm25Parameters,
+    Bm25Scorer,
+    Postings,
+    PostingsBuilder,
+    merge_postings,
+    rebase_postings,
+)
 from scanner.search.titles import scored_fields
 
 INDEXED_FIELDS = ("heading", "breadcrumb", "body")
@@ -58,6 +66,22 @@ class IndexedChunk(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class Reuse:
+    """Another index whose analysis a new index takes over for the documents `same` names.
+
+    A pull request's base differs from its head in the few documents the pull request changed:
+    the base's index takes the head's analysed chunks (postings and lengths) for every other
+    document and analyses only the changed ones, then computes its own collection statistics
+    (bm25.rebase_postings), so its rankings and scores are those of an index built from scratch."""
+
+    index: Index
+    """Built with `keep_analysis`, and analysed (a scorer built) before this index is searched."""
+    same: Callable[[str], bool]
+    """Whether the document at this path is the very one `index` holds: the same path and the
+    same bytes, so the same chunks (the parse memo's key, scanner.corpus.parse_memo)."""
+
+
+@dataclass(frozen=True, slots=True)
 class CorpusSnapshot:
     documents: int
     chunks: int
@@ -76,7 +100,7 @@ class Index:
 
     def __init__(
         self, folder: str, connection: sqlite3.Connection, snapshot: CorpusSnapshot, paths: frozenset[str],
-        analysis_workers: int | None = None,
+        analysis_workers: int | None = None, *, order: Sequence[str] = (), starts: Sequence[int] = (),
     ) -> None:
         self.folder = folder
         self.connection = connection
@@ -88,13 +112,30 @@ class Index:
         self.analyzer = Analyzer()
         """Its vocabulary holds every term of the built scorers; queries are analysed with it."""
         self._scorers: dict[tuple[tuple[float, float, float], Bm25Parameters], Bm25Scorer] = {}
+        self._order = list(order)
+        """Every document's path, in chunk order (path order)."""
+        self._starts = array("q", starts)
+        """The chunk position of each document of `_order`'s first chunk, then the chunk count."""
+        self.keep_analysis = False
+        """Keep each analysis's Postings (`_kept`) for an index that reuses them (Reuse)."""
+        self._kept: dict[tuple[tuple[float, ...], ...], list[Postings]] = {}
+        self._reused: _Reused | None = None
+        self._donor_terms: int | None = None
+        """The donor's vocabulary size when this index's analyzer was copied from it (Reuse)."""
         weakref.finalize(self, _remove_folder, folder, [connection])
 
     @classmethod
-    def build(cls, documents: Iterable[Document], *, analysis_workers: int | None = None) -> Index:
+    def build(
+        cls, documents: Iterable[Document], *, analysis_workers: int | None = None, reuse: Reuse | None = None,
+        keep_analysis: bool = False,
+    ) -> Index:
         """Index documents as they come, in path order (read_documents' order): each is written to
         the chunk table and dropped, so the parsed KB is never held whole. The table keeps each
-        chunk's source lines too, so a finding is located from it (Index.chunk)."""
+        chunk's source lines too, so a finding is located from it (Index.chunk).
+
+        With `reuse`, the documents it names as the same are not analysed again: their postings
+        are taken from its index (Reuse). With `keep_analysis`, this index keeps its own for one
+        that reuses them."""
         folder = tempfile.mkdtemp(prefix="kb-eval-index-")
         connection = _connect(os.path.join(folder, "chunks.sqlite"))
         connection.execute(
@@ -107,6 +148,12 @@ class Index:
         digest = hashlib.sha256()
         count = 0
         paths: list[str] = []
+        starts: list[int] = []
+        donor = reuse.index if reuse is not None else None
+        moved: list[tuple[int, int, int]] = []
+        """(first position in the donor, first position here, chunks) of each document reused."""
+        fresh: list[tuple[int, int]] = []
+        """(first position here, chunks) of each document analysed here."""
 
         def rows() -> Iterator[tuple[object, ...]]:
             nonlocal count
@@ -115,6 +162,14 @@ class Index:
                     # Chunk ids are positions in path order (chunks_by_document, the postings).
                     raise RuntimeError(f"documents out of path order: {document.path!r} after {paths[-1]!r}")
                 paths.append(document.path)
+                starts.append(count)
+                if document.chunks:
+                    found = donor._document_chunks(document.path) if donor is not None else None
+                    if found is not None and reuse is not None and reuse.same(document.path) \
+                            and found[1] == len(document.chunks):
+                        moved.append((found[0], count, found[1]))
+                    else:
+                        fresh.append((count, len(document.chunks)))
                 for chunk, scored in zip(document.chunks, scored_fields(document), strict=True):
                     breadcrumb = chunk.breadcrumb
                     count += 1
@@ -141,7 +196,24 @@ class Index:
             _remove_folder(folder, [connection])
             raise
         snapshot = CorpusSnapshot(len(paths), count, "sha256:" + digest.hexdigest())
-        return cls(folder, connection, snapshot, frozenset(paths), analysis_workers)
+        starts.append(count)
+        index = cls(folder, connection, snapshot, frozenset(paths), analysis_workers, order=paths, starts=starts)
+        index.keep_analysis = keep_analysis
+        if donor is not None and moved:
+            index._reused = _Reused(donor, moved, _joined(fresh))
+        return index
+
+    def _document_chunks(self, path: str) -> tuple[int, int] | None:
+        """(position of the first chunk, chunk count) of the document at `path`, if indexed."""
+        at = bisect.bisect_left(self._order, path)
+        if at == len(self._order) or self._order[at] != path:
+            return None
+        return self._starts[at], self._starts[at + 1] - self._starts[at]
+
+    def release_analysis(self) -> None:
+        """Drop the Postings kept for a reusing index (this process will build none)."""
+        self.keep_analysis = False
+        self._kept.clear()
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk with this id, with its source lines, as it was indexed."""
@@ -197,31 +269,73 @@ class Index:
             os.path.join(self.folder, "chunks.sqlite"), tuple(_SCORED_COLUMNS[INDEXED_FIELDS[f]] for f in used),
             tuple(tuple(layer[f] for f in used) for layer in layers),
         )
+        key = tuple(layers)
         total = self.corpus.chunks
-        workers = self.analysis_workers
+        reused = self._reused
+        donated = reused.donor._kept.get(key) if reused is not None else None
+        if reused is not None and donated is not None and self._donor_terms is None and not self.analyzer.vocabulary:
+            # The donor's vocabulary, so the chunks analysed here get the term ids of the postings
+            # reused. Copied at the first analysis, when the donor's is complete for what it kept.
+            self.analyzer = reused.donor.analyzer.copy()
+            self._donor_terms = len(self.analyzer.vocabulary)
+        # A term id means the same term on both sides only below the size copied.
+        usable = donated is not None and self._donor_terms is not None and all(
+            len(part.start) - 1 <= self._donor_terms for part in donated
+        )
         with progress("indexed", total=total, unit="sections") as tick:
-            if workers < 2 or total < PARALLEL_MIN_CHUNKS:
-                return job.run(0, total, self.analyzer, self.connection, tick)
-            bounds = [total * i // workers for i in range(workers + 1)]
-            vocabulary = self.analyzer.vocabulary
-            # This process analyses the first range itself while workers-1 processes do the others:
-            # as fast as a worker per range, one process's memory less.
-            with worker_pool(workers - 1) as pool:
-                answers = pool.map(job.run_in_worker, bounds[1:-1], bounds[2:])
-                own = job.run(0, bounds[1], self.analyzer, self.connection, tick)
-                # Already in this vocabulary: its own terms map to themselves.
-                parts = [(np.arange(len(own[0].start) - 1, dtype=np.int64), own)]
-                for (first, last), (terms, part) in zip(itertools.pairwise(bounds[1:]), answers):
-                    mapping = np.fromiter(
-                        (vocabulary.setdefault(term, len(vocabulary)) for term in terms), dtype=np.int64, count=len(terms)
-                    )
-                    parts.append((mapping, part))
-                    tick(last - first)
-                del terms, part, mapping  # the loop's last answer, which would outlive its merge
-            # One list per layer holding the only references, which merge_postings frees as it goes.
-            by_layer = [[(mapping, part[layer]) for mapping, part in parts] for layer in range(len(layers))]
-            del parts, own
-            return [merge_postings(by_layer.pop(0), len(vocabulary)) for _ in range(len(layers))]
+            if reused is None or donated is None or not usable:
+                postings = self._analyse(job, [(0, total)], tick)
+            else:
+                postings = self._rebase(job, reused, donated, tick)
+        if self.keep_analysis:
+            self._kept[key] = postings
+        return postings
+
+    def _rebase(
+        self, job: _AnalysisJob, reused: _Reused, donated: list[Postings], tick: Callable[[int], None]
+    ) -> list[Postings]:
+        """The postings of this corpus from the donor's, analysing only the chunks not reused."""
+        fresh = reused.fresh
+        new = self._analyse(job, [(first, first + count) for first, count in fresh], tick)
+        new_to = np.concatenate([np.arange(first, first + count) for first, count in fresh] or [np.zeros(0, np.int64)])
+        kept_to = np.full(reused.donor.corpus.chunks, -1, dtype=np.int64)
+        for donor_first, first, count in reused.moved:
+            kept_to[donor_first : donor_first + count] = np.arange(first, first + count)
+        tick(sum(count for _, _, count in reused.moved))
+        size, vocabulary = self.corpus.chunks, len(self.analyzer.vocabulary)
+        return [
+            rebase_postings(old, kept_to, part, new_to, size, vocabulary) for old, part in zip(donated, new, strict=True)
+        ]
+
+    def _analyse(self, job: _AnalysisJob, ranges: list[tuple[int, int]], tick: Callable[[int], None]) -> list[Postings]:
+        """Postings of the chunks at these position ranges ([first, last), increasing), their
+        chunk positions counted from 0 over the ranges in order: by worker processes over
+        consecutive shares when they hold enough chunks, merged into one vocabulary here; in this
+        process otherwise."""
+        total = sum(last - first for first, last in ranges)
+        workers = self.analysis_workers
+        if workers < 2 or total < PARALLEL_MIN_CHUNKS:
+            return job.run(ranges, self.analyzer, self.connection, tick)
+        shares = _shares(ranges, workers)
+        vocabulary = self.analyzer.vocabulary
+        # This process analyses the first share itself while workers-1 processes do the others:
+        # as fast as a worker per share, one process's memory less.
+        with worker_pool(workers - 1) as pool:
+            answers = pool.map(job.run_in_worker, shares[1:])
+            own = job.run(shares[0], self.analyzer, self.connection, tick)
+            # Already in this vocabulary: its own terms map to themselves.
+            parts = [(np.arange(len(own[0].start) - 1, dtype=np.int64), own)]
+            for share, (terms, part) in zip(shares[1:], answers):
+                mapping = np.fromiter(
+                    (vocabulary.setdefault(term, len(vocabulary)) for term in terms), dtype=np.int64, count=len(terms)
+                )
+                parts.append((mapping, part))
+                tick(sum(last - first for first, last in share))
+            del terms, part, mapping  # the loop's last answer, which would outlive its merge
+        # One list per layer holding the only references, which merge_postings frees as it goes.
+        by_layer = [[(mapping, part[layer]) for mapping, part in parts] for layer in range(len(job.layers))]
+        del parts, own
+        return [merge_postings(by_layer.pop(0), len(vocabulary)) for _ in range(len(job.layers))]
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
@@ -292,9 +406,52 @@ MAX_ANALYSIS_WORKERS = 4
 
 
 @dataclass(frozen=True, slots=True)
+class _Reused:
+    """What a built index takes from its donor (Reuse): the documents moved and those analysed here."""
+
+    donor: Index
+    moved: list[tuple[int, int, int]]
+    """(first chunk position in the donor, first chunk position here, chunk count) per document."""
+    fresh: list[tuple[int, int]]
+    """(first chunk position here, chunk count) of each run of documents analysed here."""
+
+
+def _joined(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(first, count) runs with the adjacent ones joined: one query per run of changed documents."""
+    joined: list[tuple[int, int]] = []
+    for first, count in runs:
+        if joined and joined[-1][0] + joined[-1][1] == first:
+            joined[-1] = (joined[-1][0], joined[-1][1] + count)
+        else:
+            joined.append((first, count))
+    return joined
+
+
+def _shares(ranges: Sequence[tuple[int, int]], parts: int) -> list[list[tuple[int, int]]]:
+    """`ranges` cut into `parts` consecutive shares of about the same number of chunks."""
+    total = sum(last - first for first, last in ranges)
+    cuts = [total * i // parts for i in range(1, parts)]
+    shares: list[list[tuple[int, int]]] = [[]]
+    seen = 0
+    for first, last in ranges:
+        while cuts and seen + (last - first) > cuts[0]:
+            middle = first + cuts.pop(0) - seen
+            if middle > first:
+                shares[-1].append((first, middle))
+            seen += middle - first
+            first = middle
+            shares.append([])
+        if last > first:
+            shares[-1].append((first, last))
+        seen += last - first
+    shares.extend([] for _ in range(parts - len(shares)))
+    return shares
+
+
+@dataclass(frozen=True, slots=True)
 class _AnalysisJob:
-    """Analyse the chunk table's rows first+1..last into one Postings per layer (chunk positions
-    from `first`)."""
+    """Analyse chunk position ranges of the chunk table into one Postings per layer (chunk
+    positions counted from 0 over the ranges in order)."""
 
     database: str
     columns: tuple[str, ...]
@@ -303,28 +460,29 @@ class _AnalysisJob:
     """Per layer, a weight per column (0: not in this layer)."""
 
     def run(
-        self, first: int, last: int, analyzer: Analyzer, connection: sqlite3.Connection, tick: Callable[[int], None]
+        self, ranges: Sequence[tuple[int, int]], analyzer: Analyzer, connection: sqlite3.Connection,
+        tick: Callable[[int], None],
     ) -> list[Postings]:
         fields = [[c for c, weight in enumerate(layer) if weight > 0] for layer in self.layers]
-        builders = [PostingsBuilder(last - first, [w for w in layer if w > 0]) for layer in self.layers]
+        total = sum(last - first for first, last in ranges)
+        builders = [PostingsBuilder(total, [w for w in layer if w > 0]) for layer in self.layers]
         analyze = analyzer.index_ids
-        rows = connection.execute(
-            f"SELECT {', '.join(self.columns)} FROM chunks WHERE id > ? AND id <= ? ORDER BY id", (first, last)
-        )
-        for row in rows:
+        # Chunk ids are positions + 1.
+        query = f"SELECT {', '.join(self.columns)} FROM chunks WHERE id > ? AND id <= ? ORDER BY id"
+        for row in itertools.chain.from_iterable(connection.execute(query, bounds) for bounds in ranges):
             ids = [array("i", analyze(text)) for text in row]
             for builder, used in zip(builders, fields):
                 builder.add([ids[c] for c in used])
             tick(1)
         return [builder.finish(len(analyzer.vocabulary)) for builder in builders]
 
-    def run_in_worker(self, first: int, last: int) -> tuple[list[str], list[Postings]]:
+    def run_in_worker(self, ranges: Sequence[tuple[int, int]]) -> tuple[list[str], list[Postings]]:
         """In a worker process: its own read-only connection and vocabulary; the terms come back
         in id order, for the parent to map onto its vocabulary."""
         connection = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
         try:
             analyzer = Analyzer()
-            postings = self.run(first, last, analyzer, connection, lambda _: None)
+            postings = self.run(ranges, analyzer, connection, lambda _: None)
         finally:
             connection.close()
         return list(analyzer.vocabulary), postings

@@ -1,0 +1,211 @@
+"""An index that takes another index's analysis (a pull request's base from its head) ranks and
+scores exactly as one built from scratch: same hits, same scores to the last bit, same postings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from scanner.corpus.documents import Document
+from scanner.corpus.reader import build_document
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.retrievers.builtin import BuiltinRetriever, FieldWeights
+from scanner.search import index as index_module
+from scanner.search.bm25 import Postings, rebase_postings
+from scanner.search.index import Index, Reuse
+from tests.search.test_index import documents
+
+DEFAULT_KEY = (FieldWeights().as_tuple(), BuiltinRetriever(None).parameters)  # type: ignore[arg-type]
+
+QUERIES = [
+    "kettle stove", "rollback image 7", "全文検索の索引", "中文检索 问题", "note ranking answer",
+    "zeppelin hangar",  # only in the document the pull request deleted (the base has it)
+    "quokka burrow",  # only in the document the pull request added (the base lacks it)
+    "migration kettle zeppelin",
+    "edited paragraph rollout checklist",  # words the pull request's edits wrote
+]
+
+
+def pull_request(head: tuple[Document, ...]) -> tuple[tuple[Document, ...], tuple[Document, ...], set[str]]:
+    """(head, base, paths whose document is the same on both sides): the head adds a document and
+    edits three; the base also has a document the head deleted."""
+    edited = {head[3].path, head[70].path, head[151].path}
+    added = build_document("d2/added.md", "# Quokka\nquokka burrow notes, kettle once\n", Diagnostics())
+    deleted = build_document(
+        "d0/deleted.md", "# Zeppelin\nzeppelin hangar, kettle stove kettle\n## More\nhangar doors\n", Diagnostics()
+    )
+    base = []
+    for n, document in enumerate(head):
+        if document.path in edited:
+            # The base's version: words the head's version lacks; two with more sections, one with
+            # as many (only `same` tells that one apart).
+            text = f"# Old {document.title}\nold text zeppelin\n"
+            if n != 70:
+                text += "## Older\nrollout kettle\n## Oldest\nimage\n"
+            base.append(build_document(document.path, text, Diagnostics()))
+        else:
+            base.append(document)
+    head_docs = tuple(sorted((*head, added), key=lambda d: d.path))
+    base_docs = tuple(sorted((*base, deleted), key=lambda d: d.path))
+    same = {d.path for d in base_docs} & {d.path for d in head_docs} - edited
+    return head_docs, base_docs, same
+
+
+def edited_head(corpus: tuple[Document, ...]) -> tuple[Document, ...]:
+    """The head's edits: a paragraph appended to three documents."""
+    out = []
+    for n, document in enumerate(corpus):
+        if n in (3, 70, 151):
+            text = f"# {document.title}\nedited paragraph rollout checklist\n"
+            document = build_document(document.path, text, Diagnostics())
+        out.append(document)
+    return tuple(out)
+
+
+def layer_table(index: Index) -> list[dict[str, tuple[bytes, bytes]]]:
+    """Per scorer layer: term -> (its chunk positions, its impacts), as bytes; terms by name, as
+    the two indexes number them differently."""
+    scorer = index._scorers[DEFAULT_KEY]
+    tables = []
+    for start, chunks, impacts in scorer.layers:
+        table = {}
+        for term, term_id in index.analyzer.vocabulary.items():
+            if term_id + 1 < len(start) and start[term_id + 1] > start[term_id]:
+                lo, hi = start[term_id], start[term_id + 1]
+                table[term] = (chunks[lo:hi].tobytes(), impacts[lo:hi].tobytes())
+        tables.append(table)
+    return tables
+
+
+def ranked(index: Index) -> list[list[tuple[str, str, float]]]:
+    retriever = BuiltinRetriever(index)
+    return [[(h.path, h.heading, h.score) for h in retriever.search(query, 30)] for query in QUERIES]
+
+
+@pytest.mark.parametrize("workers", [1, 3], ids=["one process", "worker processes"])
+def test_an_index_reusing_anothers_analysis_ranks_and_scores_as_one_built_from_scratch(
+    workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if workers > 1:
+        # Every analysis, the head's and the changed chunks', split over worker processes.
+        monkeypatch.setattr(index_module, "PARALLEL_MIN_CHUNKS", 1)
+    head_docs, base_docs, same = pull_request(edited_head(documents(240)))
+    head = Index.build(head_docs, analysis_workers=workers, keep_analysis=True)
+    head_hits = ranked(head)
+    analysed: list[int] = []
+    real_analyse = Index._analyse
+
+    def spy(self: Index, job: object, ranges: list[tuple[int, int]], tick: Callable[[int], None]) -> list[Postings]:
+        analysed.append(sum(last - first for first, last in ranges))
+        return real_analyse(self, job, ranges, tick)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Index, "_analyse", spy)
+    reusing = Index.build(base_docs, analysis_workers=workers, reuse=Reuse(head, same.__contains__))
+    reused_hits = ranked(reusing)
+    changed = [d for d in base_docs if d.path not in same]
+    assert len(changed) == 4  # three edited, one deleted by the pull request
+    head_by_path, base_by_path = {d.path: d for d in head_docs}, {d.path: d for d in base_docs}
+    # One edit keeps the document's section count: only `same` tells it apart.
+    assert any(len(head_by_path[d.path].chunks) == len(d.chunks) for d in changed if d.path in head_by_path)
+    assert len(base_by_path) == len(head_by_path)
+    # Only the changed documents' chunks were analysed for the reusing index.
+    assert analysed == [sum(len(d.chunks) for d in changed)]
+    scratch = Index.build(base_docs, analysis_workers=workers)
+    scratch_hits = ranked(scratch)
+
+    assert reused_hits == scratch_hits  # paths, headings and scores, float for float
+    added = QUERIES.index("quokka burrow")
+    assert all(hits for n, hits in enumerate(scratch_hits) if n != added) and not scratch_hits[added]
+    assert scratch_hits[QUERIES.index("zeppelin hangar")][0][0] == "d0/deleted.md"
+    assert head_hits[added][0][0] == "d2/added.md"
+    assert not any(hit[0] == "d2/added.md" for hits in reused_hits for hit in hits)
+    assert layer_table(reusing) == layer_table(scratch)
+    assert reusing.corpus == scratch.corpus
+    # The near miss the equality guards against: the head's statistics are not the base's, so a
+    # score taken over from the head (stale df, N or mean length) would differ.
+    unchanged = next(hits for hits in head_hits if hits)[0]
+    assert unchanged[0] in same
+    base_score = next(s for p, h, s in scratch_hits[QUERIES.index("kettle stove")] if (p, h) == unchanged[:2])
+    assert base_score != unchanged[2]
+
+
+def test_without_the_donors_analysis_the_index_is_analysed_whole() -> None:
+    head_docs, base_docs, same = pull_request(edited_head(documents(240)))
+    head = Index.build(head_docs, analysis_workers=1)  # keeps nothing
+    ranked(head)
+    reusing = Index.build(base_docs, analysis_workers=1, reuse=Reuse(head, same.__contains__))
+    scratch = Index.build(base_docs, analysis_workers=1)
+    assert ranked(reusing) == ranked(scratch)
+    # Its own vocabulary, in its own order: nothing was taken from the head.
+    assert reusing.analyzer.vocabulary == scratch.analyzer.vocabulary
+    assert "quokka" in head.analyzer.vocabulary and "quokka" not in reusing.analyzer.vocabulary
+
+
+def test_a_document_named_the_same_but_cut_into_other_sections_is_analysed_again() -> None:
+    one = build_document("a.md", "# A\nkettle\n", Diagnostics())
+    two = build_document("b.md", "# B\nstove\n", Diagnostics())
+    head = Index.build([one, two], analysis_workers=1, keep_analysis=True)
+    ranked(head)
+    longer = build_document("b.md", "# B\nstove\n## C\npan pan\n", Diagnostics())
+    # `same` wrongly says b.md is unchanged; its section count tells otherwise.
+    reusing = Index.build([one, longer], analysis_workers=1, reuse=Reuse(head, lambda path: True))
+    assert ranked(reusing) == ranked(Index.build([one, longer], analysis_workers=1))
+    assert [hit.path for hit in BuiltinRetriever(reusing).search("pan", 5)] == ["b.md"]
+
+
+def test_rebasing_drops_the_donors_other_chunks_and_merges_the_new_ones_in_chunk_order() -> None:
+    # Donor: chunks 0..3, terms x (0, 2, 3), y (1, 3). Here: donor chunks 0, 2, 3 at 0, 2, 4;
+    # new chunks at 1 and 3 with terms y (1), z (1, 3).
+    donor = Postings(
+        start=np.array([0, 3, 5]), chunks=np.array([0, 2, 3, 1, 3], dtype=np.int32),
+        tf=np.array([1, 2, 3, 4, 5], dtype=np.float32), lengths=np.array([10, 11, 12, 13], dtype=np.float32),
+    )
+    new = Postings(
+        start=np.array([0, 0, 1, 3]), chunks=np.array([0, 0, 1], dtype=np.int32),
+        tf=np.array([6, 7, 8], dtype=np.float32), lengths=np.array([20, 21], dtype=np.float32),
+    )
+    kept_to = np.array([0, -1, 2, 4])
+    rebased = rebase_postings(donor, kept_to, new, np.array([1, 3]), 5, 3)
+    assert rebased.start.tolist() == [0, 3, 5, 7]
+    assert rebased.chunks.tolist() == [0, 2, 4, 1, 4, 1, 3]
+    assert rebased.tf.tolist() == [1, 2, 3, 6, 5, 7, 8]
+    assert rebased.lengths.tolist() == [10, 20, 12, 21, 13]
+
+
+def test_rebasing_is_blockwise_and_gives_the_same_postings_whatever_the_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(7)
+    terms, donor_chunks = 40, 300
+    pairs = sorted({(int(t), int(c)) for t, c in zip(rng.integers(0, terms, 3000), rng.integers(0, donor_chunks, 3000))})
+    start = np.searchsorted([t for t, _ in pairs], np.arange(terms + 1))
+    donor = Postings(
+        start=start.astype(np.int64), chunks=np.array([c for _, c in pairs], dtype=np.int32),
+        tf=rng.random(len(pairs)).astype(np.float32), lengths=rng.random(donor_chunks).astype(np.float32),
+    )
+    keep = rng.random(donor_chunks) < 0.7
+    size = int(keep.sum()) + 50
+    slots = np.sort(rng.choice(size, 50, replace=False))
+    kept_to = np.full(donor_chunks, -1)
+    kept_to[keep] = np.setdiff1d(np.arange(size), slots)
+    new_pairs = sorted({(int(t), int(c)) for t, c in zip(rng.integers(0, terms + 5, 400), rng.integers(0, 50, 400))})
+    new = Postings(
+        start=np.searchsorted([t for t, _ in new_pairs], np.arange(terms + 6)).astype(np.int64),
+        chunks=np.array([c for _, c in new_pairs], dtype=np.int32),
+        tf=rng.random(len(new_pairs)).astype(np.float32), lengths=rng.random(50).astype(np.float32),
+    )
+    whole = rebase_postings(donor, kept_to, new, slots, size, terms + 5)
+    monkeypatch.setattr("scanner.search.bm25.MERGE_BLOCK", 7)
+    small = rebase_postings(donor, kept_to, new, slots, size, terms + 5)
+    for field in ("start", "chunks", "tf", "lengths"):
+        assert np.array_equal(getattr(whole, field), getattr(small, field))
+    # Against the obvious: every (term, chunk, tf) of both sides, sorted.
+    expected = sorted(
+        [(t, int(kept_to[c]), float(donor.tf[i])) for t in range(terms) for i in range(start[t], start[t + 1])
+         if kept_to[(c := int(donor.chunks[i]))] >= 0]
+        + [(t, int(slots[new.chunks[i]]), float(new.tf[i])) for t in range(terms + 5)
+           for i in range(new.start[t], new.start[t + 1])]
+    )
+    got = [(t, int(whole.chunks[i]), float(whole.tf[i])) for t in range(terms + 5)
+           for i in range(whole.start[t], whole.start[t + 1])]
+    assert got == expected
