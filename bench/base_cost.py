@@ -5,7 +5,7 @@
 
 REPO is a repository bench/base_and_head.py made (its HEAD~1 the base, HEAD the pull request,
 `kb/` and `golden.yml` in it). Each round evaluates the head with a fresh parse memo, then the
-base at HEAD~1 with that memo, as a pull request's run does, and prints the CPU time (user +
+base at HEAD~1 with that memo and the head's analysed index, as a pull request's run does, and prints the CPU time (user +
 system, this process and the analysis workers it waited for) of each and (head + base) / head:
 the work the base adds, without the fork's overlap or its noise. To compare two versions of
 kb-eval, run this from each checkout with PYTHONPATH set to it, interleaved.
@@ -22,6 +22,7 @@ from scanner.compare.comparison import BaseRequest
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.pipeline.base import BaseEvaluation, ResolvedBase, evaluate_base, resolve_base
 from scanner.pipeline.evaluate import EvalOptions, run_eval
+from scanner.search.index import Index
 
 
 def cpu_seconds() -> float:
@@ -38,12 +39,15 @@ def main(argv: list[str] | None = None) -> int:
     ratios = []
     for _ in range(args.repeat):
         memo = ParseMemo()
+        indexes: list[Index] = []
         started = cpu_seconds()
-        head = run_eval(EvalOptions(kb_path=kb, golden_path=golden, parse_memo=memo))
+        head = run_eval(
+            EvalOptions(kb_path=kb, golden_path=golden, parse_memo=memo, after_index=lambda _, index: indexes.append(index))
+        )
         head_done = cpu_seconds()
         resolved = resolve_base(kb, BaseRequest("HEAD~1"), external_retriever=False)
         assert isinstance(resolved, ResolvedBase), resolved
-        base = evaluate_base(resolved, EvalOptions(kb_path=kb, golden_path=golden), head.golden, memo)
+        base = evaluate_base(resolved, EvalOptions(kb_path=kb, golden_path=golden), head.golden, memo, indexes[0])
         assert isinstance(base, BaseEvaluation), base
         base_done = cpu_seconds()
         ratios.append((base_done - started) / (head_done - started))

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, compile_excludes
+from scanner.corpus.parse_cache import cache_key
+from scanner.corpus.parse_memo import ParseMemo
 from scanner.corpus.reader import read_corpus
 from scanner.foundation.diagnostics import Diagnostics
 from tests.conftest import write_tree
@@ -98,6 +100,27 @@ def test_parallel_reading_gives_the_same_documents_and_warnings_in_the_same_orde
     assert len(serial.documents) == 601
     assert serial == parallel
     assert one.items == many.items and len(one.items) == 6
+
+
+def test_with_a_memo_workers_send_the_same_documents_and_the_memo_holds_each_files_key(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        f"d{n % 7}/note-{n:04d}.md": f"---\ntitle: Note {n}\n---\n# Part {n}\ntext {n}\n## Sub\nmore" for n in range(600)
+    }
+    files["broken.md"] = "---\ntitle: [\n---\nx"
+    write_tree(tmp_path, files)
+    plain = read_corpus(tmp_path, (), Diagnostics(), workers=2)
+    for workers in (1, 2):
+        memo = ParseMemo()
+        assert read_corpus(tmp_path, (), Diagnostics(), workers=workers, memo=memo) == plain
+        # Every document read without a warning, under its path and bytes (a document with a
+        # warning is not remembered: its messages would be the memo's words).
+        expected = {
+            cache_key(path, text.encode() if isinstance(text, str) else text)
+            for path, text in files.items() if path != "broken.md"
+        }
+        assert set(memo.entries) == expected
+        assert all(memo.entries[cache_key(d.path, (tmp_path / d.path).read_bytes())][0] == d
+                   for d in plain.documents if d.path != "broken.md")
 
 
 def test_the_per_kb_caps_hold_for_files_another_reader_chose(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
