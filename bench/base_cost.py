@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import resource
+from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
 from scanner.compare.comparison import BaseRequest
 from scanner.corpus.parse_memo import ParseMemo
+from scanner.golden.file import GoldenSet
 from scanner.pipeline.base import BaseEvaluation, ResolvedBase, evaluate_base, resolve_base
 from scanner.pipeline.evaluate import EvalOptions, run_eval
 from scanner.search.index import Index
@@ -28,6 +30,11 @@ from scanner.search.index import Index
 def cpu_seconds() -> float:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def keep(indexes: list[Index]) -> Callable[[GoldenSet, Index], None]:
+    """The hook that keeps the head's analysed index, as the pull request's run hands it to the base."""
+    return lambda _, index: indexes.append(index)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,9 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         memo = ParseMemo()
         indexes: list[Index] = []
         started = cpu_seconds()
-        head = run_eval(
-            EvalOptions(kb_path=kb, golden_path=golden, parse_memo=memo, after_index=lambda _, index: indexes.append(index))
-        )
+        head = run_eval(EvalOptions(kb_path=kb, golden_path=golden, parse_memo=memo, after_index=keep(indexes)))
         head_done = cpu_seconds()
         resolved = resolve_base(kb, BaseRequest("HEAD~1"), external_retriever=False)
         assert isinstance(resolved, ResolvedBase), resolved

@@ -88,9 +88,10 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     inputs = read_inputs(options, plan, diagnostics)
     beside = base_beside_head(inputs.base, options)
     evaluation = evaluate_head(options, beside, diagnostics)
-    base = evaluate_base_side(beside)
-    # Only the run the report is about is bootstrapped: the base's second evaluation stays as cheap.
+    # Only the run the report is about is bootstrapped: the base's second evaluation stays as
+    # cheap. Before the base's answer is waited for, while its child still works.
     run = with_intervals(evaluation.run)
+    base = evaluate_base_side(beside)
     comparison = compare(run, inputs, base, plan)
     gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha, run)
     history_plan = plan_history_write(run, inputs.history, plan, diagnostics)

@@ -1,0 +1,123 @@
+"""A pull request's base takes the head's analysis of every document the pull request left as it
+was: on a real git repository, its rankings and scores are exactly those of the base evaluated
+from scratch, in process and in the child beside the head, with one process or analysis workers."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from scanner.compare.comparison import BaseRequest
+from scanner.corpus.parse_memo import ParseMemo
+from scanner.evaluation.records import RunRecord
+from scanner.pipeline.base import BaseEvaluation, ResolvedBase, evaluate_base, resolve_base
+from scanner.pipeline.beside import BaseBesideHead
+from scanner.pipeline.evaluate import EvalOptions, run_eval
+from scanner.search import index as index_module
+from scanner.search.bm25 import Postings
+from scanner.search.index import Index
+from tests.conftest import golden_yaml
+from tests.git.test_git_base import commit, new_repo
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+WORDS = ["kettle", "stove", "rollback", "image", "migration", "ranking", "deploy", "release", "checklist", "canary", "queue", "shard"]
+
+
+def note(n: int) -> str:
+    words = " ".join(WORDS[(n * k) % len(WORDS)] for k in range(1, 3 + n % 7))
+    return f"# Note {n} {WORDS[n % len(WORDS)]}\n{words}\n\n## Details {n}\n{WORDS[(n + 5) % len(WORDS)]} {words}\n"
+
+
+BASE_KB: dict[str, str | bytes] = {f"notes/n{n:02d}.md": note(n) for n in range(40)}
+BASE_KB[".kb-eval.yml"] = golden_yaml(
+    ("q1", "kettle stove", ["notes/n01.md"]),
+    ("q2", "rollback image canary", ["notes/n07.md"]),
+    ("q3", "zeppelin hangar", ["notes/n13.md"]),  # words only the base's n13.md has
+    ("q4", "quokka burrow", ["notes/added.md"]),  # only in the document the pull request adds
+    ("q5", "release checklist queue", ["notes/n20.md"]),
+)
+BASE_KB["notes/n13.md"] = "# Zeppelin\nzeppelin hangar kettle\n\n## More\nhangar doors\n"
+PULL_REQUEST: dict[str, str | bytes] = {
+    "notes/n05.md": note(5) + "\n## Added\nrollback image canary canary\n",  # a section more
+    "notes/n20.md": "# Note 20\nrelease checklist queue, rewritten\n\n## Details\nshard\n",  # as many sections
+    "notes/added.md": "# Quokka\nquokka burrow kettle\n",
+}
+
+
+def repository(tmp_path: Path) -> tuple[Path, ResolvedBase]:
+    repo = new_repo(tmp_path / "repo")
+    commit(repo, BASE_KB, "base")
+    (repo / "kb/notes/n13.md").unlink()  # the pull request deletes it
+    commit(repo, PULL_REQUEST, "pull request")
+    kb = repo / "kb"
+    resolved = resolve_base(kb, BaseRequest("HEAD~1"), external_retriever=False)
+    assert isinstance(resolved, ResolvedBase)
+    return kb, resolved
+
+
+def rankings(run: RunRecord) -> dict[str, list[tuple[str, str | None, float]]]:
+    return {q.id: [(hit.path, hit.heading, hit.score) for hit in q.hits] for q in run.queries}
+
+
+def from_scratch(kb: Path, resolved: ResolvedBase, golden: object) -> RunRecord:
+    """The base with no memo and no head: every document read, parsed and analysed."""
+    evaluated = evaluate_base(resolved, EvalOptions(kb_path=kb), golden, None)  # type: ignore[arg-type]
+    assert isinstance(evaluated, BaseEvaluation)
+    return evaluated.run
+
+
+def test_the_base_analyses_only_what_the_pull_request_changed_and_ranks_as_from_scratch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb, resolved = repository(tmp_path)
+    memo = ParseMemo()
+    heads: list[Index] = []
+    head = run_eval(EvalOptions(kb_path=kb, parse_memo=memo, after_index=lambda _, index: heads.append(index)))
+    analysed: list[int] = []
+    real_analyse = Index._analyse
+
+    def spy(self: Index, job: object, ranges: list[tuple[int, int]], tick: Callable[[int], None]) -> list[Postings]:
+        analysed.append(sum(last - first for first, last in ranges))
+        return real_analyse(self, job, ranges, tick)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Index, "_analyse", spy)
+    reused = evaluate_base(resolved, EvalOptions(kb_path=kb), head.golden, memo, heads[0])
+    assert isinstance(reused, BaseEvaluation)
+    # The base's versions of n05.md (2 sections), n20.md (2) and the deleted n13.md (2).
+    assert analysed == [6]
+    assert reused.unchanged == frozenset(BASE_KB) - {".kb-eval.yml", "notes/n05.md", "notes/n13.md", "notes/n20.md"}
+    analysed.clear()
+    scratch = from_scratch(kb, resolved, head.golden)
+    assert analysed == [scratch.corpus.chunks]
+    assert rankings(reused.run) == rankings(scratch)
+    assert reused.run.corpus == scratch.corpus
+    assert [q.metrics for q in reused.run.queries] == [q.metrics for q in scratch.queries]
+    ranked = rankings(scratch)
+    assert ranked["q3"][0][0] == "notes/n13.md" and not ranked["q4"]
+    # The head's scores of the same unchanged sections differ (other statistics): a base that
+    # kept the head's would not pass the equality above.
+    assert rankings(head.run)["q1"] != ranked["q1"]
+
+
+@pytest.mark.parametrize("workers", ["one process", "worker processes"])
+def test_the_base_evaluated_beside_the_head_ranks_as_from_scratch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    if workers == "worker processes":
+        # The head's analysis and the base's (of the changed documents) both split over workers.
+        monkeypatch.setattr(index_module, "PARALLEL_MIN_CHUNKS", 1)
+    kb, resolved = repository(tmp_path)
+    options = EvalOptions(kb_path=kb)
+    beside = BaseBesideHead(resolved, options, ParseMemo())
+    head = run_eval(dataclasses.replace(options, parse_memo=beside.memo, after_index=beside.start))
+    evaluated = beside.result()
+    assert isinstance(evaluated, BaseEvaluation)
+    scratch = from_scratch(kb, resolved, head.golden)
+    assert rankings(evaluated.run) == rankings(scratch)  # through the child's JSON, float for float
+    assert evaluated.run.corpus == scratch.corpus
+    assert rankings(scratch)["q3"][0][0] == "notes/n13.md"
