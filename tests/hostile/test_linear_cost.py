@@ -21,10 +21,10 @@ from scanner.scan.quotes import (
     MIN_QUOTE_CHARS,
     Needle,
     QuoteScanner,
+    best_expected_rank,
     drop_explained_matches,
     first_occurrences,
     locate,
-    best_expected_rank,
     normalise,
     scan,
 )
