@@ -32,6 +32,7 @@ from scanner.foundation.errors import ExitCode, InputError
 from scanner.foundation.untrusted_text import shown
 from scanner.golden.file import DEFAULT_GOLDEN_NAMES, STARTER_TAG, expected_path_problem
 from scanner.report.history import DEFAULT_HISTORY_NAME, lock_path
+from scanner.search.titles import page_title
 
 GOLDEN_NAME = DEFAULT_GOLDEN_NAMES[0]
 """`.kb-eval.yml`: the name kb-eval looks for first, so the written file is found without --golden."""
@@ -293,24 +294,27 @@ def kb_path_in_repository(kb_path: Path, repository: Path) -> str:
 def propose(documents: Sequence[Document], count: int) -> list[Starter]:
     """One entry per document, spread evenly over the (path-sorted) KB so several folders show up.
 
-    A document qualifies when it has a chunk (something to find) and its title has a letter or
-    digit (a query without one cannot be searched and is refused by the golden loader)."""
+    The title is the one search scores (a frontmatter `title`, else a `# Title` that encloses the
+    page, else the file name). A document qualifies when it has a chunk (something to find) and its
+    title has a letter or digit (a query without one cannot be searched and is refused by the
+    golden loader)."""
+    titled = [(d, page_title(d)) for d in documents]
     usable = [
-        d for d in documents
-        if d.chunks and any(c.isalnum() for c in d.title) and expected_path_problem(d.path) is None
+        (d, title) for d, title in titled
+        if d.chunks and any(c.isalnum() for c in title) and expected_path_problem(d.path) is None
     ]
     if len(usable) > count:
         step = len(usable) / count
         usable = [usable[int(n * step)] for n in range(count)]
     starters: list[Starter] = []
     taken: set[str] = set()
-    for document in usable:
+    for document, title in usable:
         base = _slug(document.path)
         query_id, n = base, 2
         while query_id in taken:
             query_id, n = f"{base}-{n}", n + 1
         taken.add(query_id)
-        starters.append(Starter(query_id, " ".join(document.title.split()), document.path))
+        starters.append(Starter(query_id, " ".join(title.split()), document.path))
     return starters
 
 

@@ -260,6 +260,25 @@ def scan(
     and exempting first would let its 'cross-encoder reranking' count as a second one."""
     scanner = QuoteScanner(queries)  # fold_needles: the length floor, then folded wording
     findings = []
+    # One per query, however many documents quote it: matching a list against a query's labels
+    # costs the number of labels, which must not be paid again per quoting document.
+    # The same for each document's best rank in a query's list.
+    expected_ranks: dict[str, int | None] = {}
+    ranks: dict[str, dict[str, int]] = {}
+
+    def expected_rank(query: GoldenQuery) -> int | None:
+        if query.id not in expected_ranks:
+            expected_ranks[query.id] = best_expected_rank(returned.get(query.id, ()), query)
+        return expected_ranks[query.id]
+
+    def rank_of(query: GoldenQuery, path: str) -> int | None:
+        if query.id not in ranks:
+            best: dict[str, int] = {}
+            for hit in returned.get(query.id, ()):
+                best[hit.path] = min(hit.rank, best.get(hit.path, hit.rank))
+            ranks[query.id] = best
+        return ranks[query.id].get(path)
+
     for path, chunks in chunks_by_document:
         matches = scanner.matches_in_document(chunks)  # per field, never across a seam
         independent = drop_explained_matches([scanner.by_order[order] for order in matches])
@@ -267,7 +286,9 @@ def scan(
         if not is_finding(counted):
             continue
         quoted = tuple(
-            quoted_query(needle, path, matches[needle.order], returned.get(needle.representative.id, ()))
+            quoted_query(
+                needle, matches[needle.order], rank_of(needle.representative, path), expected_rank(needle.representative)
+            )
             for needle in sorted(counted, key=lambda n: n.order)
         )
         findings.append(Finding(path, quoted))
@@ -275,11 +296,13 @@ def scan(
     return findings
 
 
-def quoted_query(needle: Needle, path: str, first_quote: tuple[int, str], hits: Sequence[Hit]) -> QuotedQuery:
-    """The report line for one counted needle, with the representative entry's id, list and
-    expected entries (the same entry `rank_in_top_k` has always been read from)."""
-    rank = best_rank(hits, path)
-    expected_rank = best_expected_rank(hits, needle.representative)
+def quoted_query(
+    needle: Needle, first_quote: tuple[int, str], rank: int | None, expected_rank: int | None
+) -> QuotedQuery:
+    """The report line for one counted needle, with the representative entry's id: `rank` is the
+    quoting document's best rank in that entry's list, `expected_rank` the best rank of
+    its expected entries there (best_expected_rank), the entry `rank_in_top_k` has always been read
+    from."""
     return QuotedQuery(
         query_id=needle.representative.id,
         rank_in_top_k=rank,
@@ -288,10 +311,6 @@ def quoted_query(needle: Needle, path: str, first_quote: tuple[int, str], hits: 
         best_expected_rank=expected_rank,
         displaces_expected=displaces_expected(rank, expected_rank),
     )
-
-
-def best_rank(hits: Sequence[Hit], path: str) -> int | None:
-    return min((hit.rank for hit in hits if hit.path == path), default=None)
 
 
 def best_expected_rank(hits: Sequence[Hit], query: GoldenQuery) -> int | None:

@@ -86,6 +86,19 @@ def test_init_proposes_at_most_the_asked_number_spread_over_the_kb(tmp_path: Pat
     assert "proposed 2 of the KB's 10 documents" in (kb / ".kb-eval.yml").read_text(encoding="utf-8")
 
 
+def test_the_starter_query_is_the_title_search_scores_a_heading_title_included(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("# Install guide\n\n## Options\n\nPass a flag.\n", encoding="utf-8")
+    (kb / "b.md").write_text("---\ntitle: Setup\n---\n\n# Other heading\n\ntext\n", encoding="utf-8")
+    (kb / "plain-notes.md").write_text("Text before any heading.\n\n## Later\n\nmore\n", encoding="utf-8")
+    code, _, err = kb_eval("init", "--kb-path", str(kb))
+    assert code == ExitCode.OK, err
+    # A `# Title` enclosing the page is its title (not the file name); frontmatter wins; a page
+    # with neither is named by its file.
+    assert [q.text for q in load_golden(kb / ".kb-eval.yml").queries] == ["Install guide", "Setup", "plain-notes"]
+
+
 def test_titles_that_are_yaml_syntax_are_written_as_text_and_read_back_unchanged(tmp_path: Path) -> None:
     titles = ["yes", "a: b # c", "- dash", "'quoted'", '"double"', "[list]", "{map}", "123", "検索メモ", "@at %pct"]
     kb = tmp_path / "kb"

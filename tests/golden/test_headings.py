@@ -10,6 +10,7 @@ from scanner.foundation.errors import InputError
 from scanner.golden.file import ExpectedEntry, GoldenQuery, GoldenSet, load_golden
 from scanner.golden.headings import closest, closest_path, reader_heading
 from scanner.golden.labels import SectionInfo, check_headings
+from tests.support.counting import CallCounter
 
 
 @pytest.mark.parametrize(
@@ -117,20 +118,12 @@ def test_checking_many_labels_against_a_long_document_costs_their_sum_not_their_
     to the reader's form once, not once per label (that product took 571 s)."""
     from scanner.golden import labels
 
-    calls = 0
-    original = labels.reader_heading
-
-    def counting(text: str) -> str:
-        nonlocal calls
-        calls += 1
-        return original(text)
-
-    monkeypatch.setattr(labels, "reader_heading", counting)
+    counter = CallCounter(monkeypatch, labels, "reader_heading")
     document = [SectionInfo(f"Section `{i}`", ("Top",)) for i in range(2_000)]
     wrong = [ExpectedEntry("d.md", f"Wrong {i}", i + 1, parent="Top" if i % 2 else None) for i in range(10_000)]
     warnings = check_headings(_golden(wrong), {"d.md": document})
     assert len(warnings) == 10_000
-    assert calls <= 2 * 2 * len(document) + 2 * len(wrong)
+    assert counter.calls <= 2 * 2 * len(document) + 2 * len(wrong)
     assert "closest headings there" in warnings[0].message
     assert "closest headings there" not in warnings[-1].message and "it has 2000 headings" in warnings[-1].message
 

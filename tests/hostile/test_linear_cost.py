@@ -15,15 +15,18 @@ import pytest
 
 from scanner.corpus.documents import Chunk
 from scanner.corpus.markdown import parse_document
-from scanner.golden.file import GoldenQuery
+from scanner.golden.file import ExpectedEntry, GoldenQuery
+from scanner.retrievers.base import Hit
 from scanner.scan.quotes import (
     MIN_QUOTE_CHARS,
     Needle,
     QuoteScanner,
+    best_expected_rank,
     drop_explained_matches,
     first_occurrences,
     locate,
     normalise,
+    scan,
 )
 from scanner.search.analysis import Analyzer
 from scanner.search.index import IndexedChunk
@@ -141,6 +144,33 @@ def test_a_section_quoting_many_queries_is_read_once_to_locate_them() -> None:
     located = locate(chunk, "body", every)
     assert [location.line for location in located] == list(range(2, 2 + len(queries)))
     assert {location.column for location in located} == {1}
+
+
+def test_many_documents_quoting_queries_with_many_labels_cost_the_labels_once_per_query() -> None:
+    # 1,000 documents each quoting two queries with 20,000 expected entries each: matching the
+    # queries' lists against their labels once per quoting document grew with documents x labels.
+    # Against that product the scan costs what reading the documents and one match per query cost.
+    texts = ["how do I roll back a database migration", "which tag do container images get"]
+    many = tuple(ExpectedEntry(f"e{n}.md", f"Heading {n}", n + 3) for n in range(20_000))
+
+    def queries(expected: tuple[ExpectedEntry, ...]) -> list[GoldenQuery]:
+        return [GoldenQuery(f"q{n}", text, expected, (), 1) for n, text in enumerate(texts)]
+
+    documents = [(f"d{n:04d}.md", [IndexedChunk(n + 1, f"d{n:04d}.md", "", "", " ".join(texts))]) for n in range(1_000)]
+    returned = {f"q{n}": [Hit(rank, f"d{rank:04d}.md", "", 1.0) for rank in range(1, 101)] for n in range(2)}
+    labelled, plain = queries(many), queries(many[:1])
+
+    def inherent() -> None:
+        # What the scan must do in any case: read the documents, and match each query's list
+        # against its labels once.
+        scan(documents, plain, returned)
+        for query in labelled:
+            best_expected_rank(returned[query.id], query)
+
+    assert cost_ratio(lambda: scan(documents, labelled, returned), inherent) < RATIO
+    found = scan(documents, labelled, returned)
+    assert len(found) == 1_000 and all(len(f.quoted) == 2 for f in found)  # the near miss: every one still reported
+    assert found[0].quoted[0].rank_in_top_k is None and found[1].quoted[0].rank_in_top_k == 1
 
 
 # -- analysis -------------------------------------------------------------------------------------

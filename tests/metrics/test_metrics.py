@@ -21,6 +21,7 @@ from scanner.metrics.measures import (
     score_query,
 )
 from scanner.retrievers.base import Hit
+from tests.support.counting import CallCounter
 
 
 def hits(*items: str | tuple[str, str]) -> list[Hit]:
@@ -273,21 +274,13 @@ def test_matching_a_long_ranking_against_many_entries_costs_their_sum_not_their_
     one brings each label's heading and each hit's chain to that form once per walk."""
     from scanner.metrics import measures
 
-    calls = 0
-    original = measures.reader_heading
-
-    def counting(text: str) -> str:
-        nonlocal calls
-        calls += 1
-        return original(text)
-
-    monkeypatch.setattr(measures, "reader_heading", counting)
+    counter = CallCounter(monkeypatch, measures, "reader_heading")
     hits = [Hit(r, "d.md", f"`H{r % 50}` **x**", 1.0, ("Top",)) for r in range(1, 1001)]
     entries = [ExpectedEntry("d.md", f"X{i}", i, parent="Top" if i % 2 else None) for i in range(20_000)]
     score_query(hits, entries, (1, 5, 10, 100, 1000))
     walks = 4  # first positions and three crediting walks (relevant, gaining, all)
-    assert calls <= walks * (2 * len(entries) + 2 * len(hits))
+    assert counter.calls <= walks * (2 * len(entries) + 2 * len(hits))
     # The near miss: the pairwise rule on a slice of the same input already costs the product.
-    calls = 0
+    counter.calls = 0
     [hit_matches(h, e) for h in hits[:100] for e in entries[:200]]
-    assert calls >= 100 * 200
+    assert counter.calls >= 100 * 200
