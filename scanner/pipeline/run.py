@@ -91,6 +91,10 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     # Only the run the report is about is bootstrapped: the base's second evaluation stays as
     # cheap. Before the base's answer is waited for, while its child still works.
     run = with_intervals(evaluation.run)
+    if beside is not None:
+        # The report's validator is built on its first use (the schema loaded and checked, about
+        # a tenth of a second): here, on the core the base's child leaves free, not after it.
+        validation_errors({}, 1)
     base = evaluate_base_side(beside)
     comparison = compare(run, inputs, base, plan)
     gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha, run)
