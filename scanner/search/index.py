@@ -150,10 +150,10 @@ class Index:
         paths: list[str] = []
         starts: list[int] = []
         donor = reuse.index if reuse is not None else None
+        # (first position in the donor, first position here, chunks) of each document reused, and
+        # (first position here, chunks) of each document analysed here.
         moved: list[tuple[int, int, int]] = []
-        """(first position in the donor, first position here, chunks) of each document reused."""
         fresh: list[tuple[int, int]] = []
-        """(first position here, chunks) of each document analysed here."""
 
         def rows() -> Iterator[tuple[object, ...]]:
             nonlocal count

@@ -5,6 +5,7 @@ from scratch, in process and in the child beside the head, with one process or a
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -104,7 +105,7 @@ def test_the_base_analyses_only_what_the_pull_request_changed_and_ranks_as_from_
     assert rankings(head.run)["q1"] != ranked["q1"]
 
 
-@pytest.mark.parametrize("workers", ["one process", "worker processes"])
+@pytest.mark.parametrize("workers", ["one process", "worker processes", "no fork"])
 def test_the_base_evaluated_beside_the_head_ranks_as_from_scratch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
 ) -> None:
@@ -112,11 +113,24 @@ def test_the_base_evaluated_beside_the_head_ranks_as_from_scratch(
         # The head's analysis and the base's (of the changed documents) both split over workers.
         monkeypatch.setattr(index_module, "PARALLEL_MIN_CHUNKS", 1)
     kb, resolved = repository(tmp_path)
+    analysed: list[int] = []
+    if workers == "no fork":
+        # As on Windows: the base is evaluated after the head, in process, from its analysis.
+        monkeypatch.delattr(os, "fork")
+        real_analyse = Index._analyse
+
+        def spy(self: Index, job: object, ranges: list[tuple[int, int]], tick: Callable[[int], None]) -> list[Postings]:
+            analysed.append(sum(last - first for first, last in ranges))
+            return real_analyse(self, job, ranges, tick)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Index, "_analyse", spy)
     options = EvalOptions(kb_path=kb)
     beside = BaseBesideHead(resolved, options, ParseMemo())
     head = run_eval(dataclasses.replace(options, parse_memo=beside.memo, after_index=beside.start))
     evaluated = beside.result()
     assert isinstance(evaluated, BaseEvaluation)
+    if workers == "no fork":
+        assert analysed[1:] == [6]  # the head's whole corpus, then the base's changed documents only
     scratch = from_scratch(kb, resolved, head.golden)
     assert rankings(evaluated.run) == rankings(scratch)  # through the child's JSON, float for float
     assert evaluated.run.corpus == scratch.corpus
