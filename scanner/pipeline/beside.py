@@ -39,7 +39,9 @@ class BaseBesideHead:
     in process. Where there is no fork (Windows) the base is evaluated after the head, in process.
 
     The child never returns into the head's evaluation (it leaves by os._exit), so the head's
-    index, on its stack, is neither dropped nor finalised there: its folder stays the head's."""
+    index, on its stack, is neither dropped nor finalised there: its folder stays the head's. The
+    child reads the head's chunk table (the rows of the documents it takes), so this process
+    keeps the head's index, and its folder, until the child has answered."""
 
     def __init__(self, base: ResolvedBase, options: EvalOptions, memo: ParseMemo) -> None:
         self.base = base
@@ -47,14 +49,14 @@ class BaseBesideHead:
         self.memo = memo
         self._golden: GoldenSet | None = None
         self._head: Index | None = None
-        """The head's index, kept for the in-process evaluation where there is no fork."""
+        """The head's index, kept until the base is evaluated (its chunk table is read for it)."""
         self._child: tuple[int, int] | None = None
         """(pid, read end of its pipe) while a child runs."""
 
     def start(self, golden: GoldenSet, head: Index) -> None:
         self._golden = golden
+        self._head = head
         if not hasattr(os, "fork"):
-            self._head = head
             return
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -102,6 +104,7 @@ class BaseBesideHead:
         with os.fdopen(read_end, "rb") as pipe:
             data = pipe.read()  # to EOF before waiting: a large run would fill the pipe
         os.waitpid(pid, 0)
+        self._head = None
         message: dict[str, Any] = (
             json.loads(data) if data else {"error": "the base evaluation's process ended without an answer"}
         )
@@ -124,6 +127,7 @@ class BaseBesideHead:
         if self._child is not None:
             pid, read_end = self._child
             self._child = None
+            self._head = None
             os.close(read_end)
             try:
                 os.kill(pid, 9)

@@ -163,13 +163,21 @@ class Index:
                     raise RuntimeError(f"documents out of path order: {document.path!r} after {paths[-1]!r}")
                 paths.append(document.path)
                 starts.append(count)
+                taken = False
                 if document.chunks:
                     found = donor._document_chunks(document.path) if donor is not None else None
-                    if found is not None and reuse is not None and reuse.same(document.path) \
-                            and found[1] == len(document.chunks):
+                    taken = found is not None and reuse is not None and reuse.same(document.path) \
+                        and found[1] == len(document.chunks)
+                    if found is not None and taken:
                         moved.append((found[0], count, found[1]))
                     else:
                         fresh.append((count, len(document.chunks)))
+                if taken:
+                    # Its rows are the donor's (copied below); only the digest reads its text here.
+                    for chunk in document.chunks:
+                        count += 1
+                        _digest(digest, (chunk.path, chunk.heading, chunk.breadcrumb, chunk.body))
+                    continue
                 for chunk, scored in zip(document.chunks, scored_fields(document), strict=True):
                     breadcrumb = chunk.breadcrumb
                     count += 1
@@ -187,9 +195,21 @@ class Index:
                     )
 
         try:
+            if donor is not None:
+                connection.execute("ATTACH DATABASE ? AS donor", (os.path.join(donor.folder, "chunks.sqlite"),))
             connection.execute("BEGIN")
             connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+            for donor_first, first, chunks in _joined_moves(moved):
+                # The donor's rows of the documents taken, as they are, at their positions here.
+                connection.execute(
+                    "INSERT INTO chunks SELECT id + ?, path, heading, breadcrumb, body, start_line, end_line,"
+                    " heading_line, body_start_line, breadcrumb_lines, breadcrumb_part_lengths, scored_heading,"
+                    " scored_breadcrumb FROM donor.chunks WHERE id > ? AND id <= ?",
+                    (first - donor_first, donor_first, donor_first + chunks),
+                )
             connection.execute("COMMIT")
+            if donor is not None:
+                connection.execute("DETACH DATABASE donor")
         except BaseException:
             # Reading stopped part-way (a corpus cap, an interrupt): the half-written table goes
             # with it, as a finished index's does when it is dropped.
@@ -414,6 +434,25 @@ class _Reused:
     """(first chunk position in the donor, first chunk position here, chunk count) per document."""
     fresh: list[tuple[int, int]]
     """(first chunk position here, chunk count) of each run of documents analysed here."""
+
+
+def _digest(digest: hashlib._Hash, values: tuple[str, str, str, str]) -> None:
+    """The corpus digest's update for one chunk, as Index.build's loop makes it inline."""
+    for value in values:
+        encoded = value.encode("utf-8", "surrogatepass")
+        digest.update(len(encoded).to_bytes(8, "big"))
+        digest.update(encoded)
+
+
+def _joined_moves(moved: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """(donor first, first here, count) runs with the ones adjacent on both sides joined."""
+    joined: list[tuple[int, int, int]] = []
+    for donor_first, first, count in moved:
+        if joined and joined[-1][0] + joined[-1][2] == donor_first and joined[-1][1] + joined[-1][2] == first:
+            joined[-1] = (joined[-1][0], joined[-1][1], joined[-1][2] + count)
+        else:
+            joined.append((donor_first, first, count))
+    return joined
 
 
 def _joined(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:

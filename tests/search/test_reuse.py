@@ -123,6 +123,12 @@ def test_an_index_reusing_anothers_analysis_ranks_and_scores_as_one_built_from_s
     assert not any(hit[0] == "d2/added.md" for hits in reused_hits for hit in hits)
     assert layer_table(reusing) == layer_table(scratch)
     assert reusing.corpus == scratch.corpus
+    # The chunk table too (the unchanged documents' rows copied from the head's), every column.
+    table = "SELECT * FROM chunks ORDER BY id"
+    assert reusing.connection.execute(table).fetchall() == scratch.connection.execute(table).fetchall()
+    assert [reusing.chunk(n) for n in range(1, reusing.corpus.chunks + 1)] == [
+        chunk for document in base_docs for chunk in document.chunks
+    ]
     # The near miss the equality guards against: the head's statistics are not the base's, so a
     # score taken over from the head (stale df, N or mean length) would differ.
     unchanged = next(hits for hits in head_hits if hits)[0]
