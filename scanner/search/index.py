@@ -70,9 +70,11 @@ class Reuse:
     """Another index whose analysis a new index takes over for the documents `same` names.
 
     A pull request's base differs from its head in the few documents the pull request changed:
-    the base's index takes the head's analysed chunks (postings and lengths) for every other
-    document and analyses only the changed ones, then computes its own collection statistics
-    (bm25.rebase_postings), so its rankings and scores are those of an index built from scratch."""
+    the base's index takes the head's chunk-table rows and analysed chunks (postings and
+    lengths) for every other document and parses and analyses only the changed ones, then
+    computes its own collection statistics (bm25.rebase_postings), so its rankings and scores
+    are those of an index built from scratch. The donor's folder must outlive the build (its
+    table is attached and read)."""
 
     index: Index
     """Built with `keep_analysis`, and analysed (a scorer built) before this index is searched."""
