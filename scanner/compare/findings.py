@@ -33,12 +33,16 @@ def findings_at_base(
     base: RunRecord,
     quoted_at_base: Mapping[str, tuple[str, ...]],
     unchanged: AbstractSet[str] = frozenset(),
+    moved: Mapping[str, tuple[str, ...]] = {},
 ) -> tuple[FindingAtBase, ...]:
     """One entry per finding of `current`, in its order; `quoted_at_base` is the base's findings
     among the documents the pull request changed (each quoting document's path and the query ids
     it quotes), `unchanged` the documents the base holds with the same bytes (the base did not
-    scan them again: their findings are the current ones), `base` its run."""
+    scan them again: their findings are the current ones), `moved` the base's findings on a
+    document the pull request moved without editing, by its path here, `base` its run."""
     at_base = {path: set(ids) for path, ids in quoted_at_base.items()}
+    for path, ids in moved.items():
+        at_base.setdefault(path, set()).update(ids)
     base_queries = {query.id: query for query in base.queries or ()}
     result = []
     for located in current.findings:

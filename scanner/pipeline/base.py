@@ -21,8 +21,9 @@ history.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -42,6 +43,7 @@ from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import InputError
+from scanner.foundation.files import FileRefused, LinkPolicy, read_capped
 from scanner.git.objects import read_blobs
 from scanner.git.renames import renamed_since
 from scanner.git.repository import Absent, Deadline, GitFailed, resolve_commit
@@ -91,6 +93,9 @@ class BaseEvaluation:
     unchanged: frozenset[str] = frozenset()
     """The base's documents whose path and bytes are the head's: not scanned again, their
     findings are the head's (a finding is a function of the document's text and the golden set)."""
+    quoted_by_content: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The same findings as `quoted`, by the quoting document's content digest (content_digest):
+    how a page the pull request moved without editing is recognised under its new path."""
 
 
 def resolve_base(
@@ -181,6 +186,8 @@ def evaluate_base(
         base_golden = golden_at_base(golden, renames, present)
 
         unchanged: set[str] = set()
+        contents: dict[str, str] = {}
+        """The content digest of each document the base scans (content_digest)."""
 
         def source(_diagnostics: Diagnostics) -> Iterator[tuple[str, bytes]]:
             blobs = read_blobs(base.repository, [file.blob for file in files], base.deadline, MAX_DOCUMENT_BYTES)
@@ -189,6 +196,8 @@ def evaluate_base(
                 # at the same path (the path is in the key), so the same findings.
                 if memo is not None and memo.holds(cache_key(file.path, data)):
                     unchanged.add(file.path)
+                else:
+                    contents[file.path] = content_digest(data)
                 yield file.path, data
 
         outcome = run_eval(
@@ -216,7 +225,35 @@ def evaluate_base(
         located.finding.path: tuple(quoted.query_id for quoted in located.finding.quoted)
         for located in outcome.run.findings
     }
-    return BaseEvaluation(outcome.run, diagnostics, used, quoted, frozenset(unchanged))
+    by_content = {contents[path]: ids for path, ids in quoted.items() if path in contents}
+    return BaseEvaluation(outcome.run, diagnostics, used, quoted, frozenset(unchanged), by_content)
+
+
+def content_digest(data: bytes) -> str:
+    """What tells a document's bytes apart whatever its path: a page the pull request moved
+    without editing has the same digest under its new name."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def moved_findings(run: RunRecord, base: BaseEvaluation, kb_path: Path) -> dict[str, tuple[str, ...]]:
+    """The head's findings on documents the base held under another path with the same bytes (a
+    page the pull request moved without editing): path here -> the query ids it quoted there.
+    Each such document is read once more, and only when the base had findings to match."""
+    if not base.quoted_by_content:
+        return {}
+    moved: dict[str, tuple[str, ...]] = {}
+    for located in run.findings:
+        path = located.finding.path
+        if path in base.quoted or path in base.unchanged:
+            continue
+        try:
+            data = read_capped(kb_path / path, MAX_DOCUMENT_BYTES, LinkPolicy.FOLLOW)
+        except FileRefused:
+            continue  # gone or changed since it was indexed: nothing to tell it by
+        ids = base.quoted_by_content.get(content_digest(data))
+        if ids is not None:
+            moved[path] = ids
+    return moved
 
 
 def golden_at_base(golden: GoldenSet, renames: Mapping[str, str], present: set[str]) -> GoldenSet:

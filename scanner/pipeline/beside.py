@@ -80,6 +80,7 @@ class BaseBesideHead:
                     "run": run_document(evaluated.run), "renamed": dict(evaluated.renamed),
                     "quoted": {path: list(ids) for path, ids in evaluated.quoted.items()},
                     "unchanged": sorted(evaluated.unchanged),
+                    "quoted_by_content": {digest: list(ids) for digest, ids in evaluated.quoted_by_content.items()},
                 }
         except BaseException:  # noqa: BLE001 - whatever happens, the parent must hear of it
             message, code = {"error": traceback.format_exc()}, 1
@@ -118,8 +119,9 @@ class BaseBesideHead:
             )
         quoted = {path: tuple(ids) for path, ids in message.get("quoted", {}).items()}
         unchanged = frozenset(message.get("unchanged", ()))
+        by_content = {digest: tuple(ids) for digest, ids in message.get("quoted_by_content", {}).items()}
         return BaseEvaluation(
-            run_from_document(message["run"]), Diagnostics(), message.get("renamed", {}), quoted, unchanged
+            run_from_document(message["run"]), Diagnostics(), message.get("renamed", {}), quoted, unchanged, by_content
         )
 
     def cancel(self) -> None:

@@ -101,7 +101,7 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     history_plan = plan_history_write(run, inputs.history, plan, diagnostics)
     if history_plan is not None and history_plan.warnings:
         run = dataclasses.replace(run, warnings=run.warnings + history_plan.warnings)
-    report = Report(run, comparison, gate, findings_against(evaluation.run, base, comparison))
+    report = Report(run, comparison, gate, findings_against(evaluation.run, base, comparison, options.kb_path))
     document = report_document(report)
     validate(document)
     json_text = serialise(document)
@@ -172,12 +172,15 @@ def compare(run: RunRecord, inputs: Inputs, base: BaseEvaluation | Comparison | 
 
 
 def findings_against(
-    run: RunRecord, base: BaseEvaluation | Comparison | None, comparison: Comparison
+    run: RunRecord, base: BaseEvaluation | Comparison | None, comparison: Comparison, kb_path: Path
 ) -> tuple[FindingAtBase, ...] | None:
-    """The head's findings told from the base's, when the base was evaluated and compared."""
+    """The head's findings told from the base's, when the base was evaluated and compared (a page
+    the pull request moved without editing keeps its standing: moved_findings)."""
+    from scanner.pipeline.base import moved_findings
+
     if base is None or isinstance(base, Comparison) or not comparison.compared:
         return None
-    return findings_at_base(run, base.run, base.quoted, base.unchanged)
+    return findings_at_base(run, base.run, base.quoted, base.unchanged, moved_findings(run, base, kb_path))
 
 
 def plan_history_write(

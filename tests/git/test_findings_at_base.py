@@ -138,3 +138,18 @@ def test_an_edited_page_that_quotes_one_more_query_than_at_the_base_is_new(tmp_p
     _, report = run(repo / "kb", "--baseline-ref=HEAD~1")
     at_base = {item["path"]: item["present_at_base"] for item in report["comparison"]["findings_at_base"]}
     assert at_base == {"eval-notes.md": True, "faq.md": False}
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["moved", "moved-and-edited"])
+def test_a_page_the_pull_request_moves_without_editing_keeps_its_standing(tmp_path: Path, edited: bool) -> None:
+    repo = new_repo(tmp_path / "repo")
+    commit(repo, BASE, "base")
+    notes = BASE["eval-notes.md"] + ("\nOne more line the pull request wrote.\n" if edited else "")
+    (repo / "kb" / "eval-notes.md").unlink()
+    commit(repo, {"archive/eval-notes.md": notes}, "the pull request moves the page")
+    _, report = run(repo / "kb", "--baseline-ref=HEAD~1")
+    [finding] = report["findings"]
+    assert finding["path"] == "archive/eval-notes.md"
+    [at_base] = report["comparison"]["findings_at_base"]
+    # The same bytes under a new name were at the base; an edited page is the pull request's own.
+    assert at_base["present_at_base"] is (not edited)
