@@ -23,6 +23,7 @@ from scanner.search.bm25 import Postings
 from scanner.search.index import Index
 from tests.conftest import golden_yaml
 from tests.git.test_git_base import commit, new_repo
+from tests.support.analysis_spy import spy_on_analysis
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -79,14 +80,7 @@ def test_the_base_analyses_only_what_the_pull_request_changed_and_ranks_as_from_
     memo = ParseMemo()
     heads: list[Index] = []
     head = run_eval(EvalOptions(kb_path=kb, parse_memo=memo, after_index=lambda _, index: heads.append(index)))
-    analysed: list[int] = []
-    real_analyse = Index._analyse
-
-    def spy(self: Index, job: object, ranges: list[tuple[int, int]], tick: Callable[[int], None]) -> list[Postings]:
-        analysed.append(sum(last - first for first, last in ranges))
-        return real_analyse(self, job, ranges, tick)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Index, "_analyse", spy)
+    analysed = spy_on_analysis(monkeypatch)
     reused = evaluate_base(resolved, EvalOptions(kb_path=kb), head.golden, memo, heads[0])
     assert isinstance(reused, BaseEvaluation)
     # The base's versions of n05.md (2 sections), n20.md (2) and the deleted n13.md (2).

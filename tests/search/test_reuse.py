@@ -3,8 +3,6 @@ scores exactly as one built from scratch: same hits, same scores to the last bit
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 
@@ -16,6 +14,7 @@ from scanner.search import index as index_module
 from scanner.search.bm25 import Postings, rebase_postings
 from scanner.search.index import Index, Reuse
 from tests.search.test_index import documents
+from tests.support.analysis_spy import spy_on_analysis
 
 DEFAULT_KEY = (FieldWeights().as_tuple(), BuiltinRetriever(None).parameters)  # type: ignore[arg-type]
 
@@ -94,14 +93,7 @@ def test_an_index_reusing_anothers_analysis_ranks_and_scores_as_one_built_from_s
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
     head = Index.build(head_docs, analysis_workers=workers, keep_analysis=True)
     head_hits = ranked(head)
-    analysed: list[int] = []
-    real_analyse = Index._analyse
-
-    def spy(self: Index, job: object, ranges: list[tuple[int, int]], tick: Callable[[int], None]) -> list[Postings]:
-        analysed.append(sum(last - first for first, last in ranges))
-        return real_analyse(self, job, ranges, tick)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Index, "_analyse", spy)
+    analysed = spy_on_analysis(monkeypatch)
     reusing = Index.build(base_docs, analysis_workers=workers, reuse=Reuse(head, same.__contains__))
     reused_hits = ranked(reusing)
     changed = [d for d in base_docs if d.path not in same]
