@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,12 +37,12 @@ from scanner.github.workflow import (
     stop_commands,
     wrap_untrusted,
 )
+from tests.support.npm import NpmUnavailable, npm_package
 from tests.support.runner_log import RUNNER_COMMANDS, parse_log, parse_v2
 
 ACTIONS_CORE_VERSION = "3.0.1"
 """Latest @actions/core on the npm registry on 2026-12-02 (`npm view @actions/core version`)."""
 ROOT = Path(__file__).resolve().parents[2]
-NPM_CACHE_ROOT = Path(tempfile.gettempdir()) / "kb-eval-npm"
 
 HOSTILE = [
     "%",
@@ -75,35 +73,10 @@ HOSTILE = [
 @pytest.fixture(scope="session")
 def actions_core() -> Path:
     """Folder holding node_modules/@actions/core at the pinned version (installed once per version)."""
-    npm = shutil.which("npm")
-    node = shutil.which("node")
-    if npm is None or node is None:
-        pytest.skip("npm/node not on PATH: cannot compare escaping with the real @actions/core")
-    target = NPM_CACHE_ROOT / f"actions-core-{ACTIONS_CORE_VERSION}"
-    marker = target / "node_modules" / "@actions" / "core" / "package.json"
-    if marker.is_file() and json.loads(marker.read_text())["version"] == ACTIONS_CORE_VERSION:
-        return target
-    NPM_CACHE_ROOT.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=NPM_CACHE_ROOT, prefix="staging-"))
-    subprocess.run(
-        [
-            npm,
-            "install",
-            "--prefix",
-            str(staging),
-            "--no-audit",
-            "--no-fund",
-            "--no-save",
-            f"@actions/core@{ACTIONS_CORE_VERSION}",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)  # atomic: a half-finished install is never taken for the cache
-    return target
+    try:
+        return npm_package("@actions/core", ACTIONS_CORE_VERSION)
+    except NpmUnavailable as missing_part:
+        pytest.skip(f"{missing_part}: cannot compare escaping with the real @actions/core")
 
 
 NODE_ANNOTATIONS = """

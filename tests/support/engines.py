@@ -28,13 +28,14 @@ from typing import IO, NoReturn
 
 import pytest
 
+from tests.support.npm import NpmUnavailable, npm_package
+
 REPO = Path(__file__).resolve().parents[2]
 RETRIEVERS_DOC = REPO / "docs" / "retrievers.md"
 RECIPES = REPO / "docs" / "recipes"
 REQUIRE_ENGINES_ENV = "KB_EVAL_REQUIRE_ENGINES"
 POSTGRAPHILE_VERSION = "4.14.1"
 """PostGraphile 4's last release line with a one-command CLI (`postgraphile -c ...`)."""
-NPM_CACHE_ROOT = Path(tempfile.gettempdir()) / "kb-eval-npm"
 OMEGA = Path("/usr/lib/cgi-bin/omega/omega")
 """Where Debian's xapian-omega installs the CGI program."""
 STEP_TIMEOUT_S = 120.0
@@ -187,25 +188,10 @@ def psql_rows(server: Postgres, sql: str, variables: Mapping[str, str]) -> list[
 
 def postgraphile_bin() -> Path:
     """node_modules/.bin of PostGraphile at the pinned version, installed once per version."""
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        missing("node and npm (Debian's nodejs, npm)")
-    target = NPM_CACHE_ROOT / f"postgraphile-{POSTGRAPHILE_VERSION}"
-    marker = target / "node_modules" / "postgraphile" / "package.json"
-    if not (marker.is_file() and json.loads(marker.read_text())["version"] == POSTGRAPHILE_VERSION):
-        NPM_CACHE_ROOT.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=NPM_CACHE_ROOT, prefix="staging-"))
-        done = subprocess.run(
-            [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", "--no-save",
-             f"postgraphile@{POSTGRAPHILE_VERSION}"],
-            capture_output=True, text=True, timeout=600, check=False,
-        )
-        if done.returncode != 0:
-            shutil.rmtree(staging, ignore_errors=True)
-            missing(f"postgraphile@{POSTGRAPHILE_VERSION} (npm install failed: {done.stderr[-300:]})")
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)  # atomic: a half-finished install is never taken for the cache
-    return target / "node_modules" / ".bin"
+    try:
+        return npm_package("postgraphile", POSTGRAPHILE_VERSION) / "node_modules" / ".bin"
+    except NpmUnavailable as missing_part:
+        missing(str(missing_part))
 
 
 @contextlib.contextmanager

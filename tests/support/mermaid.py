@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
-from tests.support.engines import NPM_CACHE_ROOT, missing
+from tests.support.engines import missing
+from tests.support.npm import NpmUnavailable, npm_package
 
 MERMAID_CLI_VERSION = "11.12.0"
 """@mermaid-js/mermaid-cli; it brings mermaid 11 (11.17.2 when installed on 2026-12-04)."""
@@ -18,26 +18,12 @@ RENDER_TIMEOUT_S = 120.0
 
 
 def mermaid_cli() -> Path:
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        missing("node and npm (Debian's nodejs, npm)")
-    target = NPM_CACHE_ROOT / f"mermaid-cli-{MERMAID_CLI_VERSION}"
-    marker = target / "node_modules" / "@mermaid-js" / "mermaid-cli" / "package.json"
-    if not (marker.is_file() and json.loads(marker.read_text())["version"] == MERMAID_CLI_VERSION):
-        NPM_CACHE_ROOT.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=NPM_CACHE_ROOT, prefix="staging-"))
-        done = subprocess.run(
-            [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", "--no-save",
-             f"@mermaid-js/mermaid-cli@{MERMAID_CLI_VERSION}"],
-            capture_output=True, text=True, timeout=600, check=False,
-            env={**__import__("os").environ, "PUPPETEER_SKIP_DOWNLOAD": "1"},
-        )
-        if done.returncode != 0:
-            shutil.rmtree(staging, ignore_errors=True)
-            missing(f"@mermaid-js/mermaid-cli@{MERMAID_CLI_VERSION} (npm install failed: {done.stderr[-300:]})")
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
-    return target / "node_modules" / ".bin" / "mmdc"
+    try:
+        # Its own browser download skipped: only registries are reachable, and Debian's Chromium renders.
+        folder = npm_package("@mermaid-js/mermaid-cli", MERMAID_CLI_VERSION, env={"PUPPETEER_SKIP_DOWNLOAD": "1"})
+    except NpmUnavailable as missing_part:
+        missing(str(missing_part))
+    return folder / "node_modules" / ".bin" / "mmdc"
 
 
 def chromium() -> str:
