@@ -111,10 +111,6 @@ class AggregateMetrics:
     (a compared run, a run read back from a history, no counted query)."""
 
 
-def is_relevant(entry: ExpectedEntry, relevance_level: int = DEFAULT_RELEVANCE_LEVEL) -> bool:
-    return entry.grade >= relevance_level
-
-
 def relevant_entries(expected: Sequence[ExpectedEntry], relevance_level: int) -> list[ExpectedEntry]:
     return [entry for entry in expected if entry.grade >= relevance_level]
 
@@ -255,23 +251,6 @@ class Judgments:
         return result
 
 
-def recall_at_k(
-    hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int, relevance_level: int = DEFAULT_RELEVANCE_LEVEL
-) -> float:
-    relevant = relevant_entries(expected, relevance_level)
-    if not relevant:
-        return 0.0
-    first = Judgments(relevant).first_positions(hits[:k])
-    return sum(1 for position in first if position is not None) / len(relevant)
-
-
-def reciprocal_rank(
-    hits: Sequence[Hit], expected: Sequence[ExpectedEntry], relevance_level: int = DEFAULT_RELEVANCE_LEVEL
-) -> float:
-    first = _first_match(Judgments(relevant_entries(expected, relevance_level)).first_positions(hits))
-    return 1.0 / first if first is not None else 0.0
-
-
 def _first_match(positions: Sequence[int | None]) -> int | None:
     return min((position for position in positions if position is not None), default=None)
 
@@ -292,37 +271,8 @@ def _ndcg(walk: Sequence[tuple[int, ExpectedEntry]], gaining: Sequence[ExpectedE
     return dcg / ideal if ideal else 0.0
 
 
-def ndcg_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
-    gaining = [entry for entry in expected if entry.grade > 0]
-    return _ndcg(credited(hits[:k], gaining), gaining, k)
-
-
-def precision_at_k(
-    hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int, relevance_level: int = DEFAULT_RELEVANCE_LEVEL
-) -> float:
-    return len(credited(hits[:k], relevant_entries(expected, relevance_level))) / k
-
-
-def success_at_k(
-    hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int, relevance_level: int = DEFAULT_RELEVANCE_LEVEL
-) -> float:
-    return 1.0 if reciprocal_rank(hits[:k], expected, relevance_level) else 0.0
-
-
 def _average_precision(walk: Sequence[tuple[int, ExpectedEntry]], relevant: int) -> float:
     return math.fsum(found / position for found, (position, _) in enumerate(walk, 1)) / relevant if relevant else 0.0
-
-
-def average_precision(
-    hits: Sequence[Hit], expected: Sequence[ExpectedEntry], relevance_level: int = DEFAULT_RELEVANCE_LEVEL
-) -> float:
-    relevant = relevant_entries(expected, relevance_level)
-    return _average_precision(credited(hits, relevant), len(relevant))
-
-
-def judged_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
-    top = hits[:k]
-    return len(credited(top, expected)) / len(top) if top else 0.0
 
 
 def score_query(
@@ -355,6 +305,21 @@ def score_query(
         judged_at_k={k: sum(1 for p, _ in judged_walk if p <= k) / shown[k] if shown[k] else 0.0 for k in ks},
         average_precision=_average_precision(walk, len(relevant)),
     )
+
+
+def recall_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
+    """score_query's recall@k alone (at the default relevance level)."""
+    return score_query(hits, expected, (k,)).recall_at_k[k]
+
+
+def reciprocal_rank(hits: Sequence[Hit], expected: Sequence[ExpectedEntry]) -> float:
+    """score_query's reciprocal rank alone (at the default relevance level)."""
+    return score_query(hits, expected, (1,)).reciprocal_rank
+
+
+def ndcg_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
+    """score_query's nDCG@k alone."""
+    return score_query(hits, expected, (k,)).ndcg_at_k[k]
 
 
 def aggregate(per_query: Iterable[QueryMetrics], ks: Sequence[int]) -> AggregateMetrics:
