@@ -10,10 +10,12 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
-_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)", re.DOTALL)
-_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])")
+_BACKTICKS = re.compile(r"`+")
+_IMAGE_OR_LINK = re.compile(r"!?\[([^\[\]]*)\](?:\([^()]*\)|\[[^\[\]]*\])")
+"""Brackets and parentheses are not nested inside: each attempt then stops at the next bracket,
+so a heading of thousands of `[` or `[a](` costs its length, not its length squared."""
 _AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]*)>", re.IGNORECASE)
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
@@ -35,12 +37,34 @@ def reader_heading(text: str) -> str:
     collapsed, case folded. The text inside a code span is kept as written."""
     pieces: list[str] = []
     position = 0
-    for match in _CODE_SPAN.finditer(text):
-        pieces.append(_inline(text[position : match.start()]))
-        pieces.append(match.group(2))
-        position = match.end()
+    for start, inside, closing, end in _code_spans(text):
+        pieces.append(_inline(text[position:start]))
+        pieces.append(text[inside:closing])
+        position = end
     pieces.append(_inline(text[position:]))
     return _SPACE.sub(" ", "".join(pieces)).strip().casefold()
+
+
+def _code_spans(text: str) -> Iterator[tuple[int, int, int, int]]:
+    """(start, content start, content end, end) of each code span, as CommonMark reads them: a run
+    of backticks opens one that the next run of the same length closes; an opening run with no
+    such run after it is text. One pass over the runs (a regular expression that backtracks over a
+    heading of backticks took seconds for a thousand of them, growing with the cube)."""
+    runs = [(match.start(), match.end()) for match in _BACKTICKS.finditer(text)]
+    closer: list[int | None] = [None] * len(runs)
+    seen: dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        length = runs[i][1] - runs[i][0]
+        closer[i] = seen.get(length)
+        seen[length] = i
+    i = 0
+    while i < len(runs):
+        j = closer[i]
+        if j is None:
+            i += 1
+            continue
+        yield runs[i][0], runs[i][1], runs[j][0], runs[j][1]
+        i = j + 1
 
 
 def _inline(text: str) -> str:

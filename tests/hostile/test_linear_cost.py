@@ -16,6 +16,7 @@ import pytest
 from scanner.corpus.documents import Chunk
 from scanner.corpus.markdown import parse_document
 from scanner.golden.file import ExpectedEntry, GoldenQuery
+from scanner.golden.headings import reader_heading
 from scanner.retrievers.base import Hit
 from scanner.scan.quotes import (
     MIN_QUOTE_CHARS,
@@ -171,6 +172,25 @@ def test_many_documents_quoting_queries_with_many_labels_cost_the_labels_once_pe
     found = scan(documents, labelled, returned)
     assert len(found) == 1_000 and all(len(f.quoted) == 2 for f in found)  # the near miss: every one still reported
     assert found[0].quoted[0].rank_in_top_k is None and found[1].quoted[0].rank_in_top_k == 1
+
+
+HEADING_SHAPES = {
+    "a run of backticks": lambda size: "`" * size,
+    "backtick runs of growing length": lambda size: "".join("`" * n + "a" for n in range(1, 1100))[:size],
+    "open brackets": lambda size: "[" * size,
+    "links never closed": lambda size: "[a](" * (size // 4),
+    "escapes": lambda size: "\\" * size,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(HEADING_SHAPES))
+def test_a_heading_is_brought_to_the_readers_form_in_linear_time(shape: str) -> None:
+    # A heading (a KB page's or a label's) is read as the page shows it before it is compared; a
+    # regular expression that backtracked took seconds for a thousand backticks, growing with the cube.
+    text = HEADING_SHAPES[shape](SIZE)
+    assert cost_ratio(lambda: reader_heading(text), lambda: reader_heading(_prose(len(text)))) < RATIO
+    # The near miss: ordinary inline code, links and emphasis still read as before.
+    assert reader_heading("Use `a  b` and [the *docs*](x.md) or ``c`d``") == "use a b and the docs or c`d"
 
 
 # -- analysis -------------------------------------------------------------------------------------
