@@ -130,8 +130,8 @@ def _per_query_problems(per_query: object) -> list[str]:
             problems.append(f"{where}: not an object")
             continue
         query_id = row.get("id")
-        if not isinstance(query_id, str):
-            problems.append(f"{where}.id: missing or not a string")
+        if not (isinstance(query_id, str) and query_id):
+            problems.append(f"{where}.id: missing, empty or not a string")
         elif query_id in seen:
             # Deltas are matched by id; a repeated id would pair the wrong rows.
             problems.append(f"{where}.id: {query_id!r} appears twice")
@@ -141,6 +141,9 @@ def _per_query_problems(per_query: object) -> list[str]:
         if not isinstance(metrics, dict):
             problems.append(f"{where}.metrics: missing or not an object")
             continue
+        if not any(key in metrics for key in _RECIPROCAL_RANK_KEYS):
+            # Read as NaN it would reach the comparison and the report (which refuses it: exit 3).
+            problems.append(f"{where}.metrics.reciprocal_rank: missing")
         for key in _RECIPROCAL_RANK_KEYS:
             if key in metrics and not is_unit_number(metrics[key]):
                 problems.append(f"{where}.metrics.{key}: must be a finite number in [0, 1]")
@@ -149,9 +152,32 @@ def _per_query_problems(per_query: object) -> list[str]:
         for family in ("recall_at_k", "ndcg_at_k", *_STANDARD_AT_K):
             if family in metrics:
                 problems.extend(_at_k_problems(metrics[family], f"{where}.metrics.{family}"))
+        problems.extend(_top_k_problems(row.get("top_k"), f"{where}.top_k"))
         if len(problems) >= _MAX_PROBLEMS:
             break
     return problems
+
+
+MAX_PARENTS = 5
+"""Headings enclosing a hit's section: Markdown nests six levels, so at most five. A longer list
+was not written by kb-eval, and matching walks it for every pair of its headings."""
+
+
+def _top_k_problems(hits: object, where: str) -> list[str]:
+    """What of a recorded ranking the report would copy and its schema refuses."""
+    if hits is None:
+        return []
+    if not isinstance(hits, list):
+        return [f"{where}: not a list"]
+    for index, hit in enumerate(hits):
+        if not isinstance(hit, dict):
+            continue  # left out when read (_hits), as a malformed entry always was
+        rank, parents = hit.get("rank"), hit.get("parents")
+        if "rank" in hit and not (_is_count(rank) and rank >= 1):
+            return [f"{where}[{index}].rank: must be an integer from 1"]
+        if isinstance(parents, list) and len(parents) > MAX_PARENTS:
+            return [f"{where}[{index}].parents: {len(parents)} enclosing headings, Markdown nests at most {MAX_PARENTS}"]
+    return []
 
 
 def _json_type(value: object) -> str:
