@@ -262,11 +262,11 @@ def refuse_existing_golden(kb_path: Path) -> None:
         refuse_existing(kb_path / name, "golden file")
 
 
-def refuse_existing(path: Path, what: str) -> None:
+def refuse_existing(path: Path, what: str, command: str = "kb-eval init") -> None:
     if os.path.lexists(path):
         raise InputError(
-            f"{what} already exists; kb-eval init never overwrites",
-            file=str(path), hint="edit that file, or move it away and run kb-eval init again",
+            f"{what} already exists; {command} never overwrites",
+            file=str(path), hint=f"edit that file, or move it away and run {command} again",
         )
 
 
@@ -344,12 +344,12 @@ def render_workflow(kb_path: str) -> str:
     )
 
 
-def create_exclusively(path: Path, text: str, what: str) -> Written:
+def create_exclusively(path: Path, text: str, what: str, command: str = "kb-eval init") -> Written:
     try:
         with open(path, "x", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
     except FileExistsError:
-        refuse_existing(path, "file")
+        refuse_existing(path, "file", command)
         raise  # unreachable: refuse_existing raised
     except OSError as error:
         raise InputError(f"cannot write the file ({error.strerror})", file=str(path)) from error

@@ -50,6 +50,9 @@ EPILOG = """\
 commands:
   kb-eval init --kb-path DIR   write a starter golden file (and the .gitignore lines for the
                                history) into the KB folder; kb-eval init --help for more
+  kb-eval import --qrels FILE --queries FILE
+  kb-eval import --quepid FILE  a golden file from TREC qrels or Quepid ratings;
+                               kb-eval import --help for more
 
 exit codes:
   0  the run completed (findings never change this)
@@ -190,6 +193,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         from scanner.cli import init  # the `kb-eval init` subcommand
 
         return init.main(arguments[1:], stdout, stderr)
+    if arguments[:1] == ["import"]:
+        from scanner.cli import importing  # the `kb-eval import` subcommand
+
+        return importing.main(arguments[1:], stdout, stderr)
     result = execute(arguments)
     try:
         (stderr or sys.stderr).write(result.stderr_text)
