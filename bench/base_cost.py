@@ -15,15 +15,24 @@ from __future__ import annotations
 
 import argparse
 import resource
-from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
 from scanner.compare.comparison import BaseRequest
 from scanner.corpus.parse_memo import ParseMemo
-from scanner.golden.file import GoldenSet
+from scanner.foundation.diagnostics import Diagnostics
 from scanner.pipeline.base import BaseEvaluation, ResolvedBase, evaluate_base, resolve_base
-from scanner.pipeline.evaluate import EvalOptions, run_eval
+from scanner.pipeline.evaluate import (
+    EvalOptions,
+    EvalOutcome,
+    Plan,
+    answer,
+    bind,
+    head_side,
+    judge,
+    plan_evaluation,
+    prepare,
+)
 from scanner.search.index import Index
 
 
@@ -32,9 +41,16 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def keep(indexes: list[Index]) -> Callable[[GoldenSet, Index], None]:
-    """The hook that keeps the head's analysed index, as the pull request's run hands it to the base."""
-    return lambda _, index: indexes.append(index)
+def head_keeping_analysis(options: EvalOptions, memo: ParseMemo) -> tuple[EvalOutcome, Plan, Index]:
+    """The head's phases as the pull request's run calls them: its memo filled, its analysis kept
+    for the base."""
+    diagnostics = Diagnostics()
+    plan = plan_evaluation(options, diagnostics)
+    prepared = prepare(options, plan, head_side(options, memo, keep_analysis=True), diagnostics)
+    retriever = bind(options, prepared)
+    answers = answer(options, prepared, retriever, diagnostics)
+    retriever.close()
+    return judge(options, prepared, answers, diagnostics), plan, prepared.index
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,13 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     ratios = []
     for _ in range(args.repeat):
         memo = ParseMemo()
-        indexes: list[Index] = []
         started = cpu_seconds()
-        head = run_eval(EvalOptions(kb_path=kb, golden_path=golden, parse_memo=memo, after_index=keep(indexes)))
+        _, plan, head_index = head_keeping_analysis(EvalOptions(kb_path=kb, golden_path=golden), memo)
         head_done = cpu_seconds()
         resolved = resolve_base(kb, BaseRequest("HEAD~1"), external_retriever=False)
         assert isinstance(resolved, ResolvedBase), resolved
-        base = evaluate_base(resolved, EvalOptions(kb_path=kb, golden_path=golden), head.golden, memo, indexes[0])
+        base = evaluate_base(resolved, EvalOptions(kb_path=kb, golden_path=golden), plan, memo, head_index)
         assert isinstance(base, BaseEvaluation), base
         base_done = cpu_seconds()
         ratios.append((base_done - started) / (head_done - started))

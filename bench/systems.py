@@ -269,15 +269,15 @@ def run_kb_eval(kb: Path, golden: Path, tokenization: str | None = None, cache_d
     run = SystemRun("kb-eval" if tokenization is None else f"kb-eval-{tokenization}")
     if cache_dir is not None:
         run.system = "kb-eval-cached"
-    # run_eval times its phases with _PhaseClock.lap; wrapping lap records the peak RSS reached
+    # run_eval times its phases with PhaseClock.lap; wrapping lap records the peak RSS reached
     # by the end of each phase as well, without touching scanner/.
-    original_lap = evaluate._PhaseClock.lap
+    original_lap = evaluate.PhaseClock.lap
 
-    def lap(clock: evaluate._PhaseClock, phase: str) -> None:
+    def lap(clock: evaluate.PhaseClock, phase: str) -> None:
         original_lap(clock, phase)
         run.rss_kib_after[phase] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-    evaluate._PhaseClock.lap = lap  # type: ignore[method-assign]
+    evaluate.PhaseClock.lap = lap  # type: ignore[method-assign]
     t = time.perf_counter()
     options = evaluate.EvalOptions(kb_path=kb, golden_path=golden)
     if tokenization is not None:

@@ -3,10 +3,11 @@
 Evaluating a pull request's base in the same job reads the KB twice: from the
 working tree, then from the base commit. Most files are byte-identical on both
 sides, so the second read takes their parsed documents from here instead of
-parsing them again. The key is the parse cache's (`parse_cache.cache_key`, a
-hash of the path and the bytes): an entry can only stand for exactly the file
-content it was parsed from, and the path is in the key because a document's
-title can come from its file name.
+parsing them again. The key is the path and the bytes' git blob id (`memo_key`):
+an entry can only stand for exactly the file content it was parsed from, the
+path is in the key because a document's title can come from its file name, and
+the blob id is what a commit's tree lists, so which of the base's files the head
+already holds is known from the tree's listing, before any of them is read.
 
 Unlike the parse cache this lives in memory for one run, holds the very
 Document objects the first read produced (no copy: they are immutable), and
@@ -15,10 +16,22 @@ is never written anywhere.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from scanner.corpus.documents import Document
 from scanner.foundation.diagnostics import Diagnostic
+
+
+def blob_id(data: bytes) -> str:
+    """`data`'s git blob id (`git hash-object`), the id a tree lists the file by."""
+    digest = hashlib.sha1(b"blob %d\x00" % len(data), usedforsecurity=False)
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def memo_key(path: str, blob: str) -> str:
+    return f"{blob}:{path}"
 
 
 @dataclass(slots=True)

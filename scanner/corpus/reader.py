@@ -20,7 +20,7 @@ from scanner.corpus.documents import Chunk, Corpus, Document
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles, shown, skipped_file
 from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, ParsedDocument, parse_document
 from scanner.corpus.parse_cache import Lookup, ParseCache, cache_key, lookup, pack, proves_itself, unpack
-from scanner.corpus.parse_memo import ParseMemo
+from scanner.corpus.parse_memo import ParseMemo, blob_id, memo_key
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.foundation.files import FileRefused, LinkPolicy, read_capped
@@ -118,7 +118,7 @@ def read_documents(
         # Consumed as they arrive: holding every worker's payload until the end would double
         # the peak memory of reading a large KB.
         nonlocal sections, refused_entries
-        for document, warnings, entry, refused in results:
+        for document, warnings, entry, refused, blob in results:
             tick()
             refused_entries += refused
             diagnostics.items.extend(warnings)
@@ -130,17 +130,18 @@ def read_documents(
                 sections += len(document.chunks)
                 if sections > MAX_CORPUS_SECTIONS:
                     raise _over_cap(root, document.path, f"the KB has more than {MAX_CORPUS_SECTIONS} sections")
-                if memo is not None and entry is not None:
-                    memo.remember(entry[0], document, warnings)
+                if memo is not None and blob is not None and not warnings:
+                    memo.remember(memo_key(document.path, blob), document, warnings)
                 yield document
 
-    # The memo needs each file's key, which the cache's code path computes (a worker's memo
-    # would be lost with the worker, so entries are remembered here, in the parent). Only the
-    # cache needs the entry's JSON: for the memo alone a worker's document travels as marshal
-    # data (10,000 bench documents, read and written to the index: 3.75 s with the JSON, 2.9 s
-    # without, 2.4 s with no memo; one run each).
-    keyed = cache is not None or memo is not None
+    # The memo needs each file's blob id, which the worker that read the bytes computes (a
+    # worker's memo would be lost with the worker, so entries are remembered here, in the
+    # parent). Only the cache needs the entry's JSON: for the memo alone a worker's document
+    # travels as marshal data (10,000 bench documents, read and written to the index: 3.75 s
+    # with the JSON, 2.9 s without, 2.4 s with no memo; one run each).
+    keyed = cache is not None
     packing = cache is not None
+    blobbing = memo is not None
     # Reading is written to the index as it goes, so this count is the run's progress until then.
     with progress("read", total=len(files) if source is None else None, unit="files") as tick:
         if source is not None:
@@ -149,7 +150,7 @@ def read_documents(
             read = list(collect(_read_from_source(relative, data, memo) for relative, data in _capped(root, source)))
             yield from sorted(read, key=lambda document: document.path)
         elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
-            with worker_pool(workers, _open_worker_cache, (cache, keyed, packing)) as pool:
+            with worker_pool(workers, _open_worker_cache, (cache, keyed, packing, blobbing)) as pool:
                 try:
                     yield from collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
                 except BaseException:
@@ -160,7 +161,7 @@ def read_documents(
             connection = cache.open_for_reading() if cache is not None else None
             try:
                 yield from collect(
-                    _read_one(relative, absolute, connection, keyed, packing) for relative, absolute in files
+                    _read_one(relative, absolute, connection, keyed, packing, blobbing) for relative, absolute in files
                 )
             finally:
                 if connection is not None:
@@ -246,64 +247,69 @@ class _Packed(NamedTuple):
         return Document(path, title, title_line, tuple(Chunk.of(path, fields) for fields in chunks))
 
 
-_ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None, bool]
+_ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None, bool, str | None]
 """(document or None, its warnings, its cache entry (key, JSON; the JSON "" when no cache needs it)
-or None, whether a cache entry was refused)."""
+or None, whether a cache entry was refused, its git blob id when the parse memo needs it)."""
 _WORKER_CACHE: list[object] = []
 
 
-def _open_worker_cache(cache: ParseCache | None, keyed: bool, packing: bool) -> None:
-    _WORKER_CACHE[:] = [cache.open_for_reading() if cache is not None else None, keyed, packing]
+def _open_worker_cache(cache: ParseCache | None, keyed: bool, packing: bool, blobbing: bool) -> None:
+    _WORKER_CACHE[:] = [cache.open_for_reading() if cache is not None else None, keyed, packing, blobbing]
 
 
 def _read_in_worker(item: tuple[str, Path]) -> _ReadResult:
-    connection, keyed, packing = _WORKER_CACHE or [None, False, False]
-    document, warnings, entry, refused = _read_one(
-        item[0], item[1], connection, bool(keyed), bool(packing)  # type: ignore[arg-type]
+    connection, keyed, packing, blobbing = _WORKER_CACHE or [None, False, False, False]
+    document, warnings, entry, refused, blob = _read_one(
+        item[0], item[1], connection, bool(keyed), bool(packing), bool(blobbing)  # type: ignore[arg-type]
     )
     # Dataclasses travel back to the parent as the cache's JSON: pickling slotted dataclasses cost
     # as much as parsing (measured: ~5 s to pickle and load 51 MB of documents).
     if document is None:
-        return None, warnings, entry, refused
-    return _Packed.of(document, entry), warnings, entry, refused  # type: ignore[return-value]
+        return None, warnings, entry, refused, blob
+    return _Packed.of(document, entry), warnings, entry, refused, blob  # type: ignore[return-value]
 
 
 def _read_one(
-    relative: str, absolute: Path, connection: sqlite3.Connection | None, caching: bool, packing: bool = True
+    relative: str, absolute: Path, connection: sqlite3.Connection | None, caching: bool, packing: bool = True,
+    blobbing: bool = False,
 ) -> _ReadResult:
     """One file, from the cache when an entry there proves it was made from these bytes. With
-    `caching`, its entry is its key and, with `packing`, the cache's JSON of it (else "": the
-    memo alone needs the key)."""
+    `caching`, its entry is its key and, with `packing`, the cache's JSON of it (else ""). With
+    `blobbing`, the bytes' git blob id for the parse memo."""
     local = Diagnostics()
     data = _read_bytes(relative, absolute, local)
     if data is None:
-        return None, local.items, None, False
+        return None, local.items, None, False, None
+    blob = blob_id(data) if blobbing else None
     key = cache_key(relative, data) if caching else ""
     found = lookup(connection, key, data) if caching else Lookup.MISSING
     if isinstance(found, str):
         cached = unpack(relative, found)
         if cached is not None and proves_itself(relative, data, *cached):
-            return cached[0], cached[1], (key, found), False
+            return cached[0], cached[1], (key, found), False, blob
     document = _parse(relative, data, local)
     # A document with warnings is not cached: an entry's messages would be the entry's words.
     entry = (
         (key, pack(document, local.items) if packing else "") if caching and document is not None and not local.items
         else None
     )
-    return document, local.items, entry, isinstance(found, str) or found is Lookup.REFUSED
+    return document, local.items, entry, isinstance(found, str) or found is Lookup.REFUSED, blob
 
 
 def _read_from_source(relative: str, data: bytes, memo: ParseMemo | None) -> _ReadResult:
     """One file given as bytes: from the memo when this path and these bytes were parsed before."""
-    key = cache_key(relative, data)
-    remembered = memo.recall(key) if memo is not None else None
+    if memo is None:
+        local = Diagnostics()
+        return _parse(relative, data, local), local.items, None, False, None
+    key = memo_key(relative, blob_id(data))
+    remembered = memo.recall(key)
     if remembered is not None:
-        return remembered[0], remembered[1], None, False
+        return remembered[0], remembered[1], None, False, None
     local = Diagnostics()
     document = _parse(relative, data, local)
-    if memo is not None and document is not None:
+    if document is not None:
         memo.remember(key, document, local.items)
-    return document, local.items, None, False
+    return document, local.items, None, False, None
 
 
 def build_document(relative: str, text: str, diagnostics: Diagnostics) -> Document:

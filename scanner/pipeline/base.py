@@ -21,7 +21,6 @@ history.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -38,8 +37,7 @@ from scanner.compare.comparison import (
     no_previous,
 )
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
-from scanner.corpus.parse_cache import cache_key
-from scanner.corpus.parse_memo import ParseMemo
+from scanner.corpus.parse_memo import ParseMemo, blob_id, memo_key
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import InputError
@@ -50,8 +48,8 @@ from scanner.git.repository import Absent, Deadline, GitFailed, resolve_commit
 from scanner.git.revision import Repository, find_repository, is_revision_name
 from scanner.git.tree import list_tree
 from scanner.golden.file import ExpectedEntry, GoldenSet
-from scanner.pipeline.evaluate import EvalOptions, run_eval
-from scanner.search.index import Index, Reuse
+from scanner.pipeline.evaluate import EvalOptions, Plan, Side, evaluate_side
+from scanner.search.index import Index
 
 FLAG = "--baseline-ref"
 
@@ -94,7 +92,7 @@ class BaseEvaluation:
     """The base's documents whose path and bytes are the head's: not scanned again, their
     findings are the head's (a finding is a function of the document's text and the golden set)."""
     quoted_by_content: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    """The same findings as `quoted`, by the quoting document's content digest (content_digest):
+    """The same findings as `quoted`, by the quoting document's git blob id (parse_memo.blob_id):
     how a page the pull request moved without editing is recognised under its new path."""
 
 
@@ -161,17 +159,19 @@ def _shown_ref(request: BaseRequest) -> str:
 
 
 def evaluate_base(
-    base: ResolvedBase, options: EvalOptions, golden: GoldenSet, memo: ParseMemo | None, head: Index | None = None
+    base: ResolvedBase, options: EvalOptions, plan: Plan, memo: ParseMemo | None, head: Index | None = None
 ) -> BaseEvaluation | Comparison:
     """Evaluate the KB at the base commit with this run's golden set and settings: only the files
     the KB folder holds there, by the folder walk's rules, each read once, inside the deadline.
 
-    With the head's index (built with `keep_analysis` and analysed, from the files `memo`
-    remembers), the base's index takes the head's analysis of every document whose path and
-    bytes are the head's and analyses only the others (Reuse): the work of a pull request's
-    base grows with what the pull request changed, and its rankings are those of a fresh index."""
+    Which of them the pull request left as they were is decided from the tree's listing before
+    any is read: the path and blob id the head's read remembered (`memo`). With the head's index
+    (built with `keep_analysis` and analysed), the base's index takes the head's analysis of those
+    documents and analyses only the others (Reuse): the work of a pull request's base grows with
+    what the pull request changed, and its rankings are those of a fresh index."""
     diagnostics = Diagnostics()
     rules = KbFiles.excluding(options.exclude)
+    golden = plan.golden
     try:
         files = list_tree(base.repository, base.commit, rules, diagnostics, base.deadline)
         if files is None:
@@ -183,38 +183,20 @@ def evaluate_base(
         expected = {member.path for query in golden.queries for entry in query.expected for member in entry.members}
         renames = renamed_since(base.repository, base.commit, files, expected, rules, base.deadline)
         present = {file.path for file in files}
-        base_golden = golden_at_base(golden, renames, present)
-
-        unchanged: set[str] = set()
-        contents: dict[str, str] = {}
-        """The content digest of each document the base scans (content_digest)."""
+        base_plan = replace(plan, golden=golden_at_base(golden, renames, present))
+        unchanged = frozenset(
+            file.path for file in files if memo is not None and memo.holds(memo_key(file.path, file.blob))
+        )
 
         def source(_diagnostics: Diagnostics) -> Iterator[tuple[str, bytes]]:
             blobs = read_blobs(base.repository, [file.blob for file in files], base.deadline, MAX_DOCUMENT_BYTES)
-            for file, data in zip(files, blobs):
-                # The memo holds the head's files when the base is read: a hit is the same bytes
-                # at the same path (the path is in the key), so the same findings.
-                if memo is not None and memo.holds(cache_key(file.path, data)):
-                    unchanged.add(file.path)
-                else:
-                    contents[file.path] = content_digest(data)
-                yield file.path, data
+            yield from zip((file.path for file in files), blobs)
 
-        outcome = run_eval(
-            replace(
-                options,
-                golden=base_golden,
-                parse_memo=memo,
-                corpus_source=source,
-                refuse_impossible=False,
-                cache_dir=None,
-                timestamp=base.committed_at,
-                scan_only=lambda path: path not in unchanged,
-                # `unchanged` is filled as the files are read, before each is indexed.
-                reuse=Reuse(head, unchanged.__contains__) if head is not None and memo is not None else None,
-            ),
-            diagnostics,
+        side = Side(
+            kb_path=options.kb_path, source=source, memo=memo, unchanged=unchanged,
+            reuse=head if memo is not None else None, refuse_impossible=False, timestamp=base.committed_at,
         )
+        outcome = evaluate_side(options, base_plan, side, diagnostics)
     except GitFailed as error:
         return no_previous(
             f"git could not read the KB at {base.commit[:12]} ({base.request.ref}): {error}",
@@ -225,14 +207,9 @@ def evaluate_base(
         located.finding.path: tuple(quoted.query_id for quoted in located.finding.quoted)
         for located in outcome.run.findings
     }
-    by_content = {contents[path]: ids for path, ids in quoted.items() if path in contents}
-    return BaseEvaluation(outcome.run, diagnostics, used, quoted, frozenset(unchanged), by_content)
-
-
-def content_digest(data: bytes) -> str:
-    """What tells a document's bytes apart whatever its path: a page the pull request moved
-    without editing has the same digest under its new name."""
-    return hashlib.sha256(data).hexdigest()
+    blob_of = {file.path: file.blob for file in files}
+    by_content = {blob_of[path]: ids for path, ids in quoted.items() if path in blob_of and path not in unchanged}
+    return BaseEvaluation(outcome.run, diagnostics, used, quoted, unchanged, by_content)
 
 
 def moved_findings(run: RunRecord, base: BaseEvaluation, kb_path: Path) -> dict[str, tuple[str, ...]]:
@@ -250,7 +227,7 @@ def moved_findings(run: RunRecord, base: BaseEvaluation, kb_path: Path) -> dict[
             data = read_capped(kb_path / path, MAX_DOCUMENT_BYTES, LinkPolicy.FOLLOW)
         except FileRefused:
             continue  # gone or changed since it was indexed: nothing to tell it by
-        ids = base.quoted_by_content.get(content_digest(data))
+        ids = base.quoted_by_content.get(blob_id(data))
         if ids is not None:
             moved[path] = ids
     return moved

@@ -15,10 +15,9 @@ from typing import Any
 from scanner.compare.comparison import Comparison, NotComparedCause, Source, no_previous
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.foundation.diagnostics import Diagnostics
-from scanner.golden.file import GoldenSet
 from scanner.pipeline import base as base_phase
 from scanner.pipeline.base import BaseEvaluation, ResolvedBase
-from scanner.pipeline.evaluate import EvalOptions
+from scanner.pipeline.evaluate import EvalOptions, Plan
 from scanner.report.document import run_document
 from scanner.report.read import run_from_document
 from scanner.search.index import Index
@@ -27,8 +26,7 @@ from scanner.search.index import Index
 class BaseBesideHead:
     """The base evaluated in a forked child while this process goes on with the head.
 
-    Started from `EvalOptions.after_index`, once the head's corpus is read and analysed: the
-    child inherits the filled parse memo and the head's analysed index (copy-on-write, nothing
+    Started by the pipeline once the head's corpus is read and analysed: the child inherits the filled parse memo and the head's analysed index (copy-on-write, nothing
     is sent), so its own index analyses only the documents the pull request changed (Reuse),
     and it reads, indexes, searches and scans the base while this process searches and scans
     the head, on two cores at once (bench/base_and_head.py). Starting it earlier, beside the
@@ -47,14 +45,14 @@ class BaseBesideHead:
         self.base = base
         self.options = options
         self.memo = memo
-        self._golden: GoldenSet | None = None
+        self._plan: Plan | None = None
         self._head: Index | None = None
         """The head's index, kept until the base is evaluated (its chunk table is read for it)."""
         self._child: tuple[int, int] | None = None
         """(pid, read end of its pipe) while a child runs."""
 
-    def start(self, golden: GoldenSet, head: Index) -> None:
-        self._golden = golden
+    def start(self, plan: Plan, head: Index) -> None:
+        self._plan = plan
         self._head = head
         if not hasattr(os, "fork"):
             return
@@ -62,16 +60,16 @@ class BaseBesideHead:
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's lines are measured by what it sends back
             os.close(read_end)
-            self._run_child(write_end, golden, head)
+            self._run_child(write_end, plan, head)
         os.close(write_end)
         self._child = (pid, read_end)
         # The child has its copy; this process builds no index from it.
         head.release_analysis()
 
-    def _run_child(self, write_end: int, golden: GoldenSet, head: Index) -> None:  # pragma: no cover - in the child
+    def _run_child(self, write_end: int, plan: Plan, head: Index) -> None:  # pragma: no cover - in the child
         code = 0
         try:
-            evaluated = base_phase.evaluate_base(self.base, self.options, golden, self.memo, head)
+            evaluated = base_phase.evaluate_base(self.base, self.options, plan, self.memo, head)
             message: dict[str, object]
             if isinstance(evaluated, Comparison):
                 message = {"not_compared": [evaluated.reasons[0], evaluated.cause.value if evaluated.cause else None]}
@@ -91,12 +89,12 @@ class BaseBesideHead:
             os._exit(code)  # no atexit handler, no flush of buffers the parent also holds
 
     def result(self) -> BaseEvaluation | Comparison:
-        if self._golden is None:
-            raise RuntimeError("the base was never started")  # run_eval calls after_index first
+        if self._plan is None:
+            raise RuntimeError("the base was never started")  # the pipeline starts it after the head's index
         if self._child is None:
             head, self._head = self._head, None
             try:
-                return base_phase.evaluate_base(self.base, self.options, self._golden, self.memo, head)
+                return base_phase.evaluate_base(self.base, self.options, self._plan, self.memo, head)
             finally:
                 if head is not None:
                     head.release_analysis()

@@ -40,7 +40,7 @@ from scanner.metrics.measures import (
     score_query,
 )
 from scanner.metrics.uncertainty import aggregate_columns, intervals
-from scanner.retrievers.base import Hit, SearchRequest
+from scanner.retrievers.base import AnswerCost, Hit, Retriever, RetrieverKind, SearchRequest
 from scanner.scan.quotes import Finding, QuoteLocation, locate, normalise, scan
 from scanner.search.index import Index, Reuse
 from scanner.search.query_compiler import compile_query
@@ -50,6 +50,8 @@ from scanner.settings.retriever import RetrieverBuilder, retriever_builder
 
 @dataclass(frozen=True)
 class EvalOptions:
+    """The settings one run evaluates with: the same for the head and for the pull request's base."""
+
     kb_path: Path
     golden_path: Path | None = None
     exclude: tuple[str, ...] = ()
@@ -59,34 +61,85 @@ class EvalOptions:
     relevance_level: int = DEFAULT_RELEVANCE_LEVEL
     """The lowest grade counted as relevant (`--relevance-level`, trec_eval's -l)."""
     retriever: RetrieverBuilder = field(default_factory=lambda: retriever_builder(default_settings()))
-    """Builds the retriever over the index (scanner/settings/retriever.py); the default is the built-in one."""
+    """Builds the retriever for one side (scanner/settings/retriever.py); the default is the built-in one."""
     cache_dir: Path | None = None
     """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
     timestamp: datetime | None = None
     """Fixed in tests; the current UTC time otherwise."""
-    # --- evaluating another revision of the KB (scanner.pipeline.base) ---
-    golden: GoldenSet | None = None
-    """Already loaded (the base side uses this run's golden set); None: load `golden_path`."""
-    parse_memo: ParseMemo | None = None
-    """Shared by both sides, so a file unchanged between them is parsed once."""
-    corpus_source: Callable[[Diagnostics], Iterable[tuple[str, bytes]]] | None = None
-    """(path, bytes) of the KB's files from elsewhere than `kb_path` (a git tree); None: walk `kb_path`."""
-    scan_only: Callable[[str], bool] | None = None
-    """Which documents the quote scan reads, by path; None: every one. The base side scans only
-    the documents the pull request changed: an unchanged one's findings are the head's."""
-    after_index: Callable[[GoldenSet, Index], None] | None = None
-    """Called once the corpus is read (the memo filled) and analysed for the retriever: the base
-    side starts then, beside this one, and takes this index's analysis of every document the pull
-    request left as it was. The index keeps its analysis until then (Index.keep_analysis)."""
-    reuse: Reuse | None = None
-    """Another index's analysis to take for the documents it names (the base side's: the head's)."""
     score_level: ScoreLevel = ScoreLevel.SECTION
     """`document`: headings are ignored when hits are matched with golden entries."""
     interface: Interface = Interface.CLI
     """Where the settings came from: the warnings about answers name them in its words."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """The tree one evaluation reads: the checkout (the head), or the KB at the pull request's
+    base commit (scanner.pipeline.base). Everything that differs between the two sides is here;
+    the settings and the golden set are shared."""
+
+    kb_path: Path
+    """Where the documents are read from when there is no `source`, and what messages name."""
+    source: Callable[[Diagnostics], Iterable[tuple[str, bytes]]] | None = None
+    """(path, bytes) of the KB's files from elsewhere than `kb_path` (a git tree); None: walk `kb_path`."""
+    memo: ParseMemo | None = None
+    """Shared by both sides, so a file unchanged between them is parsed once."""
+    cache_dir: Path | None = None
+    """The parse cache (the head only: the base's files come from git and the memo)."""
+    unchanged: frozenset[str] = frozenset()
+    """Documents whose path and bytes the other side (the head) already holds, decided before
+    this side is read: the quote scan skips them (a finding is a function of the document's text
+    and the golden set, so theirs are the head's) and, with `reuse`, their analysis is taken over."""
+    reuse: Index | None = None
+    """The head's index, built with `keep_analysis`, whose analysis of the `unchanged` documents
+    this side's index takes (search.index.Reuse)."""
+    keep_analysis: bool = False
+    """Keep this side's analysis for another side's `reuse` (the head's, when the base is evaluated)."""
     refuse_impossible: bool = True
     """Stop the run (exit 2) when nothing can be measured: no indexable document, or none of the
     expected paths indexed. False for the base side: a pull request that adds the KB has none there."""
+    timestamp: datetime | None = None
+    """The run record's time; None: the settings' (the base's is its commit's)."""
+    folder: Path | None = None
+    """The folder a retriever with its own index reads for this side (`{kb}` in its templates):
+    the checkout's KB, or the base commit's KB written out; None: the same as `kb_path`."""
+
+
+def head_side(options: EvalOptions, memo: ParseMemo | None = None, *, keep_analysis: bool = False) -> Side:
+    """The checkout's KB, as `options` names it."""
+    return Side(kb_path=options.kb_path, memo=memo, cache_dir=options.cache_dir, keep_analysis=keep_analysis)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the golden set and the settings decide before any document is read: the same for
+    every side of a run."""
+
+    golden: GoldenSet
+    limit: int
+    ks: tuple[int, ...]
+    requests: tuple[SearchRequest, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One side read, indexed and its labels checked: ready for a retriever to answer."""
+
+    plan: Plan
+    side: Side
+    index: Index
+
+
+@dataclass(frozen=True, slots=True)
+class Answers:
+    """What the retriever answered for one side, each list cut at the limit."""
+
+    returned: Mapping[str, list[Hit]]
+    retriever: Mapping[str, object]
+    """The retriever's description (`Retriever.describe`), for the fingerprint."""
+    costs: tuple[AnswerCost | None, ...]
+    """Per request, in the plan's order: how long the answer took and how large it was (None:
+    the retriever does not measure it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,66 +151,115 @@ class EvalOutcome:
     phase_seconds: Mapping[str, float] = field(default_factory=dict)
 
 
-def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> EvalOutcome:
+def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None, side: Side | None = None) -> EvalOutcome:
+    """The three phases of one side in order (the head, unless `side` says otherwise)."""
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
-    clock = _PhaseClock()
-    if options.golden is not None:
-        golden = options.golden
-    else:
+    plan = plan_evaluation(options, diagnostics)
+    return evaluate_side(options, plan, side if side is not None else head_side(options), diagnostics)
+
+
+def evaluate_side(options: EvalOptions, plan: Plan, side: Side, diagnostics: Diagnostics) -> EvalOutcome:
+    """prepare -> bind -> answer -> judge for one side, the retriever closed whatever happens."""
+    clock = PhaseClock()
+    prepared = prepare(options, plan, side, diagnostics, clock)
+    retriever = bind(options, prepared, clock)
+    try:
+        answers = answer(options, prepared, retriever, diagnostics, clock)
+    finally:
+        retriever.close()
+    return judge(options, prepared, answers, diagnostics, clock)
+
+
+def plan_evaluation(options: EvalOptions, diagnostics: Diagnostics, golden: GoldenSet | None = None) -> Plan:
+    """The golden set (read from its file unless given) checked against the settings."""
+    if golden is None:
         golden_file = find_golden(options.kb_path, options.golden_path)
         golden = load_golden(golden_file, shown=str(golden_file))
     diagnostics.items.extend(golden.warnings)
     refuse_unsearchable_queries(golden)
-    words = interface_words(options.interface)
-    check_relevance_level(golden, options.relevance_level, diagnostics, words)
+    check_relevance_level(golden, options.relevance_level, diagnostics, interface_words(options.interface))
     limit = options.limit or golden.default_limit or DEFAULT_LIMIT
     ks = tuple(sorted(set(options.ks)))
     if ks[-1] > limit:
         diagnostics.warn(DiagnosticCode.K_OVER_LIMIT, f"k={ks[-1]} is larger than the limit {limit}: @{ks[-1]} sees only {limit} hits")
+    return Plan(golden, limit, ks, tuple(SearchRequest(q.id, q.text, limit) for q in golden.queries))
 
-    cache = ParseCache(options.cache_dir) if options.cache_dir is not None else None
-    source = options.corpus_source(diagnostics) if options.corpus_source is not None else None
-    documents = read_documents(
-        options.kb_path, options.exclude, diagnostics, cache=cache, memo=options.parse_memo, source=source
-    )
+
+def prepare(
+    options: EvalOptions, plan: Plan, side: Side, diagnostics: Diagnostics, clock: PhaseClock | None = None
+) -> Prepared:
+    """Read the side's documents, index them, and check every label against them."""
+    clock = clock if clock is not None else PhaseClock()
+    cache = ParseCache(side.cache_dir) if side.cache_dir is not None else None
+    source = side.source(diagnostics) if side.source is not None else None
+    documents = read_documents(side.kb_path, options.exclude, diagnostics, cache=cache, memo=side.memo, source=source)
+    reuse = Reuse(side.reuse, side.unchanged.__contains__) if side.reuse is not None else None
     # Read, parsed and written to the chunk table document by document (never held whole).
-    index = Index.build(documents, reuse=options.reuse, keep_analysis=options.after_index is not None)
-    if options.refuse_impossible and index.corpus.documents == 0:
+    index = Index.build(documents, reuse=reuse, keep_analysis=side.keep_analysis)
+    if side.refuse_impossible and index.corpus.documents == 0:
         raise InputError(
             "0 documents indexed: the knowledge base holds no file kb-eval reads, so nothing can be measured",
-            file=str(options.kb_path),
+            file=str(side.kb_path),
             hint="check --kb-path (the folder holding the notes), the file types kb-eval indexes "
             f"({', '.join(INDEXED_SUFFIXES)}; dot-folders are skipped) and --exclude",
         )
     clock.lap("walk_parse")
-    requests = [SearchRequest(q.id, q.text, limit) for q in golden.queries]
-    retriever = options.retriever(index, requests)
-    if options.after_index is not None:
-        options.after_index(golden, index)
-    clock.lap("index")
     check_labels(
-        golden, index, diagnostics, refuse_impossible=options.refuse_impossible, kb_path=options.kb_path,
-        builtin=retriever.describe().get("name") == "builtin", score_level=options.score_level,
+        plan.golden, index, diagnostics, refuse_impossible=side.refuse_impossible, kb_path=side.kb_path,
+        builtin=options.retriever.kind is RetrieverKind.BUILTIN, score_level=options.score_level,
     )
+    return Prepared(plan, side, index)
 
+
+def bind(options: EvalOptions, prepared: Prepared, clock: PhaseClock | None = None) -> Retriever:
+    """The retriever the settings choose, bound to this side: the built-in one analyses the
+    side's index here (before the base, which takes that analysis over, starts); one with its
+    own index gets this side's folder for `{kb}`. The caller closes it once it has answered."""
+    retriever = options.retriever(prepared.index, prepared.plan.requests, prepared.side.folder or prepared.side.kb_path)
+    if clock is not None:
+        clock.lap("index")
+    return retriever
+
+
+def answer(
+    options: EvalOptions, prepared: Prepared, retriever: Retriever, diagnostics: Diagnostics,
+    clock: PhaseClock | None = None,
+) -> Answers:
+    """Every golden query answered by `retriever` (bound to this side), checked against the corpus."""
+    clock = clock if clock is not None else PhaseClock()
+    plan, index = prepared.plan, prepared.index
+    words = interface_words(options.interface)
     with index.read_snapshot():
-        lists = retriever.search_all(requests)
-        warn_answer_notes(retriever.notes(), diagnostics, words)
-        check_answers(
-            golden, lists, index.paths, _answer_source(retriever.describe()), options.score_level, diagnostics,
-            golden_name=PurePosixPath(golden.path.replace("\\", "/")).name, words=words,
-        )
-        clock.lap("search")
-        returned = {q.id: hits[:limit] for q, hits in zip(golden.queries, lists)}
-        # Where each hit sits is needed only by `parent:` and `subsections:` labels; otherwise it is
-        # dropped, so it does not grow every report and history by the headings of every hit.
-        returned = with_parents(returned, index) if needs_parents(golden) else without_parents(returned)
+        lists = retriever.search_all(plan.requests)
+    warn_answer_notes(retriever.notes(), diagnostics, words)
+    costs = retriever.costs()
+    check_answers(
+        plan.golden, lists, index.paths, _answer_source(retriever.describe()), options.score_level, diagnostics,
+        golden_name=PurePosixPath(plan.golden.path.replace("\\", "/")).name, words=words,
+    )
+    clock.lap("search")
+    returned = {q.id: hits[: plan.limit] for q, hits in zip(plan.golden.queries, lists)}
+    # Where each hit sits is needed only by `parent:` and `subsections:` labels; otherwise it is
+    # dropped, so it does not grow every report and history by the headings of every hit.
+    returned = with_parents(returned, index) if needs_parents(plan.golden) else without_parents(returned)
+    return Answers(returned, retriever.describe(), costs if len(costs) == len(plan.requests) else (None,) * len(plan.requests))
+
+
+def judge(
+    options: EvalOptions, prepared: Prepared, answers: Answers, diagnostics: Diagnostics,
+    clock: PhaseClock | None = None,
+) -> EvalOutcome:
+    """Score every query, scan the corpus for quoted golden queries, locate each quotation, and
+    make the side's run record."""
+    clock = clock if clock is not None else PhaseClock()
+    plan, side, index = prepared.plan, prepared.side, prepared.index
+    golden, ks, returned = plan.golden, plan.ks, answers.returned
+    with index.read_snapshot():
         chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
-        wanted = options.scan_only
-        if wanted is not None:
-            chunks = ((path, rows) for path, rows in chunks if wanted(path))
+        if side.unchanged:
+            chunks = ((path, rows) for path, rows in chunks if path not in side.unchanged)
         findings = scan(chunks, golden.queries, returned)
-    located = locate_findings(findings, index, golden)
+        located = locate_findings(findings, index, golden)
     clock.lap("scan")
 
     queries = tuple(
@@ -170,26 +272,11 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
         )
         for q in golden.queries
     )
-    # The relevance level is recorded only when it is not trec_eval's default: every run recorded
-    # before the setting existed counted grade 1 and above, and stays comparable with one that still does.
-    level = (
-        {"relevance_level": options.relevance_level} if options.relevance_level != DEFAULT_RELEVANCE_LEVEL else {}
-    )
-    fingerprint = {
-        "retriever": retriever.describe(),
-        "limit": limit,
-        "k": list(ks),
-        "golden_sha256": golden.sha256,
-        "metric_version": METRIC_VERSION,
-        **level,
-        # Only when not the default: every run recorded before the setting stays comparable.
-        **({"score_level": options.score_level.value} if options.score_level is not ScoreLevel.SECTION else {}),
-    }
-    timestamp = options.timestamp or datetime.now(UTC)
+    timestamp = side.timestamp or options.timestamp or datetime.now(UTC)
     run = RunRecord(
         tool_version=__version__,
         timestamp=timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        fingerprint=fingerprint,
+        fingerprint=fingerprint(options, plan, answers.retriever),
         corpus=index.corpus,
         aggregate=aggregate((q.metrics for q in queries), ks),
         by_tag=aggregate_by_tag(queries, ks),
@@ -199,6 +286,25 @@ def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None) -> Ev
     )
     clock.lap("report")
     return EvalOutcome(run, golden, clock.seconds)
+
+
+def fingerprint(options: EvalOptions, plan: Plan, retriever: Mapping[str, object]) -> dict[str, object]:
+    """What must be equal for two runs to be compared: the same search, cut-offs and golden set."""
+    # The relevance level is recorded only when it is not trec_eval's default: every run recorded
+    # before the setting existed counted grade 1 and above, and stays comparable with one that still does.
+    level = (
+        {"relevance_level": options.relevance_level} if options.relevance_level != DEFAULT_RELEVANCE_LEVEL else {}
+    )
+    return {
+        "retriever": dict(retriever),
+        "limit": plan.limit,
+        "k": list(plan.ks),
+        "golden_sha256": plan.golden.sha256,
+        "metric_version": METRIC_VERSION,
+        **level,
+        # Only when not the default: every run recorded before the setting stays comparable.
+        **({"score_level": options.score_level.value} if options.score_level is not ScoreLevel.SECTION else {}),
+    }
 
 
 def with_intervals(run: RunRecord) -> RunRecord:
@@ -359,7 +465,7 @@ def locate_findings(findings: Sequence[Finding], index: Index, golden: GoldenSet
     ]
 
 
-class _PhaseClock:
+class PhaseClock:
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
         self._last = time.perf_counter()

@@ -26,7 +26,18 @@ from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.files import write_atomically
-from scanner.pipeline.evaluate import EvalOptions, EvalOutcome, run_eval, with_intervals
+from scanner.pipeline.evaluate import (
+    EvalOptions,
+    EvalOutcome,
+    PhaseClock,
+    answer,
+    bind,
+    head_side,
+    judge,
+    plan_evaluation,
+    prepare,
+    with_intervals,
+)
 from scanner.report.baseline import read_baseline, save_baseline
 from scanner.report.document import report_document, run_document, serialise, validate, validation_errors
 from scanner.report.history import HistoryPlan, HistoryRead, plan_history, read_history, write_history
@@ -86,16 +97,9 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     """The phases in order. Raises InputError (exit 2) for bad input, ReportInvalid (exit 3) for a
     report that fails its schema; nothing is written in either case."""
     inputs = read_inputs(options, plan, diagnostics)
-    beside = base_beside_head(inputs.base, options)
-    evaluation = evaluate_head(options, beside, diagnostics)
-    # Only the run the report is about is bootstrapped: the base's second evaluation stays as
-    # cheap. Before the base's answer is waited for, while its child still works.
+    evaluation, base = evaluate_both(options, inputs.base, diagnostics)
+    # Only the run the report is about is bootstrapped: the base's evaluation stays as cheap.
     run = with_intervals(evaluation.run)
-    if beside is not None:
-        # The report's validator is built on its first use (the schema loaded and checked, about
-        # a tenth of a second): here, on the core the base's child leaves free, not after it.
-        validation_errors({}, 1)
-    base = evaluate_base_side(beside)
     comparison = compare(run, inputs, base, plan)
     gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha, run)
     history_plan = plan_history_write(run, inputs.history, plan, diagnostics)
@@ -108,6 +112,37 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     write(plan, history_plan, document, json_text, run)
     history_runs = inputs.history.runs if inputs.history is not None else ()
     return RunOutcome(report, document, json_text, history_runs, evaluation)
+
+
+def evaluate_both(
+    options: EvalOptions, resolved: ResolvedBase | Comparison | None, diagnostics: Diagnostics
+) -> tuple[EvalOutcome, BaseEvaluation | Comparison | None]:
+    """The head's phases, and the base's beside them when there is a base revision to evaluate:
+    plan (the golden set, once for both) -> the head prepared -> its retriever bound (the built-in
+    one analyses the head's index) -> the base started, taking that analysis over -> the head
+    answered and judged -> the base's answer."""
+    clock = PhaseClock()
+    evaluation_plan = plan_evaluation(options, diagnostics)
+    beside = base_beside_head(resolved, options)
+    head = head_side(options, beside.memo if beside else None, keep_analysis=beside is not None)
+    try:
+        prepared = prepare(options, evaluation_plan, head, diagnostics, clock)
+        retriever = bind(options, prepared, clock)
+        try:
+            if beside is not None:
+                beside.start(evaluation_plan, prepared.index)
+                # The report's validator is built on its first use (the schema loaded and checked,
+                # about a tenth of a second): here, on the core the base's child leaves free.
+                validation_errors({}, 1)
+            answers = answer(options, prepared, retriever, diagnostics, clock)
+        finally:
+            retriever.close()
+        evaluation = judge(options, prepared, answers, diagnostics, clock)
+    except BaseException:
+        if beside is not None:
+            beside.cancel()
+        raise
+    return evaluation, evaluate_base_side(beside)
 
 
 def read_inputs(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) -> Inputs:
@@ -135,22 +170,6 @@ def base_beside_head(base: ResolvedBase | Comparison | None, options: EvalOption
     from scanner.pipeline.beside import BaseBesideHead
 
     return BaseBesideHead(base, options, ParseMemo())
-
-
-def evaluate_head(options: EvalOptions, beside: BaseBesideHead | None, diagnostics: Diagnostics) -> EvalOutcome:
-    try:
-        return run_eval(
-            dataclasses.replace(
-                options,
-                parse_memo=beside.memo if beside else None,
-                after_index=beside.start if beside else None,
-            ),
-            diagnostics,
-        )
-    except BaseException:
-        if beside is not None:
-            beside.cancel()
-        raise
 
 
 def evaluate_base_side(beside: BaseBesideHead | None) -> BaseEvaluation | Comparison | None:

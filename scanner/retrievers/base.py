@@ -74,6 +74,16 @@ class AnswerNote:
     """Already cut and scrubbed: ready for a warning."""
 
 
+@dataclass(frozen=True, slots=True)
+class AnswerCost:
+    """What one answer cost: the retriever's wall time for it, and its size as received."""
+
+    seconds: float
+    bytes: int | None
+    """The answer's bytes as they came back (a body, a program's stdout, a tool result); None when
+    nothing crossed a process boundary (the built-in search, a run file)."""
+
+
 class Retriever(Protocol):
     """Answers golden queries. Implementations live one per module in this package."""
 
@@ -95,4 +105,13 @@ class Retriever(Protocol):
     def notes(self) -> tuple[AnswerNote, ...]:
         """What the answers of the last `search_all` said that does not stop a run (partial
         results, scores that are not numbers); the pipeline turns them into warnings."""
+        ...
+
+    def costs(self) -> tuple[AnswerCost, ...]:
+        """Per request of the last `search_all`, in its order, what the answer cost; () when the
+        retriever does not measure it."""
+        ...
+
+    def close(self) -> None:
+        """Release what answering held (a session, a server); called once, after the last answer."""
         ...

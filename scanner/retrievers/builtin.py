@@ -8,12 +8,13 @@ index and no routing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from scanner.foundation.progress import progress
-from scanner.retrievers.base import AnswerNote, Hit, SearchRequest
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
 from scanner.search.analysis import STEMMER
 from scanner.search.bm25 import Bm25Parameters
 from scanner.search.index import INDEXED_FIELDS, Index
@@ -60,6 +61,7 @@ class BuiltinRetriever:
         self.weights = weights
         self.tokenization = tokenization
         self.parameters = parameters
+        self._costs: tuple[AnswerCost, ...] = ()
 
     def describe(self) -> dict[str, object]:
         return {
@@ -81,12 +83,22 @@ class BuiltinRetriever:
     def notes(self) -> tuple[AnswerNote, ...]:
         return ()
 
+    def costs(self) -> tuple[AnswerCost, ...]:
+        return self._costs
+
+    def close(self) -> None:
+        return None
+
     def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         results = []
+        costs = []
         with progress("answered", total=len(requests), unit="queries") as tick:
             for request in requests:
+                started = time.perf_counter()
                 results.append(self.search(request.text, request.limit))
+                costs.append(AnswerCost(time.perf_counter() - started, None))
                 tick()
+        self._costs = tuple(costs)
         return results
 
     def search(self, text: str, limit: int) -> list[Hit]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import AnswerNote, Hit, SearchRequest
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
 from scanner.retrievers.mapping import (
     SERVICE_WORDS_CHARS,
@@ -134,6 +134,12 @@ class CommandRetriever:
         validate_concurrency(settings.concurrency)
         self._source = f"command {program}"
         self._notes = Notes()
+
+    def costs(self) -> tuple[AnswerCost, ...]:
+        return ()
+
+    def close(self) -> None:
+        return None
 
     def notes(self) -> tuple[AnswerNote, ...]:
         return self._notes.items()

@@ -26,7 +26,7 @@ from requests.structures import CaseInsensitiveDict
 from scanner.foundation.errors import InputError
 from scanner.foundation.retry_after import retry_after_seconds
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import AnswerNote, Hit, SearchRequest
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
 from scanner.retrievers.http_settings import (
     SNIPPET_CHARS,
@@ -92,6 +92,12 @@ class HttpRetriever:
         self._sessions: list[requests.Session] = []
         self._sessions_lock = threading.Lock()
         self._notes = Notes()
+
+    def costs(self) -> tuple[AnswerCost, ...]:
+        return ()
+
+    def close(self) -> None:
+        return None
 
     def notes(self) -> tuple[AnswerNote, ...]:
         return self._notes.items()

@@ -30,7 +30,7 @@ from pathlib import Path
 from scanner.foundation.errors import InputError
 from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, read_capped
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import AnswerNote, Hit, SearchRequest
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
 from scanner.retrievers.mapping import ErrorContext, Notes, ResponseMapping, map_hits
 
 TREC_FIELD_COUNT = 6
@@ -192,6 +192,12 @@ class RunFileRetriever:
 
     def describe(self) -> dict[str, object]:
         return {"name": "run", "format": self._format.value, "sha256": self._sha256}
+
+    def costs(self) -> tuple[AnswerCost, ...]:
+        return ()
+
+    def close(self) -> None:
+        return None
 
     def notes(self) -> tuple[AnswerNote, ...]:
         return self._notes.items()

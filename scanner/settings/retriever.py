@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 from scanner.foundation.errors import InputError
 from scanner.retrievers import command as command_module
@@ -29,8 +31,16 @@ from scanner.settings.declaration import SETTINGS, RunSettings, Setting, display
 
 __all__ = ["RetrieverBuilder", "RetrieverKind", "build_retriever", "choose_kind", "retriever_builder"]
 
-RetrieverBuilder = Callable[[Index, Sequence[SearchRequest]], Retriever]
-"""Builds the run's retriever over the pipeline's index, ready for these requests."""
+@dataclass(frozen=True, slots=True)
+class RetrieverBuilder:
+    """Builds the run's retriever for one side: over that side's index, with that side's KB
+    folder for the templates' `{kb}`, ready for these requests."""
+
+    kind: RetrieverKind
+    build: Callable[[Index, Sequence[SearchRequest], Path | None], Retriever]
+
+    def __call__(self, index: Index, requests: Sequence[SearchRequest], folder: Path | None = None) -> Retriever:
+        return self.build(index, requests, folder)
 
 SOURCE_SETTING: Mapping[RetrieverKind, str] = {
     RetrieverKind.HTTP: "http-url",
@@ -98,12 +108,12 @@ def retriever_builder(settings: RunSettings, env: Mapping[str, str] | None = Non
 
     The choice is checked now, so a usage error stops the run before the corpus is read.
     """
-    choose_kind(settings)
+    kind = choose_kind(settings)
 
-    def build(index: Index, requests: Sequence[SearchRequest]) -> Retriever:
-        return build_retriever(settings, index, requests, env)
+    def build(index: Index, requests: Sequence[SearchRequest], folder: Path | None) -> Retriever:
+        return build_retriever(settings, index, requests, env, folder)
 
-    return build
+    return RetrieverBuilder(kind, build)
 
 
 def build_retriever(
@@ -111,6 +121,7 @@ def build_retriever(
     index: Index,
     requests: Sequence[SearchRequest],
     env: Mapping[str, str] | None = None,
+    folder: Path | None = None,
 ) -> Retriever:
     """The retriever the settings ask for, ready to answer `requests`.
 

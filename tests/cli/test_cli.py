@@ -133,7 +133,7 @@ def test_an_unexpected_exception_is_exit_3_not_bad_input(tmp_path: Path, monkeyp
     def explode(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise ValueError("a bug")
 
-    monkeypatch.setattr(pipeline, "run_eval", explode)
+    monkeypatch.setattr(pipeline, "prepare", explode)
     result = run_cli("--kb-path", small_kb(tmp_path / "kb"))
     assert result.code == 3 and "ValueError: a bug" in result.stderr
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, compile_excludes
-from scanner.corpus.parse_cache import cache_key
-from scanner.corpus.parse_memo import ParseMemo
+from scanner.corpus.parse_memo import ParseMemo, blob_id, memo_key
 from scanner.corpus.reader import read_corpus
 from scanner.foundation.diagnostics import Diagnostics
 from tests.conftest import write_tree
@@ -115,11 +114,11 @@ def test_with_a_memo_workers_send_the_same_documents_and_the_memo_holds_each_fil
         # Every document read without a warning, under its path and bytes (a document with a
         # warning is not remembered: its messages would be the memo's words).
         expected = {
-            cache_key(path, text.encode() if isinstance(text, str) else text)
+            memo_key(path, blob_id(text.encode() if isinstance(text, str) else text))
             for path, text in files.items() if path != "broken.md"
         }
         assert set(memo.entries) == expected
-        assert all(memo.entries[cache_key(d.path, (tmp_path / d.path).read_bytes())][0] == d
+        assert all(memo.entries[memo_key(d.path, blob_id((tmp_path / d.path).read_bytes()))][0] == d
                    for d in plain.documents if d.path != "broken.md")
 
 

@@ -4,7 +4,6 @@ from scratch, in process and in the child beside the head, with one process or a
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 from collections.abc import Callable
@@ -15,15 +14,17 @@ import pytest
 from scanner.compare.comparison import BaseRequest
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
+from scanner.foundation.diagnostics import Diagnostics
 from scanner.pipeline.base import BaseEvaluation, ResolvedBase, evaluate_base, resolve_base
 from scanner.pipeline.beside import BaseBesideHead
-from scanner.pipeline.evaluate import EvalOptions, run_eval
+from scanner.pipeline.evaluate import EvalOptions, Plan, answer, bind, head_side, plan_evaluation, prepare
 from scanner.search import index as index_module
 from scanner.search.bm25 import Postings
 from scanner.search.index import Index
 from tests.conftest import golden_yaml
 from tests.git.test_git_base import commit, new_repo
 from tests.support.analysis_spy import spy_on_analysis
+from tests.support.phases import head_keeping_analysis
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -66,9 +67,9 @@ def rankings(run: RunRecord) -> dict[str, list[tuple[str, str | None, float]]]:
     return {q.id: [(hit.path, hit.heading, hit.score) for hit in q.hits] for q in run.queries}
 
 
-def from_scratch(kb: Path, resolved: ResolvedBase, golden: object) -> RunRecord:
+def from_scratch(kb: Path, resolved: ResolvedBase, plan: Plan) -> RunRecord:
     """The base with no memo and no head: every document read, parsed and analysed."""
-    evaluated = evaluate_base(resolved, EvalOptions(kb_path=kb), golden, None)  # type: ignore[arg-type]
+    evaluated = evaluate_base(resolved, EvalOptions(kb_path=kb), plan, None)
     assert isinstance(evaluated, BaseEvaluation)
     return evaluated.run
 
@@ -78,16 +79,15 @@ def test_the_base_analyses_only_what_the_pull_request_changed_and_ranks_as_from_
 ) -> None:
     kb, resolved = repository(tmp_path)
     memo = ParseMemo()
-    heads: list[Index] = []
-    head = run_eval(EvalOptions(kb_path=kb, parse_memo=memo, after_index=lambda _, index: heads.append(index)))
+    head, plan, head_index = head_keeping_analysis(EvalOptions(kb_path=kb), memo)
     analysed = spy_on_analysis(monkeypatch)
-    reused = evaluate_base(resolved, EvalOptions(kb_path=kb), head.golden, memo, heads[0])
+    reused = evaluate_base(resolved, EvalOptions(kb_path=kb), plan, memo, head_index)
     assert isinstance(reused, BaseEvaluation)
     # The base's versions of n05.md (2 sections), n20.md (2) and the deleted n13.md (2).
     assert analysed == [6]
     assert reused.unchanged == frozenset(BASE_KB) - {".kb-eval.yml", "notes/n05.md", "notes/n13.md", "notes/n20.md"}
     analysed.clear()
-    scratch = from_scratch(kb, resolved, head.golden)
+    scratch = from_scratch(kb, resolved, plan)
     assert analysed == [scratch.corpus.chunks]
     assert rankings(reused.run) == rankings(scratch)
     assert reused.run.corpus == scratch.corpus
@@ -120,12 +120,17 @@ def test_the_base_evaluated_beside_the_head_ranks_as_from_scratch(
         monkeypatch.setattr(Index, "_analyse", spy)
     options = EvalOptions(kb_path=kb)
     beside = BaseBesideHead(resolved, options, ParseMemo())
-    head = run_eval(dataclasses.replace(options, parse_memo=beside.memo, after_index=beside.start))
+    diagnostics = Diagnostics()
+    plan = plan_evaluation(options, diagnostics)
+    prepared = prepare(options, plan, head_side(options, beside.memo, keep_analysis=True), diagnostics)
+    retriever = bind(options, prepared)
+    beside.start(plan, prepared.index)
+    answer(options, prepared, retriever, diagnostics)
     evaluated = beside.result()
     assert isinstance(evaluated, BaseEvaluation)
     if workers == "no fork":
         assert analysed[1:] == [6]  # the head's whole corpus, then the base's changed documents only
-    scratch = from_scratch(kb, resolved, head.golden)
+    scratch = from_scratch(kb, resolved, plan)
     assert rankings(evaluated.run) == rankings(scratch)  # through the child's JSON, float for float
     assert evaluated.run.corpus == scratch.corpus
     assert rankings(scratch)["q3"][0][0] == "notes/n13.md"

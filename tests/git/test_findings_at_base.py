@@ -13,12 +13,13 @@ from scanner.cli.main import execute
 from scanner.compare.comparison import BaseRequest
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.pipeline.base import BaseEvaluation, ResolvedBase, evaluate_base, resolve_base
-from scanner.pipeline.evaluate import EvalOptions, run_eval
+from scanner.pipeline.evaluate import EvalOptions
 from scanner.render.annotations import report_annotations
 from scanner.render.console import findings_warning
 from scanner.render.markdown import SummaryContext, render_summary
 from tests.conftest import golden_yaml
 from tests.git.test_git_base import commit, new_repo, run
+from tests.support.phases import head_keeping_analysis
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -118,8 +119,8 @@ def test_the_base_scans_only_the_documents_the_pull_request_changed(tmp_path: Pa
     resolved = resolve_base(kb, BaseRequest("HEAD~1"), external_retriever=False)
     assert isinstance(resolved, ResolvedBase)
     memo = ParseMemo()
-    head = run_eval(EvalOptions(kb_path=kb, parse_memo=memo))
-    base = evaluate_base(resolved, EvalOptions(kb_path=kb), head.golden, memo)
+    _, plan, _ = head_keeping_analysis(EvalOptions(kb_path=kb), memo)
+    base = evaluate_base(resolved, EvalOptions(kb_path=kb), plan, memo)
     assert isinstance(base, BaseEvaluation)
     assert "eval-notes.md" in base.unchanged and "faq.md" not in base.unchanged
     assert set(base.quoted) == {"faq.md"}  # eval-notes.md was not scanned again

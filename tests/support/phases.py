@@ -1,0 +1,31 @@
+"""The head's phases run by hand, keeping what the pipeline hands the base (its plan and index)."""
+
+from __future__ import annotations
+
+from scanner.corpus.parse_memo import ParseMemo
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.pipeline.evaluate import (
+    EvalOptions,
+    EvalOutcome,
+    Plan,
+    answer,
+    bind,
+    head_side,
+    judge,
+    plan_evaluation,
+    prepare,
+)
+from scanner.search.index import Index
+
+
+def head_keeping_analysis(options: EvalOptions, memo: ParseMemo | None) -> tuple[EvalOutcome, Plan, Index]:
+    """The head evaluated as run_pipeline does when a base follows: its memo filled, its analysis kept."""
+    diagnostics = Diagnostics()
+    plan = plan_evaluation(options, diagnostics)
+    prepared = prepare(options, plan, head_side(options, memo, keep_analysis=True), diagnostics)
+    retriever = bind(options, prepared)
+    try:
+        answers = answer(options, prepared, retriever, diagnostics)
+    finally:
+        retriever.close()
+    return judge(options, prepared, answers, diagnostics), plan, prepared.index
