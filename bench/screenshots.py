@@ -43,7 +43,7 @@ def stable(markdown: str) -> str:
 
 def state_markdown(name: str, folder: Path) -> str:
     outcome = STATES[name](folder)
-    return stable(render_summary(outcome.report, context(outcome, gate_requested=name != "worse")))
+    return stable(render_summary(outcome.report, context(outcome)))
 
 
 def to_html(markdown: str, css: str) -> str:

@@ -236,7 +236,6 @@ def _summary_markdown(result: RunResult, inputs: ActionInputs, links: SourceLink
             report_path=inputs.report,
             links=links,
             history=result.outcome.history,
-            gate_requested=inputs.fail_on_regression,
         )
         return render_summary(result.outcome.report, context)
     if result.input_error is not None:

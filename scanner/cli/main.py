@@ -218,7 +218,6 @@ def summary_markdown(args: RunSettings, outcome: RunOutcome, environ: Mapping[st
         report_path=str(args.output) if args.output is not None else None,
         links=source_links(environ, read_event(environ)),
         history=outcome.history,
-        gate_requested=args.fail_on_regression,
     )
     return render_summary(outcome.report, context)
 
@@ -270,6 +269,7 @@ def plan_from_args(args: RunSettings) -> RunPlan:
         baseline_ref=baseline_request(args),
         builtin_retriever=choose_kind(args) is RetrieverKind.BUILTIN,
         export_trec=args.export_trec,
+        fail_on_regression=args.fail_on_regression,
     )
 
 

@@ -159,6 +159,9 @@ class GateResult:
     detectable: Detectable | None = None
     """The smallest drop of each metric the gate could detect with this golden set; None when
     the run was not given."""
+    enforced: bool = False
+    """fail-on-regression was given: a tripped gate fails the step (exit 1), and one that could not
+    run is said out loud. False: the gate is advice, the step passes whatever it decided."""
 
     @property
     def per_metric(self) -> tuple[tuple[MetricSelector, float], ...]:
@@ -190,16 +193,19 @@ def evaluate_gate(
     threshold: float | RegressionBudget,
     alpha: float | None = None,
     run: RunRecord | None = None,
+    *,
+    enforced: bool = False,
 ) -> GateResult:
     """Decide the gate for one comparison; see the module docstring for the rule. `threshold` and
     `alpha` are as scanner/settings/declaration.py accepts them (checked there, once). With `run`
-    (this run), the result also says what drop the gate could detect."""
+    (this run), the result also says what drop the gate could detect. `enforced`: fail-on-regression
+    was given (recorded, so every output says the same about the step)."""
     budget = threshold if isinstance(threshold, RegressionBudget) else RegressionBudget(threshold)
     threshold = budget.default
     detectable = detectable_drops(comparison, run, alpha) if run is not None else None
     if not comparison.compared:
         why = "; ".join(comparison.reasons) or "nothing to compare with"
-        return GateResult(False, False, f"not evaluated: {why}", threshold, alpha, (), budget, detectable)
+        return GateResult(False, False, f"not evaluated: {why}", threshold, alpha, (), budget, detectable, enforced)
 
     verdicts: list[MetricVerdict] = []
     for delta in comparison.metric_deltas:
@@ -233,7 +239,7 @@ def evaluate_gate(
         reason = f"dropped by more than {budget_words(budget, counted)}: {dropped_names(counted, budget)}"
         if worst:
             reason += f"; worst queries: {', '.join(worst)}"
-        return GateResult(True, True, reason, threshold, alpha, tuple(verdicts), budget, detectable)
+        return GateResult(True, True, reason, threshold, alpha, tuple(verdicts), budget, detectable, enforced)
     over_only = [v for v in verdicts if v.over_threshold]
     if over_only and alpha is not None:
         reason = f"drops past {budget_words(budget, over_only)} are not significant at alpha {alpha:g}: " + ", ".join(
@@ -241,7 +247,7 @@ def evaluate_gate(
         )
     else:
         reason = f"no aggregate metric dropped by more than {budget_words(budget, None)}"
-    return GateResult(False, True, reason, threshold, alpha, tuple(verdicts), budget, detectable)
+    return GateResult(False, True, reason, threshold, alpha, tuple(verdicts), budget, detectable, enforced)
 
 
 def budget_words(budget: RegressionBudget, verdicts: list[MetricVerdict] | None) -> str:

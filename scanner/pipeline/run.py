@@ -68,6 +68,8 @@ class RunPlan:
     """False: an external retriever answers, which cannot answer for the KB at another revision."""
     export_trec: Path | None = None
     """Write the run and qrels the report came from into this folder (scanner/report/trec.py)."""
+    fail_on_regression: bool = False
+    """A tripped gate fails the step; recorded in the gate's result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +103,7 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     # Only the run the report is about is bootstrapped: the base's evaluation stays as cheap.
     run = with_intervals(evaluation.run)
     comparison = compare(run, inputs, base, plan)
-    gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha, run)
+    gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha, run, enforced=plan.fail_on_regression)
     history_plan = plan_history_write(run, inputs.history, plan, diagnostics)
     if history_plan is not None and history_plan.warnings:
         run = dataclasses.replace(run, warnings=run.warnings + history_plan.warnings)

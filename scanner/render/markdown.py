@@ -89,8 +89,6 @@ class SummaryContext:
     links: SourceLinks | None = None
     history: tuple[RunRecord, ...] = ()
     """Earlier comparable runs, newest first, for the trend chart."""
-    gate_requested: bool = False
-    """fail-on-regression was asked for: a gate that could not run is then said out loud."""
 
 
 def text(value: object) -> str:
@@ -158,14 +156,16 @@ def headline(report: Report, context: SummaryContext) -> list[str]:
             lines.append(text(note))
     else:
         lines += ["", prose(phrases.not_compared_reason(comparison))]
-    if report.gate.evaluated:
-        sentence = phrases.gate_headline(report.gate)
-        lines += ["", f"**{sentence}**" if report.gate.tripped else sentence]
+    gate = phrases.gate_sentence(report.gate, comparison)
+    if gate is not None:
+        sentence, first = gate
+        # An evaluated gate's sentence is kb-eval's own (metric labels, numbers); one that could not
+        # run names a ref or a path from the pull request.
+        sentence = sentence if report.gate.evaluated else prose(sentence)
+        lines += ["", f"**{sentence}**" if first else sentence]
     fell_unjudged = falling_pools_with_unjudged(report)
     if fell_unjudged:
         lines += ["", text(phrases.verdict_rests_on_unjudged(fell_unjudged))]
-    elif context.gate_requested:
-        lines += ["", "**" + prose(phrases.gate_not_run(report.gate, comparison)) + "**"]
     return lines
 
 

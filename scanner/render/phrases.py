@@ -211,18 +211,69 @@ def gate_not_run(gate: GateResult, comparison: Comparison) -> str:
     return f"The regression gate could not run: {why}.{hint}"
 
 
+class GateState(enum.Enum):
+    """What the gate did, as one state: every output says the gate's part from this alone."""
+
+    OFF = "off"
+    """fail-on-regression is off and nothing was compared: nothing to say about a gate."""
+    ADVICE_PASSED = "advice-passed"
+    """fail-on-regression is off; had it been on, the step would have passed."""
+    ADVICE_TRIPPED = "advice-tripped"
+    """fail-on-regression is off; the drop is past the gate's rule, and the step still passes."""
+    PASSED = "passed"
+    FAILED = "failed"
+    """The step fails with exit 1."""
+    CANNOT_RUN_FAILS = "cannot-run-fails"
+    """Nothing compared for a reason the workflow can fix (the base commit missing): exit 2."""
+    COULD_NOT_RUN = "could-not-run"
+    """Nothing compared for a reason no setting fixes (a first run): the step passes, said out loud."""
+
+    @property
+    def fails_the_step(self) -> bool:
+        return self in (GateState.FAILED, GateState.CANNOT_RUN_FAILS)
+
+
+def gate_state(gate: GateResult, comparison: Comparison) -> GateState:
+    """The one state of the gate, from its record (enforced, evaluated, tripped) and the comparison."""
+    if not gate.evaluated:
+        if not gate.enforced:
+            return GateState.OFF
+        return GateState.CANNOT_RUN_FAILS if gate_cannot_run(comparison) is not None else GateState.COULD_NOT_RUN
+    if gate.tripped:
+        return GateState.FAILED if gate.enforced else GateState.ADVICE_TRIPPED
+    return GateState.PASSED if gate.enforced else GateState.ADVICE_PASSED
+
+
+def gate_sentence(gate: GateResult, comparison: Comparison) -> tuple[str, bool] | None:
+    """The summary's one sentence on the gate and whether it is to be read first (bold): a step
+    that fails, or a regression nobody enforces. None: there is no gate to speak of."""
+    state = gate_state(gate, comparison)
+    if state is GateState.OFF:
+        return None
+    if state in (GateState.CANNOT_RUN_FAILS, GateState.COULD_NOT_RUN):
+        return gate_not_run(gate, comparison), True
+    why = gate_headline(gate)
+    if state is GateState.FAILED:
+        return f"Regression gate failed, so the step fails (fail-on-regression is true): {why}.", True
+    if state is GateState.ADVICE_TRIPPED:
+        return f"Regression: {why}. The step passes: fail-on-regression is off.", True
+    if state is GateState.PASSED:
+        return f"Regression gate passed: {why}.", False
+    return f"No regression: {why} (fail-on-regression is off).", False
+
+
 def gate_line(gate: GateResult) -> str:
     """The gate's verdict for the log (its reason quotes query ids through shown())."""
     return ("REGRESSION: " if gate.tripped else "Regression gate: ") + gate.reason
 
 
 def gate_headline(gate: GateResult) -> str:
-    """The gate's verdict without query ids, for outputs that list the queries themselves."""
+    """Why the gate decided what it did, without query ids (outputs that list the queries themselves)."""
     if gate.tripped:
         counted = [v for v in gate.verdicts if v.counts]
         budget = gate.budget or RegressionBudget(gate.threshold)
-        return f"Regression: dropped by more than {budget_words(budget, counted)}: {dropped_names(counted, budget)}"
-    return f"Regression gate passed: {gate.reason}"
+        return f"dropped by more than {budget_words(budget, counted)}: {dropped_names(counted, budget)}"
+    return gate.reason
 
 
 STANDARD_MEASURES = "Precision, success and judged (the share of the top k some label judges) at each k"

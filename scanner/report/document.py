@@ -38,9 +38,10 @@ from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
 
 SCHEMA_VERSION = 1
-SCHEMA_MINOR = 2
+SCHEMA_MINOR = 3
 """Additions to version 1 that a reader of version 1 can ignore: 1 added grades, the standard
-measures (precision, success, MAP, judged) and the intervals. Every added key is optional in
+measures (precision, success, MAP, judged) and the intervals; 2 the label keys; 3 the gate's
+`enforced`. Every added key is optional in
 the schema, so a report or history written before it still reads."""
 SCHEMA_ID = "https://kb-eval.github.io/schema/report-v1.json"
 SCHEMA_FILE = "report.schema.json"
@@ -292,6 +293,7 @@ def gate_document(gate: GateResult) -> Document:
     return {
         "tripped": gate.tripped,
         "evaluated": gate.evaluated,
+        "enforced": gate.enforced,
         "reason": gate.reason,
         "threshold": gate.threshold,
         "thresholds": {selector.label: drop for selector, drop in gate.per_metric},

@@ -517,7 +517,9 @@ def test_the_gate_against_a_saved_baseline_fails_the_step_only_when_asked(launch
     assert gated.outputs["regressed"] == "true" and list(gated.outputs) == OUTPUT_NAMES
     [regression] = [a for a in gated.annotations if a[4] == "kb-eval: regression"]
     assert regression[0] == "error" and "dropped by more than 0.05" in regression[5]
-    assert "**Regression: dropped by more than 0.05" in gated.summary and "▼ -0." in gated.summary
+    assert "**Regression gate failed, so the step fails (fail-on-regression is true): dropped by more than 0.05" in (
+        gated.summary
+    ) and "▼ -0." in gated.summary
     assert_only_our_commands(gated)
 
     next_step(layout)
@@ -525,6 +527,7 @@ def test_the_gate_against_a_saved_baseline_fails_the_step_only_when_asked(launch
     assert ungated.returncode == ExitCode.OK  # the same drop, but the gate was not asked for
     assert ungated.outputs["regressed"] == "true"
     assert not [a for a in ungated.annotations if a[4] == "kb-eval: regression"]
+    assert "The step passes: fail-on-regression is off." in ungated.summary and "step fails" not in ungated.summary
 
 
 def test_the_history_input_keeps_a_history_in_the_workspace_and_empty_keeps_none(

@@ -28,6 +28,8 @@ from scanner.render.markdown import SourceLinks, SummaryContext
 
 FIXTURE_KB = Path(__file__).resolve().parents[1] / "fixtures" / "redesign" / "kb"
 LINKS = SourceLinks("https://github.com", "octo/kb", "a" * 40, "123456")
+GATE = "--fail-on-regression"
+"""As the README's workflow and `init --workflow` run it: every state but `worse` has the gate on."""
 
 PUSHY_NOTE = (
     "# Rollback and image tags in one page\n\n"
@@ -65,13 +67,13 @@ def fresh_kb(folder: Path) -> Path:
 
 def first_run(folder: Path) -> RunOutcome:
     kb = fresh_kb(folder)
-    return _run(kb, folder / "history.json")
+    return _run(kb, folder / "history.json", GATE)
 
 
 def unchanged(folder: Path) -> RunOutcome:
     kb = fresh_kb(folder)
     _run(kb, folder / "history.json")
-    return _run(kb, folder / "history.json")
+    return _run(kb, folder / "history.json", GATE)
 
 
 def pushed_down(folder: Path, *gate: str) -> RunOutcome:
@@ -106,7 +108,7 @@ def labels_to_fix(folder: Path) -> RunOutcome:
     golden.write_text(text, encoding="utf-8")
     _run(kb, folder / "history.json")
     (kb / "notes" / "rollback-and-tags.md").write_text(PUSHY_NOTE, encoding="utf-8")
-    return _run(kb, folder / "history.json", "--regression-threshold", "0.5")
+    return _run(kb, folder / "history.json", GATE, "--regression-threshold", "0.5")
 
 
 def improved(folder: Path) -> RunOutcome:
@@ -115,7 +117,7 @@ def improved(folder: Path) -> RunOutcome:
     (kb / "notes" / "rollback-and-tags.md").write_text(PUSHY_NOTE, encoding="utf-8")
     _run(kb, folder / "history.json")
     (kb / "notes" / "rollback-and-tags.md").unlink()
-    return _run(kb, folder / "history.json")
+    return _run(kb, folder / "history.json", GATE)
 
 
 def gate_without_previous(folder: Path) -> RunOutcome:
@@ -125,7 +127,7 @@ def gate_without_previous(folder: Path) -> RunOutcome:
 
 def many_changed(folder: Path, count: int = 57) -> RunOutcome:
     """A worse run whose comparison lists `count` changed queries (the real ones, repeated with new ids)."""
-    outcome = pushed_down(folder)
+    outcome = pushed_down(folder, GATE)
     comparison = outcome.report.comparison
     changed = comparison.changed_queries()
     assert changed, "the pushed-down state must change queries"
@@ -170,7 +172,7 @@ def pull_request_findings(folder: Path) -> RunOutcome:
     (kb / "notes" / "faq.md").write_text(FAQ, encoding="utf-8")
     (kb / "notes" / "rollback-and-tags.md").write_text(PUSHY_NOTE, encoding="utf-8")
     _commit(folder, "the pull request")
-    return _run(kb, None, "--baseline-ref", "HEAD~1", "--regression-threshold", "0.5")
+    return _run(kb, None, "--baseline-ref", "HEAD~1", GATE, "--regression-threshold", "0.5")
 
 
 def gate_cannot_run_on_pull_request(folder: Path) -> RunOutcome:
@@ -196,11 +198,8 @@ def gate_cannot_run_on_pull_request(folder: Path) -> RunOutcome:
     return result.outcome
 
 
-def context(outcome: RunOutcome, *, gate_requested: bool = False, links: SourceLinks | None = LINKS) -> SummaryContext:
-    return SummaryContext(
-        kb_path="docs/kb", report_path="kb-eval-report.json", links=links,
-        history=outcome.history, gate_requested=gate_requested,
-    )
+def context(outcome: RunOutcome, *, links: SourceLinks | None = LINKS) -> SummaryContext:
+    return SummaryContext(kb_path="docs/kb", report_path="kb-eval-report.json", links=links, history=outcome.history)
 
 
 STATES = {
@@ -208,7 +207,7 @@ STATES = {
     "unchanged": unchanged,
     "worse": lambda folder: pushed_down(folder, "--regression-threshold", "0.5"),
     "improved": improved,
-    "regressed": lambda folder: pushed_down(folder, "--fail-on-regression", "--regression-threshold", "0.01"),
+    "regressed": lambda folder: pushed_down(folder, GATE, "--regression-threshold", "0.01"),
     "gate-without-previous": gate_without_previous,
     "many-changed": many_changed,
     "pull-request-findings": pull_request_findings,

@@ -28,9 +28,13 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunOutcome]:
     return made
 
 
-def summary(outcomes: dict[str, RunOutcome], state: str, **kwargs: object) -> str:
+def summary(outcomes: dict[str, RunOutcome], state: str, *, enforced: bool | None = None, **kwargs: object) -> str:
+    """The state's summary; `enforced` as if fail-on-regression had been (or not been) given."""
     outcome = outcomes[state]
-    return render_summary(outcome.report, context(outcome, **kwargs))  # type: ignore[arg-type]
+    report = outcome.report
+    if enforced is not None:
+        report = dataclasses.replace(report, gate=dataclasses.replace(report.gate, enforced=enforced))
+    return render_summary(report, context(outcome, **kwargs))  # type: ignore[arg-type]
 
 
 def first_line(markdown: str) -> str:
@@ -89,14 +93,15 @@ def test_fifty_and_more_changed_queries_are_capped_with_a_count(outcomes: dict[s
 
 
 def test_a_gate_that_could_not_run_is_said_and_silent_only_when_not_asked(outcomes: dict[str, RunOutcome]) -> None:
-    asked = summary(outcomes, "gate-without-previous", gate_requested=True)
+    asked = summary(outcomes, "gate-without-previous")
     assert "**The regression gate could not run: history disabled" in asked
-    assert "could not run" not in summary(outcomes, "gate-without-previous", gate_requested=False)
+    assert "could not run" not in summary(outcomes, "gate-without-previous", enforced=False)
 
 
 def test_a_tripped_gate_is_bold_and_a_passed_one_is_not(outcomes: dict[str, RunOutcome]) -> None:
-    assert "**Regression: dropped by more than 0.01: " in summary(outcomes, "regressed")
-    passed = summary(outcomes, "worse")
+    failed = "**Regression gate failed, so the step fails (fail-on-regression is true): dropped by more than 0.01: "
+    assert failed in summary(outcomes, "regressed")
+    passed = summary(outcomes, "worse", enforced=True)
     assert "Regression gate passed" in passed and "**Regression" not in passed
 
 
@@ -153,7 +158,7 @@ Make = Callable[[Path], RunOutcome]
 def test_on_a_pull_request_the_finding_the_base_had_is_marked_and_the_new_one_is_not(
     outcomes: dict[str, RunOutcome],
 ) -> None:
-    markdown = summary(outcomes, "pull-request-findings", gate_requested=False)
+    markdown = summary(outcomes, "pull-request-findings", enforced=False)
     rows = {line.split("](")[0].lstrip("| ["): line for line in markdown.splitlines() if line.startswith("| [notes/")}
     assert "(already at the base commit)" in rows["notes/eval-notes.md"]
     assert "already at the base commit" not in rows["notes/faq.md"]
@@ -166,11 +171,11 @@ def test_on_a_pull_request_the_finding_the_base_had_is_marked_and_the_new_one_is
 def test_a_gate_that_cannot_run_on_a_pull_request_says_the_step_fails_and_how_to_fix_it(
     outcomes: dict[str, RunOutcome],
 ) -> None:
-    markdown = summary(outcomes, "pull-request-gate-cannot-run", gate_requested=True).replace("\\", "")  # as read
+    markdown = summary(outcomes, "pull-request-gate-cannot-run").replace("\\", "")  # as read
     assert "**The regression gate cannot run, so the step fails (fail-on-regression is true): " in markdown
     assert "set `fetch-depth: 0` on actions/checkout" in markdown
     # The near miss: a gate with no previous run outside a pull request is a warning, not a failure.
-    elsewhere = summary(outcomes, "gate-without-previous", gate_requested=True)
+    elsewhere = summary(outcomes, "gate-without-previous")
     assert "could not run" in elsewhere and "step fails" not in elsewhere
 
 
