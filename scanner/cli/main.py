@@ -53,6 +53,8 @@ commands:
   kb-eval import --qrels FILE --queries FILE
   kb-eval import --quepid FILE  a golden file from TREC qrels or Quepid ratings;
                                kb-eval import --help for more
+  kb-eval compare REPORT...    several runs' reports side by side, with paired significance
+                               against the first; kb-eval compare --help for more
 
 exit codes:
   0  the run completed (findings never change this)
@@ -193,6 +195,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         from scanner.cli import init  # the `kb-eval init` subcommand
 
         return init.main(arguments[1:], stdout, stderr)
+    if arguments[:1] == ["compare"]:
+        from scanner.cli import compare  # the `kb-eval compare` subcommand
+
+        return compare.main(arguments[1:], stdout, stderr)
     if arguments[:1] == ["import"]:
         from scanner.cli import importing  # the `kb-eval import` subcommand
 

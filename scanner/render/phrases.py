@@ -387,3 +387,24 @@ def trend_legend(series: Sequence[tuple[str, str]]) -> str:
 
 
 _COLOUR_NAMES = {"#0072B2": "blue", "#E69F00": "orange"}
+
+
+# --- kb-eval compare (several runs side by side) ---------------------------------------------
+
+def runs_compared(count: int, alpha: float, tag: str | None) -> str:
+    over = f"the queries tagged {tag}" if tag is not None else "every query"
+    return (
+        f"{count} runs over {over}; each later run's change against the first, with the p-value of a paired "
+        f"sign-flip test over the queries both scored (significant below {alpha:g}: *)"
+    )
+
+
+def run_paired(queries: int) -> str:
+    return f"paired with the first run on {queries} queries"
+
+
+def run_not_paired(reasons: tuple[str, ...]) -> str:
+    return "not paired with the first run, values only: " + "; ".join(reasons)
+
+
+FIRST_RUN = "the first run: what the others are compared with"

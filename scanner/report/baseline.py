@@ -52,18 +52,27 @@ def read_baseline(
     (exit 2): unlike the history, a baseline was chosen on purpose, so comparing
     against nothing instead would hide the mistake.
     """
-    data = read_report_file(path, "baseline", cap_bytes, allow_links=True)
+    return read_report(path, validate, "baseline", "check the --baseline path (in CI: did the artifact download step run?)",
+                       cap_bytes)
+
+
+def read_report(
+    path: Path,
+    validate: Callable[[Any], Iterable[str]],
+    what: str,
+    missing_hint: str,
+    cap_bytes: int = MAX_HISTORY_BYTES,
+) -> RunRecord:
+    """A JSON report kb-eval wrote, chosen by the user (a baseline, a run to compare), as its run
+    record; InputError naming `what` when it is missing, not JSON or not a valid report."""
+    data = read_report_file(path, what, cap_bytes, allow_links=True)
     if data is None:
-        raise InputError(
-            "the baseline file does not exist",
-            file=str(path),
-            hint="check the --baseline path (in CI: did the artifact download step run?)",
-        )
+        raise InputError(f"the {what} file does not exist", file=str(path), hint=missing_hint)
     try:
         document = loads_strict(data)
     except NotJson as bad:
         raise InputError(
-            f"the baseline is not valid JSON: {bad.reason}",
+            f"the {what} is not valid JSON: {bad.reason}",
             file=str(path),
             line=bad.line,
             hint="pass the JSON report of an earlier kb-eval run (--format json output)",
@@ -76,7 +85,7 @@ def read_baseline(
         problems = run_record_problems(document)
     if problems or not isinstance(document, dict):
         raise InputError(
-            "the baseline is not a valid kb-eval report: " + "; ".join(problems[:MAX_BASELINE_PROBLEMS]),
+            f"the {what} is not a valid kb-eval report: " + "; ".join(problems[:MAX_BASELINE_PROBLEMS]),
             file=str(path),
             hint="pass the JSON report of an earlier kb-eval run (--format json output)",
         )
