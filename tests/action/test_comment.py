@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from scanner.foundation.errors import ExitCode
+from scanner.github import comment as comment_module
 from tests.conftest import Launch
 from tests.support.action_cases import (
     KB,
@@ -285,8 +286,12 @@ def test_a_502_is_retried_and_then_the_comment_is_posted(
 
 
 def test_a_server_that_keeps_failing_is_a_warning_after_the_retries(
-    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch
+    layout: RunnerLayout, api: tuple[FakeIssueComments, LoopbackServer], launch: Launch,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # In process, the backoff's 7 s of sleep are skipped (tests/github/test_pr_comment.py checks
+    # the waits themselves); the real process, in the full suite, waits them.
+    monkeypatch.setattr(comment_module, "BACKOFF_BASE_S", 0.0)
     fake, server = api
     fake.failures = [Reply(status=503, body={"message": "down"}, headers={"Retry-After": "0"})] * 4
     observed = observe(run_with_comment(launch, layout, server))

@@ -60,7 +60,14 @@ def check(run: EngineRun) -> None:
     assert codes == [], run.result.stderr
 
 
-@pytest.mark.parametrize("engine", sorted(ENGINES))
+HEAVY = pytest.mark.slow
+"""A recipe that starts a server stack (PostgreSQL and PostGraphile under Node: 15-40 s each on the
+CI machine) runs in the full suite; the quick suite keeps the recipes that run one command."""
+
+
+@pytest.mark.parametrize(
+    "engine", [pytest.param(name, marks=HEAVY) if name.startswith("PostgreSQL") else name for name in sorted(ENGINES)]
+)
 def test_the_recipe_scores_what_trec_eval_computes_from_the_engines_own_answers(engine: str, tmp_path: Path) -> None:
     check(ENGINES[engine](EXAMPLE_KB, tmp_path))
 
@@ -87,6 +94,7 @@ def test_sqlite_recipe_takes_quotes_and_fts5_syntax_as_words_and_reads_no_rows_a
     assert run.direct["nothing"] == [] and run.direct["apostrophe"][0] == "guides/deploy.md"
 
 
+@HEAVY
 def test_a_graphql_error_reaches_the_user_in_the_services_words(tmp_path: Path) -> None:
     seen: dict[str, subprocess.CompletedProcess[str]] = {}
 

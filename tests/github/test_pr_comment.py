@@ -158,6 +158,17 @@ def test_a_patch_answered_with_a_502_is_sent_again() -> None:
     assert writes(server) == [("PATCH", f"/repos/{REPO}/issues/comments/1")] * 2
 
 
+def test_a_request_that_keeps_failing_backs_off_doubling_from_one_second() -> None:
+    fake = FakeGitHub([comment(1, MARKER, "github-actions[bot]", "Bot")])
+    fake.write_replies = [Reply(status=503, body={"message": "down"})] * 3
+    waits = Waits()
+    with running(fake.respond) as server:
+        api = GitHubApi(server.url, "ghs_token", sleep=waits.sleep, clock=waits.clock)
+        upsert_comment(api, PullRequest(api.api_url, REPO, PR), MARKER, "| metric |")
+    assert waits.slept == [1.0, 2.0, 4.0]
+    assert writes(server) == [("PATCH", f"/repos/{REPO}/issues/comments/1")] * 4
+
+
 def test_a_post_whose_connection_drops_before_an_answer_is_not_sent_again() -> None:
     # The server reads the whole request (it may have acted on it), then hangs up.
     listener = socket.create_server(("127.0.0.1", 0))

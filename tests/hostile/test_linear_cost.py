@@ -5,6 +5,10 @@ process under a memory cap and a deadline (tests/hostile/bounded.py), and bounds
 inputs are small on purpose: a quadratic case shows as a ratio of tens at this size, in seconds,
 where at the caps it took minutes or hours. The near miss beside each attack checks that the
 ordinary construct still parses as before.
+
+Every timed test here is in the slow suite: tests/hostile/test_linear_steps.py counts the steps of
+the same cases in the quick suite, and these timings watch what a count cannot see (the work
+inside one C call: a regular expression, the Aho-Corasick automaton, a string search).
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from scanner.scan.quotes import (
 from scanner.search.analysis import Analyzer
 from scanner.search.index import IndexedChunk
 from tests.hostile.bounded import cost_ratio, costs
+
+TIMED = pytest.mark.slow
+"""Wall-clock ratios, on a shared machine: in the full suite only, beside their counted twins."""
 
 RATIO = 6.0
 """How much slower than ordinary text of the same size an adversarial input may be. Linear cases
@@ -65,6 +72,7 @@ def _fenced(marker: str, opener: int, line: str) -> str:
     return marker * opener + "a" * (third - opener) + "\n" + line * (third // len(line))
 
 
+@TIMED
 def test_a_long_fence_opening_over_many_short_lines_parses_in_linear_time() -> None:
     # The baseline has the same lines under a three-character fence: only the marker's length differs.
     for marker, line in (("`", "a\n"), ("~", "a\n"), ("~", "~\n"), ("`", "`\n")):
@@ -100,6 +108,7 @@ def _letters(size: int, seed: int = 1) -> str:
     return "".join(generator.choice("ab ") for _ in range(size))
 
 
+@TIMED
 def test_queries_that_are_suffixes_of_one_another_scan_in_linear_time() -> None:
     scanner = QuoteScanner(_golden([*_chain(300), "b" * MIN_QUOTE_CHARS]))
     attack = [IndexedChunk(1, "a.md", "", "", "a" * SIZE)]  # every chain query ends at every character
@@ -118,6 +127,7 @@ def test_first_occurrences_agrees_with_str_find() -> None:
         assert first_occurrences(words, text) == expected
 
 
+@TIMED
 def test_many_matched_queries_in_one_document_are_explained_in_linear_time() -> None:
     # 600 matched wordings, each inside the next, against 6 of the same total length: pairwise
     # containment tests grew with the number of matches squared.
@@ -135,6 +145,7 @@ def test_many_matched_queries_in_one_document_are_explained_in_linear_time() -> 
     assert len(drop_explained_matches(flat)) == 600
 
 
+@TIMED
 def test_a_section_quoting_many_queries_is_read_once_to_locate_them() -> None:
     queries = [f"golden query number {n:04d} here" for n in range(200)]
     body = _letters(SIZE) + "\n" + "\n".join(queries)  # every quotation after the whole section
@@ -147,6 +158,7 @@ def test_a_section_quoting_many_queries_is_read_once_to_locate_them() -> None:
     assert {location.column for location in located} == {1}
 
 
+@TIMED
 def test_many_documents_quoting_queries_with_many_labels_cost_the_labels_once_per_query() -> None:
     # 1,000 documents each quoting two queries with 20,000 expected entries each: matching the
     # queries' lists against their labels once per quoting document grew with documents x labels.
@@ -183,6 +195,7 @@ HEADING_SHAPES = {
 }
 
 
+@TIMED
 @pytest.mark.parametrize("shape", sorted(HEADING_SHAPES))
 def test_a_heading_is_brought_to_the_readers_form_in_linear_time(shape: str) -> None:
     # A heading (a KB page's or a label's) is read as the page shows it before it is compared; a
@@ -208,6 +221,7 @@ def _distinct_words(size: int) -> str:
     return " ".join(f"w{n}" for n in range(size // 6))[:size]
 
 
+@TIMED
 def test_analysis_of_one_long_token_costs_no_more_than_ordinary_text_of_its_size() -> None:
     # A product of two sizes (a word against its length, a run against its characters) at this
     # size would be hundreds of times the baseline; linear shapes measure 0.2-3.
@@ -233,7 +247,7 @@ SPLITTING_SHAPES = {
 }
 
 
-@pytest.mark.slow  # four sizes of eight shapes; timing on a shared machine needs the noise floor
+@TIMED
 def test_section_splitting_cost_grows_linearly_with_the_text_for_every_shape() -> None:
     for name, shape in SPLITTING_SHAPES.items():
         small, large = shape(SCALING_SIZE // GROWTH), shape(SCALING_SIZE)

@@ -40,6 +40,7 @@ def test_the_lines_are_named_with_a_legend_and_their_own_colours(outcomes: dict[
     assert "Lines: MRR (blue); nDCG@10 (orange)." in render_summary(outcomes["unchanged"].report, context(outcomes["unchanged"]))
 
 
+@pytest.mark.slow  # a headless browser per chart; the chart's text is checked in the quick tests above
 @pytest.mark.parametrize("state", ["unchanged", "improved"])
 def test_mermaid_draws_every_run_as_its_own_point_with_both_lines_named(
     outcomes: dict[str, RunOutcome], state: str, tmp_path: Path

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from scanner.foundation.errors import InputError
+from scanner.retrievers import http as http_module
 from scanner.retrievers.base import Hit, SearchRequest
 from scanner.retrievers.http import HttpRetriever
 from scanner.retrievers.http_settings import HeaderSpec, HttpMethod, HttpSettings, parse_header
@@ -169,23 +170,34 @@ def test_a_404_is_not_retried() -> None:
     assert len(server.received) == 1
 
 
-def test_a_429_waits_as_long_as_retry_after_says() -> None:
+class Sleeps:
+    """Stands in for the retriever's `time` module: records each wait instead of sleeping, so
+    what a retry waits is read exactly, not timed on a busy machine."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.waits: list[float] = []
+        monkeypatch.setattr(http_module, "time", self)
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def test_a_429_waits_as_long_as_retry_after_says(monkeypatch: pytest.MonkeyPatch) -> None:
     replies = [Reply(status=429, headers={"Retry-After": "1"}), Reply(body={"results": []})]
-    started = time.monotonic()
+    sleeps = Sleeps(monkeypatch)
     with running(sequence_per_query(replies)) as server:
         results = retriever(server.url, backoff_s=0.01).search_all(one())
-    elapsed = time.monotonic() - started
     assert results == [[]]
     assert len(server.received) == 2
-    assert 0.9 <= elapsed < 3.0
+    assert sleeps.waits == [1.0]  # the server's second, not the 0.01 s backoff
 
 
-def test_a_429_retry_after_longer_than_the_cap_waits_only_the_cap() -> None:
+def test_a_429_retry_after_longer_than_the_cap_waits_only_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     replies = [Reply(status=429, headers={"Retry-After": "3600"}), Reply(body={"results": []})]
-    started = time.monotonic()
+    sleeps = Sleeps(monkeypatch)
     with running(sequence_per_query(replies)) as server:
         retriever(server.url, retry_after_cap_s=0.1).search_all(one())
-    assert time.monotonic() - started < 1.5
+    assert sleeps.waits == [0.1]
     assert len(server.received) == 2
 
 
