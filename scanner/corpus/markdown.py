@@ -171,6 +171,47 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, DiagnosticCod
 _FRONTMATTER_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def fence_opening(line: str) -> str | None:
+    """The marker run of the fence `line` opens (outside a fence), else None. A backtick fence
+    whose info string holds a backtick is text (CommonMark)."""
+    opening = _FENCE_OPEN.match(line)
+    if opening is None or (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+        return None
+    return opening.group(1)
+
+
+def closes_fence(line: str, fence: str) -> bool:
+    """Whether `line` closes the fence opened by the marker run `fence`."""
+    # The closing marker is built once per fence, and a line shorter than it is not compared at
+    # all: building `char * length` on every line was quadratic (a fence of 4 million backticks
+    # over 2 million short lines took minutes).
+    stripped = line.lstrip(" ")
+    return (
+        len(stripped) >= len(fence)
+        and len(line) - len(stripped) <= 3
+        and stripped.startswith(fence)
+        and stripped.rstrip(" \t").strip(fence[0]) == ""
+    )
+
+
+def atx_heading(line: str) -> tuple[int, str] | None:
+    """(level, text) when `line` is an ATX heading outside a fence, else None."""
+    return _atx_heading(line)
+
+
+def setext_underline(line: str) -> bool:
+    """Whether `line` would underline a setext heading after a paragraph line."""
+    return _SETEXT_UNDERLINE.match(line) is not None
+
+
+def frontmatter_of(lines: list[str]) -> tuple[Frontmatter | None, int, list[tuple[int, DiagnosticCode, str]]]:
+    """The frontmatter, the index of the first line after it, and its problems (as parse_document
+    finds them)."""
+    problems: list[tuple[int, DiagnosticCode, str]] = []
+    frontmatter, first_body = _parse_frontmatter(lines, problems)
+    return frontmatter, first_body, problems
+
+
 def _atx_heading(line: str) -> tuple[int, str] | None:
     match = _ATX_OPENING.match(line)
     if match is None:
@@ -206,21 +247,12 @@ def _split_sections(
                 paragraph_start = i
             continue
         if fence is not None:
-            # The closing marker is built once per fence, and a line shorter than it is not
-            # compared at all: building `char * length` on every line was quadratic (a fence of
-            # 4 million backticks over 2 million short lines took minutes).
-            stripped = line.lstrip(" ")
-            if (
-                len(stripped) >= len(fence)
-                and len(line) - len(stripped) <= 3
-                and stripped.startswith(fence)
-                and stripped.rstrip(" \t").strip(fence[0]) == ""
-            ):
+            if closes_fence(line, fence):
                 fence = None
             continue
-        opening = _FENCE_OPEN.match(line)
-        if opening is not None and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
-            fence = opening.group(1)
+        opening = fence_opening(line)
+        if opening is not None:
+            fence = opening
             paragraph_start = None
             continue
         atx = _atx_heading(line)

@@ -17,6 +17,7 @@ import enum
 import hashlib
 import json
 import os
+import re
 import secrets
 import sqlite3
 import stat
@@ -27,8 +28,12 @@ from typing import Any
 from scanner.corpus.documents import Chunk, Document
 from scanner.corpus.markdown import (
     MAX_BREADCRUMB_PART_CHARS,
-    MAX_FRONTMATTER_BYTES,
     MAX_SECTIONS_PER_DOCUMENT,
+    atx_heading,
+    closes_fence,
+    fence_opening,
+    frontmatter_of,
+    setext_underline,
     split_lines,
 )
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
@@ -57,75 +62,130 @@ def payload_bound(data: bytes) -> int:
     return min(_ESCAPED * len(data) + sections * per_section + 256, MAX_PAYLOAD_CHARS)
 
 
-def proves_itself(relative: str, data: bytes, document: Document, warnings: list[Diagnostic]) -> bool:
-    """Whether a cache entry stands for exactly these bytes, within the caps the file would meet.
+class Proof(enum.Enum):
+    """What checking a cache entry against its file's bytes decided."""
+
+    PROVEN = "proven"
+    """The entry is what parsing these bytes gives: used, the file is not parsed."""
+    REFUSED = "refused"
+    """The entry is not what parsing gives (or not what kb-eval caches): parsed, `cache-ignored`."""
+    UNDECIDED = "undecided"
+    """The file has a construct only the line scanner decides (a setext underline after text):
+    parsed, and the entry compared with the parse (`cache-ignored` only when they differ)."""
+
+
+_CANDIDATE = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|```|~~~|=+[ \t]*$|-+[ \t]*$)", re.MULTILINE)
+"""Lines that may open or close a fence, be an ATX heading or underline a setext heading: only
+these decide where the line scanner cuts a file (scanner/corpus/markdown.py)."""
+
+
+def proves_itself(relative: str, data: bytes, document: Document, warnings: list[Diagnostic]) -> Proof:
+    """Whether a cache entry is exactly what parsing these bytes would give.
 
     The entry is the pull request's input too (restored from its own branch, or planted in the
-    workspace), so nothing in it is taken on trust: every body must be exactly the file's lines
-    it claims, every heading must be text of its own lines, every breadcrumb part the (capped)
-    title or an earlier heading, the title the file name or words of its frontmatter, the line
-    numbers in order and inside the file, and the sections within the per-file cap. Text the file
-    does not hold (a lone surrogate, a NUL, another note's text) cannot pass. Entries with
-    warnings are not trusted at all: their messages would be the entry's words, not kb-eval's.
-    Linear in the file, without the line scanner or YAML, which are what the cache saves."""
+    workspace), so nothing in it is taken on trust: its title must be the frontmatter's (composed
+    again: YAML is not what the cache saves) or the file name; its sections must be cut at exactly
+    the headings the line scanner finds, no more and no fewer, with every line of the file in the
+    section the parser puts it in; every body exactly those lines, every breadcrumb the title and
+    the headings that enclose it. A dropped line or a section stretched over the next heading
+    would change the numbers or hide a finding. Entries with warnings are not trusted at all:
+    their messages would be the entry's words, not kb-eval's. Linear in the file: the lines that
+    can decide a cut are found by one regular expression, and only they are looked at."""
     if warnings:
-        return False
+        return Proof.REFUSED
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return False
+        return Proof.REFUSED
     if "\x00" in text:
-        return False
+        return Proof.REFUSED
     lines = split_lines(text.removeprefix("\ufeff"))
     chunks = document.chunks
-    if len(chunks) > MAX_SECTIONS_PER_DOCUMENT + 1 or not _title_is_the_files(relative, document, lines):
-        return False
-    headings: dict[int, str] = {}
-    previous_end = 0
-    for n, chunk in enumerate(chunks):
-        if not (
-            chunk.path == relative and previous_end < chunk.start_line <= chunk.body_start_line <= chunk.end_line + 1
-            and chunk.end_line <= len(lines)
-        ):
-            return False
-        if chunk.heading_line is None:
-            if n != 0 or chunk.heading or chunk.body_start_line != chunk.start_line:
-                return False
-        elif chunk.heading_line != chunk.start_line or chunk.body_start_line == chunk.start_line or chunk.heading not in " ".join(part.strip() for part in lines[chunk.start_line - 1 : chunk.body_start_line - 1]):
-            return False
+    if len(chunks) > MAX_SECTIONS_PER_DOCUMENT + 1:
+        return Proof.REFUSED
+    frontmatter, first_body, problems = frontmatter_of(lines)
+    if problems:
+        return Proof.REFUSED
+    if frontmatter is not None and frontmatter.title is not None:
+        title, title_line = frontmatter.title, frontmatter.title_line or 1
+    else:
+        stem = relative.rsplit("/", 1)[-1]
+        title, title_line = (stem.rsplit(".", 1)[0] if "." in stem else stem), 1
+    if (document.title, document.title_line) != (title, title_line):
+        return Proof.REFUSED
+    headings = _headings(lines, first_body)
+    if headings is None:
+        return Proof.UNDECIDED
+    if len(headings) > MAX_SECTIONS_PER_DOCUMENT:
+        return Proof.REFUSED  # the parse warns (sections-capped), and such a document is not cached
+    expected = _cut(lines, first_body, headings, frontmatter is not None and frontmatter.title is not None)
+    claimed = [
+        (c.path, c.heading, c.start_line, c.end_line, c.heading_line, c.body_start_line, c.breadcrumb_lines)
+        for c in chunks
+    ]
+    if claimed != [(relative, *cut, (title_line, *above)) for *cut, above in expected]:
+        return Proof.REFUSED
+    for chunk in chunks:
         if chunk.body != "\n".join(lines[chunk.body_start_line - 1 : chunk.end_line]):
-            return False
-        parts, at = chunk.breadcrumb_parts, chunk.breadcrumb_lines
-        if not (1 <= len(parts) == len(at) <= _MAX_BREADCRUMB_PARTS) or (parts[0], at[0]) != (
-            document.title[:MAX_BREADCRUMB_PART_CHARS], document.title_line
-        ):
-            return False
-        if any(headings.get(line, None) != part for part, line in zip(parts[1:], at[1:], strict=True)):
-            return False
-        if chunk.heading_line is not None:
-            headings[chunk.heading_line] = chunk.heading[:MAX_BREADCRUMB_PART_CHARS]
-        previous_end = chunk.end_line
-    return True
+            return Proof.REFUSED
+        parts = chunk.breadcrumb_parts
+        # The lines are the enclosing headings' (checked above); the parts must be their text, capped.
+        wanted = (title[:MAX_BREADCRUMB_PART_CHARS], *(headings[line][1][:MAX_BREADCRUMB_PART_CHARS] for line in chunk.breadcrumb_lines[1:]))
+        if parts != wanted:
+            return Proof.REFUSED
+    return Proof.PROVEN
 
 
-def _title_is_the_files(relative: str, document: Document, lines: list[str]) -> bool:
-    stem = relative.rsplit("/", 1)[-1]
-    stem = stem.rsplit(".", 1)[0] if "." in stem else stem
-    if document.title == stem and document.title_line == 1:
-        return True
-    # A frontmatter title: its words, as the parser joins them, within the block's own text from
-    # its line (a quoted or escaped title may not be; then the file is parsed again, never wrong).
-    title = document.title
-    if not lines or lines[0].rstrip() != "---" or not title or title != " ".join(title.split()):
-        return False
-    if len(title) > MAX_FRONTMATTER_BYTES or not 2 <= document.title_line <= min(len(lines), MAX_FRONTMATTER_BYTES):
-        return False
-    block: list[str] = []
-    for line in lines[document.title_line - 1 :]:
-        if line.rstrip() in ("---", "..."):
-            return title in " ".join(" ".join(block).split())
-        block.append(line)
-    return False
+def _headings(lines: list[str], first_body: int) -> dict[int, tuple[int, str]] | None:
+    """{line: (level, text)} of every heading the line scanner finds from `first_body` on, or None
+    when a line might underline a setext heading (whether it does depends on the paragraph above
+    it, which only the scanner follows). Fences are followed exactly, with the scanner's rules."""
+    rest = "\n".join(lines[first_body:])
+    found: dict[int, tuple[int, str]] = {}
+    fence: str | None = None
+    index, position = first_body, 0
+    for match in _CANDIDATE.finditer(rest):
+        index += rest.count("\n", position, match.start())
+        position = match.start()
+        line = lines[index]
+        if fence is not None:
+            if closes_fence(line, fence):
+                fence = None
+            continue
+        opening = fence_opening(line)
+        if opening is not None:
+            fence = opening
+            continue
+        atx = atx_heading(line)
+        if atx is not None:
+            found[index + 1] = atx
+        elif setext_underline(line) and index > first_body and lines[index - 1].strip():
+            return None
+    return found
+
+
+def _cut(
+    lines: list[str], first_body: int, headings: dict[int, tuple[int, str]], frontmatter_title: bool
+) -> list[tuple[str, int, int, int | None, int, tuple[int, ...]]]:
+    """(heading, start, end, heading line, body start, enclosing heading lines) of each section the
+    parser cuts at these (ATX, one-line) headings: parse_document's second pass, per heading."""
+    starts = sorted(headings)
+    sections: list[tuple[str, int, int, int | None, int, tuple[int, ...]]] = []
+    first_heading = starts[0] - 1 if starts else len(lines)
+    if first_body < first_heading and "\n".join(lines[first_body:first_heading]).strip():
+        sections.append(("", first_body + 1, first_heading, None, first_body + 1, ()))
+    stack: list[tuple[int, int]] = []  # (level, line) of the enclosing headings
+    for n, line in enumerate(starts):
+        level, heading = headings[line]
+        end = starts[n + 1] - 1 if n + 1 < len(starts) else len(lines)
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        sections.append((heading, line, max(end, line), line, line + 1, tuple(at for _, at in stack)))
+        stack.append((level, line))
+    if not sections and frontmatter_title:
+        after = first_body + 1
+        sections.append(("", after, after - 1, None, after, ()))
+    return sections
 
 
 def cache_key(relative: str, data: bytes) -> str:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 from scanner.corpus.documents import Chunk, Corpus, Document
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles, shown, skipped_file
 from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, ParsedDocument, parse_document
-from scanner.corpus.parse_cache import Lookup, ParseCache, cache_key, lookup, pack, proves_itself, unpack
+from scanner.corpus.parse_cache import Lookup, ParseCache, Proof, cache_key, lookup, pack, proves_itself, unpack
 from scanner.corpus.parse_memo import ParseMemo, blob_id, memo_key
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
@@ -283,17 +283,19 @@ def _read_one(
     blob = blob_id(data) if blobbing else None
     key = cache_key(relative, data) if caching else ""
     found = lookup(connection, key, data) if caching else Lookup.MISSING
-    if isinstance(found, str):
-        cached = unpack(relative, found)
-        if cached is not None and proves_itself(relative, data, *cached):
-            return cached[0], cached[1], (key, found), False, blob
+    cached = unpack(relative, found) if isinstance(found, str) else None
+    proof = proves_itself(relative, data, *cached) if cached is not None else Proof.REFUSED
+    if cached is not None and proof is Proof.PROVEN and isinstance(found, str):
+        return cached[0], cached[1], (key, found), False, blob
     document = _parse(relative, data, local)
     # A document with warnings is not cached: an entry's messages would be the entry's words.
     entry = (
         (key, pack(document, local.items) if packing else "") if caching and document is not None and not local.items
         else None
     )
-    return document, local.items, entry, isinstance(found, str) or found is Lookup.REFUSED, blob
+    # An entry the proof could not decide is kb-eval's own when it is what the parse gave.
+    agrees = proof is Proof.UNDECIDED and cached is not None and cached == (document, local.items)
+    return document, local.items, entry, (isinstance(found, str) and not agrees) or found is Lookup.REFUSED, blob
 
 
 def _read_from_source(relative: str, data: bytes, memo: ParseMemo | None) -> _ReadResult:
