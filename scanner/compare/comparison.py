@@ -287,21 +287,25 @@ class Comparison:
     def compared(self) -> bool:
         return self.status is ComparisonStatus.COMPARED
 
-    def worst_queries(self, metric: Metric, limit: int = 5) -> list[tuple[str, float]]:
-        """The queries whose value of `metric` fell the most, largest drop first."""
+    def worst_queries(self, metric: Metric, limit: int = 5, ids: frozenset[str] | None = None) -> list[tuple[str, float]]:
+        """The queries (of `ids` when given) whose value of `metric` fell the most, largest drop first."""
         drops = []
         for query in self.query_deltas:
+            if ids is not None and query.query_id not in ids:
+                continue
             delta = query.delta_of(metric)
             if delta is not None and delta.delta < 0:
                 drops.append((query.query_id, delta.delta))
         drops.sort(key=lambda item: (item[1], item[0]))
         return drops[:limit]
 
-    def paired_values(self, metric: Metric) -> tuple[list[float], list[float]]:
-        """Per-query (current, previous) values of `metric` over the matched queries."""
+    def paired_values(self, metric: Metric, ids: frozenset[str] | None = None) -> tuple[list[float], list[float]]:
+        """Per-query (current, previous) values of `metric` over the matched queries (of `ids` when given)."""
         current: list[float] = []
         previous: list[float] = []
         for query in self.query_deltas:
+            if ids is not None and query.query_id not in ids:
+                continue
             delta = query.delta_of(metric)
             if delta is not None:
                 current.append(delta.current)

@@ -7,7 +7,10 @@ budget passes) against a comparable previous run. The budget is the one threshol
 (`--regression-threshold 0.05,map=0.02,recall@10=0.1`): a pair with a k budgets that
 metric at that k, a pair without one (`recall=0.1`) every k of it, and the more
 specific pair wins. judged@k measures the labels' coverage, not search, so it is
-gated only when a pair names it. With `alpha`, a drop past
+gated only when a pair names it. A `tag:metric=drop` pair (`ops:mrr=0.02`) gates
+that tag's mean (over the queries carrying the tag) as well; a tag's means are
+gated only where a pair names them, since a tag holds a few queries and the single
+number was chosen for the mean over all of them. With `alpha`, a drop past
 the threshold counts only when a paired sign-flip test over the per-query
 values of that metric gives p < alpha, so a handful of queries flipping on a
 five-query golden set does not fail a build on noise.
@@ -22,7 +25,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scanner.compare.comparison import Comparison, Metric, MetricFamily, NotComparedCause, Source, metrics_of
+from scanner.compare.comparison import (
+    Comparison,
+    Metric,
+    MetricDelta,
+    MetricFamily,
+    NotComparedCause,
+    Source,
+    metrics_of,
+)
 from scanner.compare.significance import SignFlipResult, paired_sign_flip_test
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.errors import InputError
@@ -37,18 +48,25 @@ WORST_QUERIES_SHOWN = 5
 
 @dataclass(frozen=True, slots=True)
 class MetricSelector:
-    """The metric(s) one `metric=drop` pair names."""
+    """The metric(s) one `metric=drop` or `tag:metric=drop` pair names."""
 
     family: MetricFamily
     k: int | None
     """The cut-off named (`recall@10`); None for MRR and MAP, or for every k of the family (`recall`)."""
+    tag: str | None = None
+    """`ops:mrr`: the mean over the queries tagged `ops`; None: over every query."""
 
-    def selects(self, metric: Metric) -> bool:
-        return metric.family == self.family and (self.k is None or self.k == metric.k)
+    def selects(self, metric: Metric, tag: str | None = None) -> bool:
+        return self.tag == tag and metric.family == self.family and (self.k is None or self.k == metric.k)
 
     @property
     def label(self) -> str:
-        return Metric(self.family, self.k).label if self.k is not None else Metric(self.family, None).label
+        return tagged(self.tag, Metric(self.family, self.k).label)
+
+
+def tagged(tag: str | None, label: str) -> str:
+    """`ops:MRR` for a tag's mean, `MRR` for the overall one (the spelling of the budget pair)."""
+    return label if tag is None else f"{tag}:{label}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,18 +78,24 @@ class RegressionBudget:
     per_metric: tuple[tuple[MetricSelector, float], ...] = ()
     """The `metric=drop` pairs, as given."""
 
-    def threshold_for(self, metric: Metric) -> float | None:
-        """The budget of `metric`; None when it is not gated (judged@k that no pair names)."""
-        exact = [drop for selector, drop in self.per_metric if selector.k is not None and selector.selects(metric)]
+    def threshold_for(self, metric: Metric, tag: str | None = None) -> float | None:
+        """The budget of `metric` (of `tag`'s mean when given); None when it is not gated: judged@k
+        that no pair names, and a tag's mean that no `tag:metric` pair names (a tag holds a few
+        queries, and the single number was set for the mean over all of them)."""
+        exact = [drop for selector, drop in self.per_metric if selector.k is not None and selector.selects(metric, tag)]
         if exact:
             return exact[0]
-        family = [drop for selector, drop in self.per_metric if selector.selects(metric)]
+        family = [drop for selector, drop in self.per_metric if selector.selects(metric, tag)]
         if family:
             return family[0]
-        return None if metric.judges_the_golden_set else self.default
+        return None if metric.judges_the_golden_set or tag is not None else self.default
 
     def named_cutoffs(self) -> set[int]:
         return {selector.k for selector, _ in self.per_metric if selector.k is not None}
+
+    def named_tags(self) -> list[str]:
+        """The tags the pairs name, in the order first named."""
+        return list(dict.fromkeys(selector.tag for selector, _ in self.per_metric if selector.tag is not None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +162,12 @@ class MetricVerdict:
     """(query id, delta) of the largest per-query drops in this metric."""
     threshold: float | None = None
     """This metric's budget; None when it is not gated (judged@k without a pair naming it)."""
+    tag: str | None = None
+    """The tag whose mean this is (a `tag:metric=drop` pair); None: the mean over every query."""
+
+    @property
+    def label(self) -> str:
+        return tagged(self.tag, self.metric.label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,39 +230,19 @@ def evaluate_gate(
     `alpha` are as scanner/settings/declaration.py accepts them (checked there, once). With `run`
     (this run), the result also says what drop the gate could detect. `enforced`: fail-on-regression
     was given (recorded, so every output says the same about the step)."""
-    budget = threshold if isinstance(threshold, RegressionBudget) else RegressionBudget(threshold)
+    budget = as_budget(threshold)
     threshold = budget.default
     detectable = detectable_drops(comparison, run, alpha) if run is not None else None
     if not comparison.compared:
         why = "; ".join(comparison.reasons) or "nothing to compare with"
         return GateResult(False, False, f"not evaluated: {why}", threshold, alpha, (), budget, detectable, enforced)
 
-    verdicts: list[MetricVerdict] = []
-    for delta in comparison.metric_deltas:
-        if delta.delta >= 0:
-            continue
-        limit = budget.threshold_for(delta.metric)
-        over = limit is not None and -delta.delta > limit
-        significance = None
-        counts = over
-        if alpha is not None:
-            current, previous = comparison.paired_values(delta.metric)
-            significance = paired_sign_flip_test(current, previous)
-            counts = over and significance.p_value < alpha
-        verdicts.append(
-            MetricVerdict(
-                metric=delta.metric,
-                previous=delta.previous,
-                current=delta.current,
-                delta=delta.delta,
-                over_threshold=over,
-                significance=significance,
-                counts=counts,
-                worst_queries=tuple(comparison.worst_queries(delta.metric, WORST_QUERIES_SHOWN)),
-                threshold=limit,
-            )
-        )
-    verdicts.sort(key=lambda v: (v.delta, v.metric.label))
+    verdicts = [
+        verdict for delta in comparison.metric_deltas
+        if (verdict := _verdict(comparison, delta, budget.threshold_for(delta.metric), alpha)) is not None
+    ]
+    verdicts += tag_verdicts(comparison, budget, alpha, run)
+    verdicts.sort(key=lambda v: (v.delta, v.label))
     counted = [v for v in verdicts if v.counts]
     if counted:
         worst = _worst_overall(counted)
@@ -243,11 +253,87 @@ def evaluate_gate(
     over_only = [v for v in verdicts if v.over_threshold]
     if over_only and alpha is not None:
         reason = f"drops past {budget_words(budget, over_only)} are not significant at alpha {alpha:g}: " + ", ".join(
-            f"{v.metric.label} {v.delta:+.4f}{_own_budget(v, budget)} (p = {_p_value(v):.4g})" for v in over_only
+            f"{v.label} {v.delta:+.4f}{_own_budget(v, budget)} (p = {_p_value(v):.4g})" for v in over_only
         )
     else:
         reason = f"no aggregate metric dropped by more than {budget_words(budget, None)}"
     return GateResult(False, True, reason, threshold, alpha, tuple(verdicts), budget, detectable, enforced)
+
+
+def _verdict(
+    comparison: Comparison, delta: MetricDelta, limit: float | None, alpha: float | None,
+    tag: str | None = None, ids: frozenset[str] | None = None,
+) -> MetricVerdict | None:
+    """The verdict on one fallen mean; None when it did not fall. `ids`: the tag's queries, over
+    which the paired test and the worst queries are taken."""
+    if delta.delta >= 0:
+        return None
+    over = limit is not None and -delta.delta > limit
+    significance = None
+    counts = over
+    if alpha is not None:
+        current, previous = comparison.paired_values(delta.metric, ids)
+        significance = paired_sign_flip_test(current, previous)
+        counts = over and significance.p_value < alpha
+    return MetricVerdict(
+        metric=delta.metric,
+        previous=delta.previous,
+        current=delta.current,
+        delta=delta.delta,
+        over_threshold=over,
+        significance=significance,
+        counts=counts,
+        worst_queries=tuple(comparison.worst_queries(delta.metric, WORST_QUERIES_SHOWN, ids)),
+        threshold=limit,
+        tag=tag,
+    )
+
+
+def tag_verdicts(
+    comparison: Comparison, budget: RegressionBudget, alpha: float | None, run: RunRecord | None
+) -> list[MetricVerdict]:
+    """The fallen means of each tag a `tag:metric=drop` pair names, with the same test as the overall
+    means, over that tag's queries (as this run tags them)."""
+    previous_run = comparison.previous
+    if run is None or previous_run is None:
+        return []
+    current_by_tag, previous_by_tag = dict(run.by_tag), dict(previous_run.by_tag)
+    verdicts = []
+    for tag in budget.named_tags():
+        current, previous = current_by_tag.get(tag), previous_by_tag.get(tag)
+        if current is None or previous is None:
+            continue  # a tag the previous run did not have: nothing of it to compare
+        ids = frozenset(q.id for q in run.queries or () if tag in q.tags)
+        for metric in metrics_of(current):
+            limit = budget.threshold_for(metric, tag)
+            new, old = metric.in_aggregate(current), metric.in_aggregate(previous)
+            if limit is None or new is None or old is None:
+                continue
+            verdict = _verdict(comparison, MetricDelta(metric, old, new), limit, alpha, tag, ids)
+            if verdict is not None:
+                verdicts.append(verdict)
+    return verdicts
+
+
+def as_budget(threshold: float | RegressionBudget) -> RegressionBudget:
+    return threshold if isinstance(threshold, RegressionBudget) else RegressionBudget(threshold)
+
+
+def check_budget_tags(budget: RegressionBudget, run: RunRecord) -> None:
+    """A `tag:metric` pair naming a tag no golden query carries would budget nothing, silently:
+    refused (exit 2), naming the tags there are."""
+    check_named_tags(budget.named_tags(), run, "--regression-threshold")
+
+
+def check_named_tags(named: list[str], run: RunRecord, flag: str) -> None:
+    there = sorted({tag for query in run.queries or () for tag in query.tags})
+    missing = [tag for tag in named if tag not in there]
+    if missing:
+        raise InputError(
+            f"{flag} names the tag {', '.join(map(repr, missing))}, which no golden query carries "
+            f"(tags: {', '.join(there) or 'none'})",
+            field=flag, hint="name a tag the golden file gives its queries (`tags:`), or remove the pair",
+        )
 
 
 def budget_words(budget: RegressionBudget, verdicts: list[MetricVerdict] | None) -> str:
@@ -255,17 +341,17 @@ def budget_words(budget: RegressionBudget, verdicts: list[MetricVerdict] | None)
     gave some of these metrics their own."""
     if not budget.per_metric:
         return f"{budget.default:g}"
-    if verdicts is not None and all(v.threshold == budget.default for v in verdicts):
+    if verdicts is not None and all(v.threshold == budget.default and v.tag is None for v in verdicts):
         return f"{budget.default:g}"
     return "its budget"
 
 
 def dropped_names(verdicts: list[MetricVerdict], budget: RegressionBudget) -> str:
-    return ", ".join(f"{v.metric.label} {v.delta:+.4f}{_own_budget(v, budget)}" for v in verdicts)
+    return ", ".join(f"{v.label} {v.delta:+.4f}{_own_budget(v, budget)}" for v in verdicts)
 
 
 def _own_budget(verdict: MetricVerdict, budget: RegressionBudget) -> str:
-    if not budget.per_metric or verdict.threshold == budget.default or verdict.threshold is None:
+    if verdict.tag is None and (not budget.per_metric or verdict.threshold == budget.default or verdict.threshold is None):
         return ""
     return f" (budget {verdict.threshold:g})"
 

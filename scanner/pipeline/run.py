@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from scanner.compare.comparison import BaseRequest, Comparison, Source, compare_runs, compare_with_history, no_previous
 from scanner.compare.findings import FindingAtBase, findings_at_base
-from scanner.compare.gate import GateResult, RegressionBudget, evaluate_gate
+from scanner.compare.gate import GateResult, RegressionBudget, as_budget, check_budget_tags, evaluate_gate
 from scanner.compare.report import Report
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
@@ -102,6 +102,7 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     evaluation, base = evaluate_both(options, inputs.base, diagnostics)
     # Only the run the report is about is bootstrapped: the base's evaluation stays as cheap.
     run = with_intervals(evaluation.run)
+    check_budget_tags(as_budget(plan.regression_threshold), run)
     comparison = compare(run, inputs, base, plan)
     gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha, run, enforced=plan.fail_on_regression)
     history_plan = plan_history_write(run, inputs.history, plan, diagnostics)

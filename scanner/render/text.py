@@ -139,7 +139,7 @@ def gate_lines(report: Report) -> list[str]:
         p = f", p = {verdict.significance.p_value:.4g} {verdict.significance.method}" if verdict.significance else ""
         mark = "counts" if verdict.counts else "does not count"
         lines.append(
-            f"  {verdict.metric.label}: {verdict.previous:.4f} -> {verdict.current:.4f} ({verdict.delta:+.4f}{p}) {mark}"
+            f"  {shown(verdict.label)}: {verdict.previous:.4f} -> {verdict.current:.4f} ({verdict.delta:+.4f}{p}) {mark}"
         )
         if verdict.counts and verdict.worst_queries:
             worst = ", ".join(f"{shown(qid)} ({delta:+.3f})" for qid, delta in verdict.worst_queries)

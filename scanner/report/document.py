@@ -38,10 +38,10 @@ from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
 
 SCHEMA_VERSION = 1
-SCHEMA_MINOR = 3
+SCHEMA_MINOR = 4
 """Additions to version 1 that a reader of version 1 can ignore: 1 added grades, the standard
 measures (precision, success, MAP, judged) and the intervals; 2 the label keys; 3 the gate's
-`enforced`. Every added key is optional in
+`enforced`; 4 the gate's per-tag verdicts (`tag`). Every added key is optional in
 the schema, so a report or history written before it still reads."""
 SCHEMA_ID = "https://kb-eval.github.io/schema/report-v1.json"
 SCHEMA_FILE = "report.schema.json"
@@ -332,6 +332,7 @@ def intervals_document(intervals: tuple[Interval, ...]) -> Document:
 def _verdict_document(verdict: MetricVerdict) -> Document:
     return {
         "metric": verdict.metric.label,
+        "tag": verdict.tag,
         "previous": verdict.previous,
         "current": verdict.current,
         "delta": verdict.delta,

@@ -339,9 +339,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "regression-threshold", "regression_threshold", Group.HISTORY,
         "largest tolerated drop of any aggregate metric, absolute on the 0..1 scale; metric=drop pairs "
-        "beside it give a metric its own budget (0.05,map=0.02,recall@10=0.1; recall=0.1 for every k); "
-        "judged@k is gated only when a pair names it",
-        parse.budget, RegressionBudget(), str(DEFAULT_REGRESSION_THRESHOLD), metavar="DROP[,METRIC=DROP...]",
+        "beside it give a metric its own budget (0.05,map=0.02,recall@10=0.1; recall=0.1 for every k), "
+        "tag:metric=drop pairs gate a tag's mean too (ops:mrr=0.02); judged@k and a tag's means are gated "
+        "only when a pair names them",
+        parse.budget, RegressionBudget(), str(DEFAULT_REGRESSION_THRESHOLD),
+        metavar="DROP[,METRIC=DROP,TAG:METRIC=DROP...]",
     ),
     Setting(
         "alpha", "alpha", Group.HISTORY,

@@ -103,11 +103,12 @@ _BUDGET_FAMILIES = {
 """The metric names a `metric=drop` pair may use, in any case: the report's labels (MRR, MAP,
 recall@5, nDCG@10, P@5, success@1, judged@10) and the JSON's words (precision)."""
 _WITHOUT_K = frozenset({"mrr", "map"})
-_BUDGET_EXAMPLE = "0.05,map=0.02,recall@10=0.1"
+_BUDGET_EXAMPLE = "0.05,map=0.02,ops:mrr=0.02"
 
 
 def budget(text: str) -> RegressionBudget:
-    """`0.05`, or `metric=drop` pairs beside it, comma separated (`0.05,map=0.02,recall@10=0.1`).
+    """`0.05`, or `metric=drop` and `tag:metric=drop` pairs beside it, comma separated
+    (`0.05,map=0.02,recall@10=0.1,ops:mrr=0.02`).
     A drop is a number in [0, 1); a metric appears at most once; the single number at most once.
     Whether a named k is measured is checked with --k (declaration.py, `check_budget_cutoffs`)."""
     drop = float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05")
@@ -122,15 +123,19 @@ def budget(text: str) -> RegressionBudget:
             default = drop(item)
             continue
         name, _, value = (piece.strip() for piece in item.partition("="))
-        family_name, at, cutoff = name.lower().partition("@")
+        # `ops:mrr`: a tag's mean. A tag may hold `:` itself (`lang:en:mrr`); a metric name never does.
+        tag, colon, name = name.rpartition(":")
+        if colon and not tag.strip():
+            raise Refused(f"names an empty tag in {item!r}", _BUDGET_EXAMPLE)
+        family_name, at, cutoff = name.strip().lower().partition("@")
         family = _BUDGET_FAMILIES.get(family_name)
         k = int_in(1, MAX_CUTOFF, 10)(cutoff) if at and cutoff.isdigit() else None
         if family is None or (at and k is None) or (family in _WITHOUT_K and at):
             raise Refused(
                 f"names no metric in {item!r} (mrr, map, or recall, ndcg, p, success, judged, each with or "
-                "without @k)", _BUDGET_EXAMPLE,
+                "without @k, after an optional tag:)", _BUDGET_EXAMPLE,
             )
-        selector = MetricSelector(cast(Any, family), k)
+        selector = MetricSelector(cast(Any, family), k, tag.strip() if colon else None)
         if any(existing == selector for existing, _ in pairs):
             raise Refused(f"names {selector.label} twice", _BUDGET_EXAMPLE)
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,9 +11,10 @@ import pytest
 from scanner.cli.main import parse_cli
 from scanner.compare.comparison import Metric, compare_runs
 from scanner.compare.gate import MetricSelector, RegressionBudget, evaluate_gate
-from scanner.foundation.errors import InputError
+from scanner.foundation.errors import ExitCode, InputError
 from scanner.report.document import gate_document
 from tests.support.run_records import make_record, uniform_aggregate
+from tests.support.tagged_runs import TaggedKB
 
 
 def standard_aggregate(value: float, **moved: Any) -> dict[str, Any]:
@@ -104,3 +107,71 @@ def test_a_pair_for_a_k_the_run_does_not_measure_is_refused_naming_both_flags() 
         parse_cli(["--k", "1,5", "--regression-threshold", "recall@10=0.1"])
     assert "budgets @10, which --k does not measure (--k is 1,5)" in raised.value.message
     assert parse_cli(["--k", "1,10", "--regression-threshold", "recall@10=0.1"]).k == (1, 10)
+
+
+# --- a budget per tag: `tag:metric=drop` -------------------------------------------------------
+
+
+
+def test_a_tag_pair_names_the_tag_and_the_metric_and_keeps_the_overall_number() -> None:
+    budget = parse_cli(["--regression-threshold", "0.05,ops:mrr=0.02,lang:en:recall@5=0.1"]).regression_threshold
+    assert budget.default == 0.05
+    assert budget.per_metric == (
+        (MetricSelector("mrr", None, "ops"), 0.02), (MetricSelector("recall", 5, "lang:en"), 0.1),
+    )
+    assert budget.threshold_for(Metric("mrr", None), "ops") == 0.02
+    # A tag's mean no pair names is not gated; the overall MRR keeps the single number.
+    assert budget.threshold_for(Metric("ndcg", 10), "ops") is None
+    assert budget.threshold_for(Metric("mrr", None)) == 0.05
+
+
+@pytest.mark.parametrize(("text", "words"), [(":mrr=0.1", "names an empty tag"), ("ops:mrr=0.1,ops:MRR=0.2", "names ops:MRR twice"),
+                                             ("ops:ndgc=0.1", "names no metric in 'ops:ndgc=0.1'")])
+def test_a_malformed_tag_pair_is_refused(text: str, words: str) -> None:
+    with pytest.raises(InputError) as raised:
+        parse_cli(["--regression-threshold", text])
+    assert words in raised.value.message
+
+
+def twenty_queries(tmp_path: Path) -> TaggedKB:
+    kb = TaggedKB(tmp_path, ["ops"] * 8 + ["dev"] * 12)
+    assert kb.run("base", set())[0] == ExitCode.OK
+    return kb
+
+
+def test_a_tag_whose_mean_fell_past_its_budget_fails_the_gate_naming_tag_and_metric(tmp_path: Path) -> None:
+    kb = twenty_queries(tmp_path)
+    # One ops query's answer falls to rank 2: ops MRR -0.0625, the overall MRR -0.025 (within 0.05).
+    fallen = {"q1"}
+    baseline = ("--baseline", str(tmp_path / "base.json"), "--fail-on-regression")
+    code, _, err = kb.run("head", fallen, *baseline, "--regression-threshold", "0.05,ops:mrr=0.02")
+    assert code == ExitCode.REGRESSION
+    assert "ops:MRR -0.0625 (budget 0.02)" in err and "q1" in err
+    # The near misses: the single number alone passes, and a pair on the tag that did not move too.
+    assert kb.run("head", fallen, *baseline, "--regression-threshold", "0.05")[0] == ExitCode.OK
+    assert kb.run("head", fallen, *baseline, "--regression-threshold", "0.05,dev:mrr=0.02")[0] == ExitCode.OK
+
+
+def test_a_tag_s_drop_gets_the_paired_test_over_its_own_queries(tmp_path: Path) -> None:
+    kb = twenty_queries(tmp_path)
+    baseline = ("--baseline", str(tmp_path / "base.json"), "--fail-on-regression", "--alpha", "0.05",
+                "--regression-threshold", "0.5,ops:mrr=0.02")
+    # Every ops query falls: 8 of 8 paired differences, p = 2/256.
+    code, _, err = kb.run("all", set(kb.ids[:8]), *baseline)
+    assert code == ExitCode.REGRESSION and "ops:MRR -0.5000" in err
+    document = json.loads((tmp_path / "all.json").read_text())
+    verdict = next(v for v in document["gate"]["metrics"] if v["tag"] == "ops" and v["metric"] == "MRR")
+    assert verdict["p_value"] == pytest.approx(2 / 256) and verdict["counts"] is True
+    # The near miss: two of the eight fall, past the budget but not significant over the tag's queries.
+    code, _, _ = kb.run("two", {"q1", "q2"}, *baseline)
+    document = json.loads((tmp_path / "two.json").read_text())
+    verdict = next(v for v in document["gate"]["metrics"] if v["tag"] == "ops" and v["metric"] == "MRR")
+    assert code == ExitCode.OK and verdict["over_threshold"] is True and verdict["p_value"] == 0.5
+
+
+def test_a_tag_no_query_carries_is_refused_naming_the_tags_there_are(tmp_path: Path) -> None:
+    kb = twenty_queries(tmp_path)
+    code, _, err = kb.run("head", set(), "--regression-threshold", "0.05,opz:mrr=0.02")
+    assert code == ExitCode.BAD_INPUT
+    assert "--regression-threshold names the tag 'opz', which no golden query carries (tags: dev, ops)" in err
+    assert not (tmp_path / "head.json").exists()
