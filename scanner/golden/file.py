@@ -111,12 +111,27 @@ class GoldenSet:
 
 
 def find_golden(kb_path: Path, explicit: Path | None) -> Path:
+    """The golden file: `explicit`, else the one default name present in the KB folder.
+
+    Two default names present is exit 2 naming both, never a silent pick: the first name wins the
+    lookup, so a pull request that adds `.kb-eval.yml` beside the `.kb-mcp-eval.yml` the
+    repository keeps would otherwise swap the golden set it is measured against (and pass the
+    gate with a query it broke). Saying which file was picked would be one line in a log nobody
+    reads; a refusal names both and the fix."""
     if explicit is not None:
         return explicit
-    for name in DEFAULT_GOLDEN_NAMES:
-        candidate = kb_path / name
-        if os.path.lexists(candidate):
-            return candidate
+    present = [kb_path / name for name in DEFAULT_GOLDEN_NAMES if os.path.lexists(kb_path / name)]
+    if len(present) > 1:
+        raise InputError(
+            f"{len(present)} golden files in one knowledge base: " + " and ".join(str(p) for p in present)
+            + "; kb-eval does not pick one, since a file added by a pull request would take the place of "
+            "the one the repository keeps",
+            file=str(present[0]),
+            field="golden",
+            hint=f"delete the ones not in use, or pass --golden {present[-1]} (input `golden`) to name the one to use",
+        )
+    if present:
+        return present[0]
     looked = ", ".join(str(kb_path / name) for name in DEFAULT_GOLDEN_NAMES)
     raise InputError(
         "no golden file found",

@@ -227,10 +227,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "golden", "golden", Group.EVALUATED, "the golden query file", parse.path, None,
-        default_note="<kb>/.kb-eval.yml, then <kb>/.kb-mcp-eval.yml, <kb>/.groove-eval.yml",
+        default_note="the one of <kb>/.kb-eval.yml, .kb-mcp-eval.yml, .groove-eval.yml (two: exit 2)",
         fingerprint="golden_sha256", path=True, metavar="FILE",
-        action_note="Relative to the repository root; empty looks in kb-path for .kb-eval.yml, then "
-        ".kb-mcp-eval.yml, then .groove-eval.yml.",
+        action_note="Relative to the repository root; empty takes the one of .kb-eval.yml, .kb-mcp-eval.yml "
+        "and .groove-eval.yml in kb-path (two of them present is an error naming both).",
     ),
     Setting(
         "exclude", "exclude", Group.EVALUATED, "skip KB files matching this glob, relative to the KB folder",

@@ -185,13 +185,27 @@ def test_symlinked_oversized_and_non_regular_golden_files_are_refused(tmp_path: 
         load_golden(tmp_path)
 
 
-def test_the_default_golden_names_are_tried_in_order_and_a_miss_says_where_it_looked(tmp_path: Path) -> None:
-    (tmp_path / ".groove-eval.yml").write_text("x", encoding="utf-8")
-    assert find_golden(tmp_path, None).name == ".groove-eval.yml"
+@pytest.mark.parametrize("name", [".kb-eval.yml", ".kb-mcp-eval.yml", ".groove-eval.yml"])
+def test_each_default_golden_name_alone_is_found(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_text("x", encoding="utf-8")
+    assert find_golden(tmp_path, None) == tmp_path / name
+
+
+def test_two_default_golden_files_in_one_kb_are_exit_2_naming_both(tmp_path: Path) -> None:
+    # A pull request adding .kb-eval.yml beside the repository's .kb-mcp-eval.yml would otherwise
+    # replace the golden set it is measured against.
     (tmp_path / ".kb-mcp-eval.yml").write_text("x", encoding="utf-8")
-    assert find_golden(tmp_path, None).name == ".kb-mcp-eval.yml"
     (tmp_path / ".kb-eval.yml").write_text("x", encoding="utf-8")
-    assert find_golden(tmp_path, None).name == ".kb-eval.yml"
+    with pytest.raises(InputError) as caught:
+        find_golden(tmp_path, None)
+    message = str(caught.value)
+    assert str(tmp_path / ".kb-eval.yml") in message and str(tmp_path / ".kb-mcp-eval.yml") in message
+    assert caught.value.hint is not None and "--golden" in caught.value.hint
+    # The near miss: naming one explicitly is a choice, and is taken.
+    assert find_golden(tmp_path, tmp_path / ".kb-mcp-eval.yml") == tmp_path / ".kb-mcp-eval.yml"
+
+
+def test_a_miss_says_where_it_looked(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(InputError) as caught:

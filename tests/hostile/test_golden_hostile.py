@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scanner.foundation.errors import InputError
 from scanner.golden.file import MAX_GOLDEN_BYTES, MAX_QUERIES, MAX_QUERY_CHARS, load_golden
 from tests.conftest import write_tree
-from tests.hostile.support import ANSWER, refused, run_json
+from tests.hostile.support import ANSWER, GOLDEN, refused, run_json
 
 MIB = 1024 * 1024
 
@@ -309,3 +309,14 @@ def test_any_hostile_scalar_in_any_slot_loads_or_is_an_input_error_naming_the_li
         for value in (query.id, query.text, *query.tags, *(e.path for e in query.expected), *(e.heading or "" for e in query.expected)):
             value.encode("utf-8")
     assert loaded.default_limit is None or 1 <= loaded.default_limit <= 1000
+
+
+def test_a_pull_request_adding_a_golden_file_beside_the_kept_one_stops_the_run_naming_both(tmp_path: Path) -> None:
+    broken = GOLDEN.replace("alpha beta", "zeta")  # the PR broke q1 in the file the repository keeps
+    kb = write_tree(tmp_path / "kb", {"a.md": ANSWER, ".kb-mcp-eval.yml": broken, ".kb-eval.yml": GOLDEN})
+    stderr = refused(kb)
+    assert ".kb-mcp-eval.yml" in stderr and ".kb-eval.yml" in stderr and "--golden" in stderr
+    # The near miss: the repository's own file alone is read as always.
+    (kb / ".kb-eval.yml").unlink()
+    _, report = run_json(kb, "--no-history")
+    assert report["aggregate"]["mrr"] == 0.0
