@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanner.foundation.errors import InputError
-from scanner.golden.file import MAX_GOLDEN_BYTES, MAX_QUERIES, MAX_QUERY_CHARS, load_golden
+from scanner.golden.file import MAX_GOLDEN_BYTES, MAX_GOLDEN_NODES, MAX_QUERIES, MAX_QUERY_CHARS, load_golden
 from tests.conftest import write_tree
 from tests.hostile.support import ANSWER, GOLDEN, refused, run_json
 
@@ -106,8 +106,7 @@ def test_tags_that_would_construct_objects_construct_nothing_and_are_refused(tmp
 
 
 def test_a_golden_file_over_the_byte_cap_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
-    # 100,000 queries do not fit in the byte cap, so the byte cap is what refuses them.
-    golden = "queries:\n" + "".join(f"  - {{query: q{n} alpha, expected: [a.md]}}\n" for n in range(100_000))
+    golden = "queries:\n  - {query: alpha, expected: [a.md]}\n# " + "x" * MAX_GOLDEN_BYTES + "\n"
     assert len(golden) > MAX_GOLDEN_BYTES
     stderr = refused(golden_kb(tmp_path, golden))
     assert f".kb-eval.yml: golden file is {len(golden)} bytes, over the {MAX_GOLDEN_BYTES}-byte cap" in stderr
@@ -117,6 +116,15 @@ def test_a_golden_file_exactly_at_the_byte_cap_is_read(tmp_path: Path) -> None:
     golden = "queries:\n  - {id: q, query: alpha beta, expected: [a.md]}\n"
     _, report = run_json(golden_kb(tmp_path, golden.ljust(MAX_GOLDEN_BYTES - 1) + "\n"))
     assert report["aggregate"]["query_count"] == 1
+
+
+@pytest.mark.slow
+def test_a_golden_file_of_more_values_than_the_node_cap_is_refused_naming_the_cap(tmp_path: Path) -> None:
+    # Two bytes a value: far under the byte cap, and each value would cost ~300 bytes composed.
+    golden = "queries:\n  - {query: alpha, expected: [a.md]}\nfiller: [" + "a," * MAX_GOLDEN_NODES + "]\n"
+    assert len(golden) < MAX_GOLDEN_BYTES
+    stderr = refused(golden_kb(tmp_path, golden))
+    assert f"not valid YAML: more than {MAX_GOLDEN_NODES} values" in stderr
 
 
 @pytest.mark.slow
