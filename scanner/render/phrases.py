@@ -391,11 +391,12 @@ _COLOUR_NAMES = {"#0072B2": "blue", "#E69F00": "orange"}
 
 # --- kb-eval compare (several runs side by side) ---------------------------------------------
 
-def runs_compared(count: int, alpha: float, tag: str | None) -> str:
+def runs_compared(count: int, alpha: float, tag: str | None, mark: str) -> str:
+    """`mark`: how a significant change is shown (`*` in text, bold in Markdown)."""
     over = f"the queries tagged {tag}" if tag is not None else "every query"
     return (
         f"{count} runs over {over}; each later run's change against the first, with the p-value of a paired "
-        f"sign-flip test over the queries both scored (significant below {alpha:g}: *)"
+        f"sign-flip test over the queries both scored (p below {alpha:g}: {mark})"
     )
 
 

@@ -40,17 +40,17 @@ def render_runs_text(table: RunsTable) -> str:
     body = [[row.metric.label, *(_cell(table, cell) for cell in row.cells)] for row in table.rows]
     widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
     legend = [f"[{n}] {shown(named.name)}: {line}" for n, (named, line) in enumerate(zip(table.runs, _descriptions(table)), 1)]
-    lines = [phrases.runs_compared(len(table.runs), table.alpha, table.tag), *legend, ""]
+    lines = [phrases.runs_compared(len(table.runs), table.alpha, table.tag, "*"), *legend, ""]
     for line in [header, *body]:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
     return "\n".join(lines) + "\n"
 
 
 def render_runs_markdown(table: RunsTable) -> str:
-    lines = ["### kb-eval: runs compared", "", text(phrases.runs_compared(len(table.runs), table.alpha, table.tag)), ""]
+    lines = ["### kb-eval: runs compared", "", text(phrases.runs_compared(len(table.runs), table.alpha, table.tag, "bold")), ""]
     for number, (named, line) in enumerate(zip(table.runs, _descriptions(table)), 1):
         lines.append(f"{number}. `{_code(named.name)}`: {prose(line)}")
-    lines += ["", "| metric | " + " | ".join(f"[{n}]" for n in range(1, len(table.runs) + 1)) + " |",
+    lines += ["", "| metric | " + " | ".join(f"{n}.&nbsp;`{_code(named.name)}`" for n, named in enumerate(table.runs, 1)) + " |",
               "| --- |" + " ---: |" * len(table.runs)]
     for row in table.rows:
         cells = [_markdown_cell(table, cell) for cell in row.cells]
@@ -59,7 +59,8 @@ def render_runs_markdown(table: RunsTable) -> str:
 
 
 def _markdown_cell(table: RunsTable, cell: Cell) -> str:
-    shown_cell = _cell(table, cell).removesuffix(" *")
+    # Non-breaking spaces keep a value, its change and its p-value on one line in a narrow column.
+    shown_cell = _cell(table, cell).removesuffix(" *").replace(" ", "&nbsp;")
     return f"**{shown_cell}**" if table.significant(cell) else shown_cell
 
 

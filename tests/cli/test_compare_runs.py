@@ -136,8 +136,9 @@ def test_the_markdown_table_marks_significant_changes_and_escapes_report_names(t
     Path(better).rename(named)
     code, out, _ = kb_eval("compare", base, str(named), "--format", "markdown")
     assert code == ExitCode.OK
-    assert "| MRR | 0.5000 | **1.0000 +0.5000 (p 0.00781)** |" in out
-    assert "| recall@10 | 1.0000 | 1.0000 +0.0000 (p 1) |" in out  # not significant: not bold
+    assert "| MRR | 0.5000 | **1.0000&nbsp;+0.5000&nbsp;(p&nbsp;0.00781)** |" in out
+    assert "| recall@10 | 1.0000 | 1.0000&nbsp;+0.0000&nbsp;(p&nbsp;1) |" in out  # not significant: not bold
+    assert "\\(p below 0.05: bold\\)" in out
     assert "a\\|b'<img>.json" in out and "<img>" not in out.replace("`" + str(named).replace("|", "\\|").replace("`", "'") + "`", "")
 
 
