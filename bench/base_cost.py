@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         started = cpu_seconds()
         _, plan, head_index = head_keeping_analysis(EvalOptions(kb_path=kb, golden_path=golden), memo)
         head_done = cpu_seconds()
-        resolved = resolve_base(kb, BaseRequest("HEAD~1"), external_retriever=False)
+        resolved = resolve_base(kb, BaseRequest("HEAD~1"), one_index=False)
         assert isinstance(resolved, ResolvedBase), resolved
         base = evaluate_base(resolved, EvalOptions(kb_path=kb, golden_path=golden), plan, memo, head_index)
         assert isinstance(base, BaseEvaluation), base

@@ -33,10 +33,9 @@ from scanner.render.markdown import SummaryContext, render_input_error, render_s
 from scanner.render.text import render_text
 from scanner.report.document import ReportInvalid
 from scanner.report.history import DEFAULT_HISTORY_NAME
-from scanner.retrievers.base import RetrieverKind
 from scanner.settings.arguments import add_arguments, read_cli
 from scanner.settings.declaration import Interface, RunSettings, in_interface_words
-from scanner.settings.retriever import choose_kind, retriever_builder
+from scanner.settings.retriever import answers_per_side, choose_kind, retriever_builder
 
 
 class _Parser(argparse.ArgumentParser):
@@ -273,7 +272,7 @@ def plan_from_args(args: RunSettings) -> RunPlan:
             else "the history input is empty and no baseline was given"
         ),
         baseline_ref=baseline_request(args),
-        builtin_retriever=choose_kind(args) is RetrieverKind.BUILTIN,
+        one_index=not answers_per_side(args),
         export_trec=args.export_trec,
         fail_on_regression=args.fail_on_regression,
     )

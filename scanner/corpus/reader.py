@@ -147,7 +147,7 @@ def read_documents(
         if source is not None:
             # Another reader's order is its own (a git tree's): these are sorted here, and held,
             # which costs nothing extra as the memo holds them anyway.
-            read = list(collect(_read_from_source(relative, data, memo) for relative, data in _capped(root, source)))
+            read = list(collect(_read_from_source(relative, data, memo) for relative, data in capped(root, source)))
             yield from sorted(read, key=lambda document: document.path)
         elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
             with worker_pool(workers, _open_worker_cache, (cache, keyed, packing, blobbing)) as pool:
@@ -178,7 +178,7 @@ def read_documents(
         cache.save(entries, diagnostics)
 
 
-def _capped(root: Path, source: Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
+def capped(root: Path, source: Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
     """The per-KB file and byte caps for files another reader chose (a git revision's tree): the
     same refusal as the folder walk's, so a pull request cannot slip a huge corpus in as its base."""
     total = 0

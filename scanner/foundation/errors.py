@@ -39,10 +39,14 @@ class InputError(Exception):
     line: int | None = None
     field: str | None = None
     hint: str | None = None
+    said: tuple[str, ...] = ()
+    """What a program or service itself said (the end of its stderr), line by line: each shown on
+    a line of its own, escaped, so a traceback reads as one and no line can pass for ours."""
 
     def __str__(self) -> str:
         # Every part may quote the pull request's text (a path, a query id), so each is escaped
-        # onto its line (untrusted_text.py); the only line break is the one before the hint.
+        # onto its line (untrusted_text.py); the only line breaks are ours: one before each line a
+        # program said and one before the hint.
         where = ""
         if self.file is not None:
             where = shown(self.file)
@@ -52,6 +56,8 @@ class InputError(Exception):
         text = where + defused(self.message)
         if self.field is not None:
             text += f" (field: {defused(self.field)})"
+        for said in self.said:
+            text += f"\n  | {defused(said)}"
         if self.hint:
             text += f"\n  hint: {defused(self.hint)}"
         return text

@@ -21,7 +21,9 @@ history.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +40,7 @@ from scanner.compare.comparison import (
 )
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
 from scanner.corpus.parse_memo import ParseMemo, blob_id, memo_key
+from scanner.corpus.reader import capped
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import InputError
@@ -49,6 +52,7 @@ from scanner.git.revision import Repository, find_repository, is_revision_name
 from scanner.git.tree import list_tree
 from scanner.golden.file import ExpectedEntry, GoldenSet
 from scanner.pipeline.evaluate import EvalOptions, Plan, Side, evaluate_side
+from scanner.retrievers.base import RetrieverKind
 from scanner.search.index import Index
 
 FLAG = "--baseline-ref"
@@ -60,6 +64,11 @@ about a second (bench/base_and_head.py); the deadline only stops a read that cra
 file system, a hostile history), and then the run goes on without a comparison."""
 
 SHALLOW_HINT = "set `fetch-depth: 0` on actions/checkout, so the checkout holds the base commit"
+ONE_INDEX_HINT = (
+    "build its index per side with --index-command (its {kb} is each side's KB folder), start it per side "
+    "with --serve-command (and {port} in the URL), or name {kb} in the command or URL; or compare with a "
+    "saved --baseline report"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,11 +106,12 @@ class BaseEvaluation:
 
 
 def resolve_base(
-    kb_path: Path, request: BaseRequest, *, external_retriever: bool
+    kb_path: Path, request: BaseRequest, *, one_index: bool
 ) -> ResolvedBase | Comparison | None:
     """The commit to evaluate, or a Comparison saying why there is none, or None when the pull
-    request's base does not apply (no repository, no git, an external retriever): the Action
-    chose it by default, so the run then compares as it would without it (history, baseline).
+    request's base does not apply (no repository, no git): the Action chose it by default, so the
+    run then compares as it would without it (history, baseline). `one_index`: the configured
+    search answers from one index whatever tree it is given, so it cannot answer for the base.
 
     Raises InputError (exit 2) only for a revision the user named (Origin.FLAG) whose problem
     the user must fix."""
@@ -119,11 +129,14 @@ def resolve_base(
                 hint="give a branch, tag or commit SHA, e.g. origin/main (Action input baseline-ref)",
             )
         return unavailable(f"{_shown_ref(request)} does not name a commit in this repository", SHALLOW_HINT)
-    if external_retriever:
-        reason = "the base revision is evaluated with the built-in search; an external retriever answers from its own index"
+    if one_index:
+        reason = (
+            "the configured search answers from one index whatever tree it is given, so it cannot answer "
+            f"for {_shown_ref(request)}"
+        )
         if explicit:
-            raise InputError(reason, field=FLAG, hint="drop --baseline-ref, or compare with a saved --baseline report")
-        return None
+            raise InputError(reason, field=FLAG, hint=ONE_INDEX_HINT)
+        return unavailable(reason, ONE_INDEX_HINT)
     repository = find_repository(kb_path)
     if repository is None:
         reason = f"{kb_path} is not inside a git repository"
@@ -192,11 +205,23 @@ def evaluate_base(
             blobs = read_blobs(base.repository, [file.blob for file in files], base.deadline, MAX_DOCUMENT_BYTES)
             yield from zip((file.path for file in files), blobs)
 
-        side = Side(
-            kb_path=options.kb_path, source=source, memo=memo, unchanged=unchanged,
-            reuse=head if memo is not None else None, refuse_impossible=False, timestamp=base.committed_at,
-        )
-        outcome = evaluate_side(options, base_plan, side, diagnostics)
+        if options.retriever.kind is RetrieverKind.BUILTIN:
+            side = Side(
+                kb_path=options.kb_path, source=source, memo=memo, unchanged=unchanged,
+                reuse=head if memo is not None else None, refuse_impossible=False, timestamp=base.committed_at,
+            )
+            outcome = evaluate_side(options, base_plan, side, diagnostics)
+        else:
+            # A search with its own index is built from a folder: the base's KB written out (the
+            # files the reader would read, under its caps), read from there like the head's.
+            with tempfile.TemporaryDirectory(prefix="kb-eval-base-") as work:
+                folder = Path(work) / "kb"
+                write_out(folder, capped(folder, source(diagnostics)))
+                side = Side(
+                    kb_path=folder, memo=memo, unchanged=unchanged, refuse_impossible=False,
+                    timestamp=base.committed_at,
+                )
+                outcome = evaluate_side(options, base_plan, side, diagnostics)
     except GitFailed as error:
         return no_previous(
             f"git could not read the KB at {base.commit[:12]} ({base.request.ref}): {error}",
@@ -231,6 +256,23 @@ def moved_findings(run: RunRecord, base: BaseEvaluation, kb_path: Path) -> dict[
         if ids is not None:
             moved[path] = ids
     return moved
+
+
+def write_out(folder: Path, files: Iterable[tuple[str, bytes]]) -> None:
+    """Each (KB-relative path, bytes) as a file under `folder`, which must not exist yet. Every
+    folder here is made by this function, so no link can lead a write outside it; a path that
+    names no file under it (`..`, an absolute path) is refused as a kb-eval bug would be."""
+    folder.mkdir(parents=True)
+    root = folder.resolve()
+    for relative, data in files:
+        parts = relative.split("/")
+        if relative.startswith("/") or any(part in ("", ".", "..") for part in parts):
+            raise GitFailed(f"the tree names a file {relative!r} that is not inside the KB folder")
+        target = root.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(data)
 
 
 def golden_at_base(golden: GoldenSet, renames: Mapping[str, str], present: set[str]) -> GoldenSet:

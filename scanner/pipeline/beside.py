@@ -41,8 +41,12 @@ class BaseBesideHead:
     child reads the head's chunk table (the rows of the documents it takes), so this process
     keeps the head's index, and its folder, until the child has answered."""
 
-    def __init__(self, base: ResolvedBase, options: EvalOptions, memo: ParseMemo) -> None:
+    def __init__(self, base: ResolvedBase, options: EvalOptions, memo: ParseMemo, *, fork: bool = True) -> None:
         self.base = base
+        self._fork = fork
+        """False: evaluate the base after the head, in this process. A search with its own index
+        is asked after the head's server is stopped, so two servers never compete for the machine
+        and each side's latency is its own."""
         self.options = options
         self.memo = memo
         self._plan: Plan | None = None
@@ -54,7 +58,7 @@ class BaseBesideHead:
     def start(self, plan: Plan, head: Index) -> None:
         self._plan = plan
         self._head = head
-        if not hasattr(os, "fork"):
+        if not self._fork or not hasattr(os, "fork"):
             return
         read_end, write_end = os.pipe()
         pid = os.fork()

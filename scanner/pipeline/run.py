@@ -42,6 +42,7 @@ from scanner.report.baseline import read_baseline, save_baseline
 from scanner.report.document import report_document, run_document, serialise, validate, validation_errors
 from scanner.report.history import HistoryPlan, HistoryRead, plan_history, read_history, write_history
 from scanner.report.trec import export_trec
+from scanner.retrievers.base import RetrieverKind
 
 if TYPE_CHECKING:
     from scanner.pipeline.base import BaseEvaluation, ResolvedBase
@@ -64,8 +65,9 @@ class RunPlan:
     """What the comparison says when there is neither history nor baseline, in the interface's words."""
     baseline_ref: BaseRequest | None = None
     """Compare with the KB at this git revision, evaluated in this run (wins over the history)."""
-    builtin_retriever: bool = True
-    """False: an external retriever answers, which cannot answer for the KB at another revision."""
+    one_index: bool = False
+    """The configured search answers from one index whatever tree it is given (an external one with
+    no per-side index, server or `{kb}`), so it cannot answer for the KB at another revision."""
     export_trec: Path | None = None
     """Write the run and qrels the report came from into this folder (scanner/report/trec.py)."""
     fail_on_regression: bool = False
@@ -127,7 +129,9 @@ def evaluate_both(
     clock = PhaseClock()
     evaluation_plan = plan_evaluation(options, diagnostics)
     beside = base_beside_head(resolved, options)
-    head = head_side(options, beside.memo if beside else None, keep_analysis=beside is not None)
+    builtin = options.retriever.kind is RetrieverKind.BUILTIN
+    # Only the built-in search's analysis is taken over by the base.
+    head = head_side(options, beside.memo if beside else None, keep_analysis=beside is not None and builtin)
     try:
         prepared = prepare(options, evaluation_plan, head, diagnostics, clock)
         retriever = bind(options, prepared, clock)
@@ -161,7 +165,7 @@ def read_inputs(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) -
         # run that reads a git revision needs it.
         from scanner.pipeline.base import resolve_base
 
-        base = resolve_base(options.kb_path, plan.baseline_ref, external_retriever=not plan.builtin_retriever)
+        base = resolve_base(options.kb_path, plan.baseline_ref, one_index=plan.one_index)
     return Inputs(history, baseline, base)
 
 
@@ -172,7 +176,7 @@ def base_beside_head(base: ResolvedBase | Comparison | None, options: EvalOption
         return None
     from scanner.pipeline.beside import BaseBesideHead
 
-    return BaseBesideHead(base, options, ParseMemo())
+    return BaseBesideHead(base, options, ParseMemo(), fork=options.retriever.kind is RetrieverKind.BUILTIN)
 
 
 def evaluate_base_side(beside: BaseBesideHead | None) -> BaseEvaluation | Comparison | None:

@@ -136,7 +136,7 @@ def _already_at_base(at_base: FindingAtBase | None) -> bool:
 def input_error_annotation(error: InputError) -> Annotation:
     """The exit-2 reason, on the file and line it names when there is one."""
     where = repository_path(error.file) if error.file is not None else None
-    message = str(error) if where is None else str(InputError(error.message, None, None, error.field, error.hint))
+    message = str(error) if where is None else str(InputError(error.message, None, None, error.field, error.hint, error.said))
     return Annotation(
         AnnotationKind.ERROR,
         visible(message),

@@ -15,7 +15,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scanner.foundation.errors import InputError
@@ -31,7 +31,13 @@ from scanner.retrievers.mapping import (
     scrub_and_cut,
     service_error_words,
 )
-from scanner.retrievers.templates import PLACEHOLDER, QUERY_PLACEHOLDERS, substitute_placeholders
+from scanner.retrievers.templates import (
+    PLACEHOLDER,
+    QUERY_PLACEHOLDERS,
+    SideSlots,
+    fill_side,
+    substitute_placeholders,
+)
 
 DEFAULT_TIMEOUT_S = 60.0
 STDERR_TAIL_BYTES = 2048
@@ -108,13 +114,18 @@ class CommandRetriever:
     """Runs the template once per query and reads JSON hits from its stdout."""
 
     def __init__(
-        self, settings: CommandSettings, mapping: ResponseMapping, environ: Mapping[str, str] | None = None
+        self, settings: CommandSettings, mapping: ResponseMapping, environ: Mapping[str, str] | None = None,
+        slots: SideSlots | None = None,
     ) -> None:
         self._settings = settings
         self._mapping = mapping
         self._argv = split_template(settings.template)
+        if slots is not None:
+            # The side's folder, work folder and port, once, before any query is put in.
+            self._argv = [fill_side(argument, slots, "--command") for argument in self._argv]
         program = self._argv[0]
         self._environment = command_environment(settings.env_names, os.environ if environ is None else environ)
+        self._withheld = [name for name in (os.environ if environ is None else environ) if name not in self._environment]
         # The values passed by name may be tokens; whatever the program echoes of them is scrubbed.
         self._secrets = sorted(
             {self._environment[name] for name in settings.env_names if len(self._environment.get(name, "")) >= 4},
@@ -179,9 +190,10 @@ class CommandRetriever:
             words = self._service_words(finished.stdout)
             said = f"; it printed the error {words!r}" if words is not None else ""
             raise InputError(
-                f"{where}: {how}{said}; stderr ends with:\n"
-                f"{self._tail(finished.stderr_tail, finished.stderr_bytes)}",
-                hint="run the command by hand with this query to see why it fails",
+                f"{where}: {how}{said}; its stderr ends with:",
+                said=tuple(self._tail(finished.stderr_tail, finished.stderr_bytes).splitlines()),
+                hint=withheld_hint(finished.stderr_tail, self._withheld)
+                or "run the command by hand with this query to see why it fails",
             )
         if not finished.stdout.strip():
             # `sqlite3 -json` and many tools print nothing at all for zero rows: no hits, not an error.
@@ -302,6 +314,19 @@ def run_bounded(argv: Sequence[str], env: Mapping[str, str], timeout_s: float, c
         except subprocess.TimeoutExpired:  # pragma: no cover - a process that outlives SIGKILL
             returncode = None
     return Finished(bytes(stdout), bytes(stderr), stderr_bytes, returncode, timed_out, overflowed)
+
+
+def withheld_hint(stderr: bytes, withheld: Iterable[str]) -> str | None:
+    """When a program's stderr names a variable kb-eval has but did not pass it (JAVA_HOME, an API
+    key's name), the fix: pass it by name. Whole words only: SIGTERM does not name TERM."""
+    text = stderr.decode("utf-8", errors="replace")
+    named = sorted(name for name in withheld if len(name) >= 3 and re.search(rf"\b{re.escape(name)}\b", text))
+    if not named:
+        return None
+    flags = " ".join(f"--command-env {name}" for name in named[:3])
+    return (
+        f"its stderr names {', '.join(named[:3])}, which kb-eval has but does not pass to the program: add {flags}"
+    )
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -47,6 +47,9 @@ from scanner.retrievers.mapping import (
     service_error_words,
 )
 from scanner.retrievers.templates import (
+    SideSlots,
+    fill_side,
+    fill_side_in_json,
     parse_json_template,
     render_json_template,
     resolve_env,
@@ -67,19 +70,25 @@ class HttpRetriever:
     """Sends each golden query to a search endpoint and maps the JSON answer to hits."""
 
     def __init__(
-        self, settings: HttpSettings, mapping: ResponseMapping, env: Mapping[str, str]
+        self, settings: HttpSettings, mapping: ResponseMapping, env: Mapping[str, str],
+        slots: SideSlots | None = None,
     ) -> None:
         self._settings = settings
         self._mapping = mapping
         self._secrets: list[str] = []
         self._url_basic_auth: str | None = None
-        self._url = self._resolve_url(settings.url, env)
+        # The side's port and folders, once; the description keeps the template, so both sides
+        # of a pull request describe (and fingerprint) the same search.
+        url = fill_side(settings.url, slots, "--http-url") if slots is not None else settings.url
+        self._url = self._resolve_url(url, env)
         self._public_url = redact_url(settings.url)
         self._headers = self._resolve_headers(settings.headers, env)
         template = parse_json_template(settings.body_template, "--http-body")
         if settings.method is HttpMethod.GET:
             _check_flat_params(template)
         self._template_for_describe = template
+        if slots is not None:
+            template = fill_side_in_json(template, slots, "--http-body")
         self._template, used = resolve_env_in_json(template, env, "--http-body")
         self._secrets.extend(used)
         self._secrets = sorted({s for s in self._secrets if s}, key=len, reverse=True)

@@ -346,7 +346,9 @@ def redact_url(url: str) -> str:
     host = parts.hostname or ""
     if ":" in host:  # IPv6 literal lost its brackets in .hostname
         host = f"[{host}]"
-    netloc = host if parts.port is None else f"{host}:{parts.port}"
+    # The port as written: `{port}` (filled per side by --serve-command) is not a number yet.
+    port = parts.netloc.rpartition("@")[2].rpartition("]")[2].rpartition(":")
+    netloc = f"{host}:{port[2]}" if port[1] and port[2] else host
     query = "&".join(
         f"{name}=REDACTED" if value else name
         for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)

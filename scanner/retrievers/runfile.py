@@ -171,8 +171,11 @@ def parse_jsonl(text: str, file: str, notes: Notes | None = None) -> dict[str, l
 class RunFileRetriever:
     """Answers golden queries from rankings computed elsewhere, keyed by golden query id."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, template: str | None = None) -> None:
         self._file = str(path)
+        self._template = template
+        """The path as written, when it names the side's folders: a run file made per side is
+        described by that, not by its bytes, so the two sides of a pull request compare."""
         self._notes = Notes()
         data = read_run_file(path)
         self._sha256 = hashlib.sha256(data).hexdigest()
@@ -191,6 +194,8 @@ class RunFileRetriever:
             }
 
     def describe(self) -> dict[str, object]:
+        if self._template is not None:
+            return {"name": "run", "format": self._format.value, "file": self._template}
         return {"name": "run", "format": self._format.value, "sha256": self._sha256}
 
     def costs(self) -> tuple[AnswerCost, ...]:

@@ -1,4 +1,5 @@
-"""Placeholder substitution for request templates: `{query}`, `{query_sql}`, `{limit}` and `${ENV_NAME}`.
+"""Placeholder substitution for request templates: `{query}`, `{query_sql}`, `{limit}` and `${ENV_NAME}`
+per query; `{kb}`, `{work}` and `{port}` once per side (`SideSlots`).
 
 Substitution happens inside already-split structures (JSON values, argument
 lists), never in raw text, so a query holding quotes, `;` or `$(...)` cannot
@@ -11,12 +12,64 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 from scanner.foundation.errors import InputError
 
 PLACEHOLDER = re.compile(r"\{(query|query_sql|limit)\}")
 QUERY_PLACEHOLDERS = ("{query}", "{query_sql}")
 """Either one puts the query into a request."""
+
+
+SIDE_PLACEHOLDER = re.compile(r"\{(kb|work|port)\}")
+"""Filled once per side of a run, before any query: the side's KB folder, its work folder and its
+server's port."""
+
+
+@dataclass(frozen=True, slots=True)
+class SideSlots:
+    """What a retriever with its own index is told about the side it answers for."""
+
+    kb: Path
+    """The side's KB folder, absolute: the checkout's, or the base commit's written out."""
+    work: Path
+    """An empty folder for this side's index (`--index-command` writes there), removed after the side."""
+    port: int | None = None
+    """The loopback port the side's `--serve-command` listens on; None without one."""
+
+
+def uses_side(text: str) -> bool:
+    """Whether `text` names anything of a side (so the retriever answers per side)."""
+    return SIDE_PLACEHOLDER.search(text) is not None
+
+
+def fill_side(text: str, slots: SideSlots, what: str) -> str:
+    """`{kb}`, `{work}` and `{port}` replaced in one pass; `{port}` without a server is refused."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name == "port":
+            if slots.port is None:
+                raise InputError(
+                    f"{what} uses {{port}}, but no --serve-command starts a server for it to name",
+                    field=what, hint="give --serve-command, or write the server's port",
+                )
+            return str(slots.port)
+        return str(slots.kb if name == "kb" else slots.work)
+
+    return SIDE_PLACEHOLDER.sub(value, text)
+
+
+def fill_side_in_json(template: object, slots: SideSlots, what: str) -> object:
+    """`fill_side` in every string value of a parsed JSON template (keys are left alone)."""
+    if isinstance(template, str):
+        return fill_side(template, slots, what)
+    if isinstance(template, list):
+        return [fill_side_in_json(item, slots, what) for item in template]
+    if isinstance(template, dict):
+        return {key: fill_side_in_json(value, slots, what) for key, value in template.items()}
+    return template
 
 
 def sql_string_literal(text: str) -> str:

@@ -42,6 +42,7 @@ from scanner.metrics.measures import DEFAULT_RELEVANCE_LEVEL
 from scanner.report.history import DEFAULT_HISTORY_SIZE, MAX_HISTORY_RUNS
 from scanner.retrievers import command as command_module
 from scanner.retrievers import http_settings as http_module
+from scanner.retrievers import sides as sides_module
 from scanner.retrievers.base import RetrieverKind
 from scanner.retrievers.builtin import FieldWeights, Tokenization
 from scanner.retrievers.mapping import (
@@ -185,7 +186,7 @@ def in_interface_words(error: InputError, interface: Interface) -> InputError:
         return None if text is None else words(text)
 
     return InputError(
-        reworded(error.message) or "", error.file, error.line, reworded(error.field), reworded(error.hint)
+        reworded(error.message) or "", error.file, error.line, reworded(error.field), reworded(error.hint), error.said
     )
 
 
@@ -215,6 +216,9 @@ def _revision(text: str) -> BaseRequest:
 
 _HTTP_AND_COMMAND = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND})
 _HTTP = frozenset({RetrieverKind.HTTP})
+_OWN_INDEX = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND, RetrieverKind.RUN})
+"""The retrievers that answer from an index of their own, built per side by --index-command."""
+_SERVED = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND})
 _BUILTIN = frozenset({RetrieverKind.BUILTIN})
 _PATH_NOTE = "Relative to the repository root."
 
@@ -422,9 +426,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "command-env", "command_env", Group.RETRIEVER,
-        "command retriever: an environment variable passed to the program by name (it gets only PATH, HOME, "
-        "LANG, LC_*, TZ, TMPDIR, USER and LOGNAME otherwise: no action input, no token)",
-        parse.env_name, (), default_note="none", form=Form.LIST, retrievers=frozenset({RetrieverKind.COMMAND}),
+        "command retriever, index and serve commands: an environment variable passed to the program by name (it "
+        "gets only PATH, HOME, LANG, LC_*, TZ, TMPDIR, USER and LOGNAME otherwise: no action input, no token)",
+        parse.env_name, (), default_note="none", form=Form.LIST, retrievers=_OWN_INDEX,
         metavar="NAME", action_note="One name per line; the value comes from the step's env:.",
     ),
     Setting(
@@ -467,6 +471,35 @@ SETTINGS: tuple[Setting, ...] = (
         "run-file", "run", Group.RETRIEVER, "run retriever: a TREC or JSONL run file of precomputed rankings",
         parse.path, None, default_note="none", aliases=("run",), retrievers=frozenset({RetrieverKind.RUN}),
         fingerprint="retriever", path=True, metavar="FILE", action_note=_PATH_NOTE,
+    ),
+    # A search with its own index answers for one tree: these build and serve it once per side
+    # (the head's KB, and the base commit's written out), so the pull request's base can be
+    # evaluated with it (scanner/retrievers/sides.py).
+    Setting(
+        "index-command", "index_command", Group.RETRIEVER,
+        "HTTP, command and run retrievers: a program run once per side before its first query, {kb} (the "
+        "side's KB folder) and {work} (an empty folder for its index) substituted inside its arguments",
+        parse.text, None, default_note="none", retrievers=_OWN_INDEX, fingerprint="retriever", metavar="TEMPLATE",
+    ),
+    Setting(
+        "index-timeout", "index_timeout", Group.RETRIEVER, "seconds the index command may take per side",
+        parse.float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="600"),
+        sides_module.DEFAULT_INDEX_TIMEOUT_S, f"{sides_module.DEFAULT_INDEX_TIMEOUT_S:g}",
+        retrievers=_OWN_INDEX, metavar="SECONDS",
+    ),
+    Setting(
+        "serve-command", "serve_command", Group.RETRIEVER,
+        "HTTP and command retrievers: a server started once per side with {kb}, {work} and {port} (a free "
+        "loopback port, also filled in --http-url) substituted, waited for until it accepts connections, and "
+        "stopped after that side's queries",
+        parse.text, None, default_note="none", retrievers=_SERVED, fingerprint="retriever", metavar="TEMPLATE",
+    ),
+    Setting(
+        "serve-timeout", "serve_timeout", Group.RETRIEVER,
+        "seconds a started server has to accept connections",
+        parse.float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="120"),
+        sides_module.DEFAULT_SERVE_TIMEOUT_S, f"{sides_module.DEFAULT_SERVE_TIMEOUT_S:g}",
+        retrievers=_SERVED, metavar="SECONDS",
     ),
     # --- the workflow (Action only)
     Setting(
@@ -567,6 +600,10 @@ class RunSettings:
     path_prefix_strip: tuple[str, ...]
     run: Path | None
     """The `run-file` setting (`--run-file`, `--run`)."""
+    index_command: str | None
+    index_timeout: float
+    serve_command: str | None
+    serve_timeout: float
     given: frozenset[str]
     """Names of the settings given explicitly (in the Action: set to other than their default)."""
     interface: Interface

@@ -21,11 +21,12 @@ from pathlib import Path
 
 from scanner.foundation.errors import InputError
 from scanner.retrievers import command as command_module
-from scanner.retrievers import http_settings
-from scanner.retrievers.base import Retriever, RetrieverKind, SearchRequest
+from scanner.retrievers import http_settings, sides
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, Retriever, RetrieverKind, SearchRequest
 from scanner.retrievers.builtin import BuiltinRetriever
 from scanner.retrievers.mapping import ResponseMapping, validate_dotted_path
 from scanner.retrievers.runfile import RunFileRetriever
+from scanner.retrievers.templates import SideSlots, fill_side, uses_side
 from scanner.search.index import Index
 from scanner.settings.declaration import SETTINGS, RunSettings, Setting, display_name, in_interface_words, setting
 
@@ -130,10 +131,76 @@ def build_retriever(
     """
     kind = choose_kind(settings)
     try:
-        return _build(kind, settings, index, requests, env)
+        if not answers_per_side(settings) or kind is RetrieverKind.BUILTIN:
+            return _build(kind, settings, index, requests, env, None)
+        environ = os.environ if env is None else env
+        environment = command_module.command_environment(settings.command_env, environ)
+        side = sides.Side(
+            folder if folder is not None else Path.cwd(), side_programs(settings), environment,
+            sides.withheld(environment, environ),
+        )
+        slots = side.open()
+        try:
+            return SideBound(_build(kind, settings, index, requests, env, slots), side, settings)
+        except BaseException:
+            side.close()
+            raise
     except InputError as error:
         # The retriever modules word their refusals for the command line.
         raise in_interface_words(error, settings.interface) from None
+
+
+def side_programs(settings: RunSettings) -> sides.SidePrograms:
+    return sides.SidePrograms(
+        index_command=settings.index_command, index_timeout_s=settings.index_timeout,
+        serve_command=settings.serve_command, serve_timeout_s=settings.serve_timeout,
+        address=settings.http_url if settings.serve_command is not None else None,
+    )
+
+
+def answers_per_side(settings: RunSettings) -> bool:
+    """Whether the retriever answers for the tree it is given: the built-in search, or one whose
+    index is built or served per side, or whose templates name the side's folder. Any other
+    answers from one index whatever tree is evaluated, so it cannot evaluate a pull request's base."""
+    if choose_kind(settings) is RetrieverKind.BUILTIN:
+        return True
+    if settings.index_command is not None or settings.serve_command is not None:
+        return True
+    templates = [settings.command, settings.http_url, settings.http_body, str(settings.run) if settings.run else None]
+    return any(template is not None and uses_side(template) for template in templates)
+
+
+class SideBound:
+    """A retriever with its own index, bound to one side: closing it stops that side's server and
+    removes its work folder. Its description adds the per-side programs (when given) to the
+    retriever's, so two runs built or served differently are not compared."""
+
+    def __init__(self, inner: Retriever, side: sides.Side, settings: RunSettings) -> None:
+        self._inner = inner
+        self._side = side
+        self._programs = {
+            key: value for key, value in (
+                ("index_command", settings.index_command), ("serve_command", settings.serve_command)
+            ) if value is not None
+        }
+
+    def describe(self) -> dict[str, object]:
+        return {**self._inner.describe(), **self._programs}
+
+    def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
+        return self._inner.search_all(requests)
+
+    def notes(self) -> tuple[AnswerNote, ...]:
+        return self._inner.notes()
+
+    def costs(self) -> tuple[AnswerCost, ...]:
+        return self._inner.costs()
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._side.close()
 
 
 def _build(
@@ -142,6 +209,7 @@ def _build(
     index: Index,
     requests: Sequence[SearchRequest],
     env: Mapping[str, str] | None,
+    slots: SideSlots | None,
 ) -> Retriever:
     if kind is RetrieverKind.BUILTIN:
         builtin = BuiltinRetriever(index, settings.weights, settings.tokenization)
@@ -150,6 +218,8 @@ def _build(
         return builtin
     if kind is RetrieverKind.RUN:
         assert settings.run is not None  # choose_kind refused a missing run-file
+        if slots is not None and uses_side(str(settings.run)):
+            return RunFileRetriever(Path(fill_side(str(settings.run), slots, "--run-file")), template=str(settings.run))
         return RunFileRetriever(settings.run)
     mapping = _mapping(settings)
     if kind is RetrieverKind.HTTP:
@@ -167,7 +237,7 @@ def _build(
         )
         from scanner.retrievers.http import HttpRetriever  # requests is imported by the runs that use it
 
-        return HttpRetriever(http, mapping, os.environ if env is None else env)
+        return HttpRetriever(http, mapping, os.environ if env is None else env, slots)
     if kind is RetrieverKind.COMMAND:
         assert settings.command is not None  # choose_kind refused a missing command
         return command_module.CommandRetriever(
@@ -177,6 +247,7 @@ def _build(
             ),
             mapping,
             env,
+            slots,
         )
     raise AssertionError(f"unhandled retriever kind {kind}")
 

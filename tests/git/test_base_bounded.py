@@ -131,7 +131,7 @@ def _base_files(tmp_path: Path) -> tuple[ResolvedBase, KbFiles, list[TreeFile]]:
     """A KB whose rollback.md HEAD renamed (with an edit) to revert.md, and its files at the base."""
     repo = new_repo(tmp_path / "repo")
     _renamed_with_edits(repo)
-    resolved = resolve_base(repo / "kb", BaseRequest("HEAD~1"), external_retriever=False)
+    resolved = resolve_base(repo / "kb", BaseRequest("HEAD~1"), one_index=False)
     assert isinstance(resolved, ResolvedBase)
     rules = KbFiles.excluding(())
     files = list_tree(resolved.repository, resolved.commit, rules, Diagnostics(), Deadline.after(60))
@@ -182,13 +182,13 @@ def test_the_flag_and_a_pull_requests_base_are_held_to_one_revision_rule(tmp_pat
     flag, _ = run(repo / "kb", f"--baseline-ref={revision}")
     refused_as_flag = flag.exit_code == ExitCode.BAD_INPUT and "not a git revision" in flag.stderr_text
     assert refused_as_flag is not is_revision_name(revision)
-    chosen = resolve_base(repo / "kb", BaseRequest(revision, Origin.PULL_REQUEST, "main"), external_retriever=False)
+    chosen = resolve_base(repo / "kb", BaseRequest(revision, Origin.PULL_REQUEST, "main"), one_index=False)
     # Named by the pull request's event, none of these is a commit here: a reason, never an exit.
     assert isinstance(chosen, Comparison) and chosen.cause is NotComparedCause.REVISION_UNAVAILABLE
     assert chosen.hint == SHALLOW_HINT and "does not name a commit" in chosen.reasons[0]
     if not is_revision_name(revision):
         with pytest.raises(InputError, match="not a git revision"):
-            resolve_base(repo / "kb", BaseRequest(revision), external_retriever=False)
+            resolve_base(repo / "kb", BaseRequest(revision), one_index=False)
 
 
 def test_the_revision_rule_at_its_edges() -> None:

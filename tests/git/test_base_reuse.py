@@ -58,7 +58,7 @@ def repository(tmp_path: Path) -> tuple[Path, ResolvedBase]:
     (repo / "kb/notes/n13.md").unlink()  # the pull request deletes it
     commit(repo, PULL_REQUEST, "pull request")
     kb = repo / "kb"
-    resolved = resolve_base(kb, BaseRequest("HEAD~1"), external_retriever=False)
+    resolved = resolve_base(kb, BaseRequest("HEAD~1"), one_index=False)
     assert isinstance(resolved, ResolvedBase)
     return kb, resolved
 

@@ -116,7 +116,7 @@ def test_the_base_scans_only_the_documents_the_pull_request_changed(tmp_path: Pa
     commit(repo, dict(BASE, **{"faq.md": faq}), "base")
     commit(repo, {"faq.md": faq + "\nSee also the wiki.\n"}, "the pull request")
     kb = repo / "kb"
-    resolved = resolve_base(kb, BaseRequest("HEAD~1"), external_retriever=False)
+    resolved = resolve_base(kb, BaseRequest("HEAD~1"), one_index=False)
     assert isinstance(resolved, ResolvedBase)
     memo = ParseMemo()
     _, plan, _ = head_keeping_analysis(EvalOptions(kb_path=kb), memo)

@@ -159,7 +159,7 @@ def test_unchanged_files_are_parsed_once_for_both_sides(tmp_path: Path) -> None:
     commit(repo, REGRESSING_CHANGE, "head")
     memo = ParseMemo()
     read_corpus(repo / "kb", memo=memo)
-    resolved = resolve_base(repo / "kb", BaseRequest(base), external_retriever=False)
+    resolved = resolve_base(repo / "kb", BaseRequest(base), one_index=False)
     assert isinstance(resolved, ResolvedBase)
     files = list_tree(resolved.repository, resolved.commit, KbFiles.excluding(()), Diagnostics(), soon())
     assert files is not None
@@ -255,16 +255,6 @@ def test_baseline_and_baseline_ref_together_are_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == ExitCode.BAD_INPUT
 
 
-def test_an_external_retriever_cannot_answer_for_the_base(tmp_path: Path) -> None:
-    repo = new_repo(tmp_path / "repo")
-    commit(repo, BASE_KB, "base")
-    run_file = tmp_path / "run.txt"
-    run_file.write_text("deploy Q0 deploy.md 1 1.0 x\n")
-    result, _ = run(repo / "kb", "--baseline-ref=HEAD", f"--run={run_file}")
-    assert result.exit_code == ExitCode.BAD_INPUT
-    assert result.input_error is not None and "external retriever" in str(result.input_error)
-
-
 # --- the golden file and the expected files in a pull request -----------------------------------
 
 
@@ -348,7 +338,7 @@ def test_a_symlink_in_the_base_tree_pointing_outside_the_kb_is_not_followed(tmp_
     (repo / "kb/leak.md").unlink()
     (repo / "kb/alias.md").unlink()
     commit(repo, {}, "head")
-    resolved = resolve_base(repo / "kb", BaseRequest("HEAD~1"), external_retriever=False)
+    resolved = resolve_base(repo / "kb", BaseRequest("HEAD~1"), one_index=False)
     assert isinstance(resolved, ResolvedBase)
     diagnostics = Diagnostics()
     files = list_tree(resolved.repository, resolved.commit, KbFiles.excluding(()), diagnostics, soon())
@@ -409,9 +399,10 @@ def test_a_callers_git_dir_does_not_redirect_the_base(tmp_path: Path, monkeypatc
 def test_the_origin_of_a_request_decides_between_exit_2_and_a_reason(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "repo")
     commit(repo, BASE_KB, "base")
-    chosen = resolve_base(repo / "kb", BaseRequest("c" * 40, Origin.PULL_REQUEST, "main"), external_retriever=True)
-    assert chosen is None  # the default does not apply to an external retriever
-    missing = resolve_base(repo / "kb", BaseRequest("c" * 40, Origin.PULL_REQUEST, "main"), external_retriever=False)
+    chosen = resolve_base(repo / "kb", BaseRequest("c" * 40, Origin.PULL_REQUEST, "main"), one_index=True)
+    # A search that answers from one index cannot be the base: a reason, never exit 2 by default.
+    assert isinstance(chosen, Comparison) and "answers from one index" in chosen.reasons[0]
+    missing = resolve_base(repo / "kb", BaseRequest("c" * 40, Origin.PULL_REQUEST, "main"), one_index=False)
     assert isinstance(missing, Comparison) and missing.cause is NotComparedCause.REVISION_UNAVAILABLE
 
 
@@ -465,7 +456,7 @@ def test_the_base_tree_gives_the_corpus_and_warnings_the_folder_walk_gives(tmp_p
     on_disk = Diagnostics()
     disk = read_corpus(repo / "kb", exclude, on_disk, workers=1)
 
-    resolved = resolve_base(repo / "kb", BaseRequest("HEAD"), external_retriever=False)
+    resolved = resolve_base(repo / "kb", BaseRequest("HEAD"), one_index=False)
     assert isinstance(resolved, ResolvedBase)
     in_tree = Diagnostics()
     files = list_tree(resolved.repository, resolved.commit, KbFiles.excluding(exclude), in_tree, soon())

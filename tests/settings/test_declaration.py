@@ -87,7 +87,7 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "path_prefix_strip", "command", "command_timeout", "command_env", "run", "score_level",
         "summary_file",
         # Added after the argparse era, named as the flag is.
-        "relevance_level", "export_trec",
+        "relevance_level", "export_trec", "index_command", "index_timeout", "serve_command", "serve_timeout",
     }
     assert run_settings_attributes() == historic
 

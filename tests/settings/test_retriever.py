@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Mapping
@@ -50,6 +51,11 @@ SAMPLE_VALUES: Mapping[str, str] = {
     "score-field": "rel",
     "path-prefix-strip": "/kb",
     "run-file": "run.trec",
+    # Real programs: describing a retriever built with them runs them.
+    "index-command": "true {kb} {work}",
+    "index-timeout": "30",
+    "serve-command": f"{sys.executable} -m http.server --bind 127.0.0.1 --directory {{kb}} {{port}}",
+    "serve-timeout": "30",
 }
 """A value each retriever's setting accepts (a new retriever setting needs one here)."""
 
@@ -205,8 +211,11 @@ def test_the_builder_checks_the_choice_before_the_index_exists() -> None:
 
 
 def _describe(settings: RunSettings) -> dict[str, object]:
-    retriever: Retriever = build_retriever(settings, never_builtin_index(), [], env={})
-    return retriever.describe()
+    retriever: Retriever = build_retriever(settings, never_builtin_index(), [], env={"PATH": os.environ["PATH"]})
+    try:
+        return retriever.describe()
+    finally:
+        retriever.close()  # a server started for it is stopped
 
 
 @pytest.mark.parametrize(
