@@ -49,6 +49,8 @@ BAD_VALUES = {
     "http-timeout": "0",
     "http-retries": "-1",
     "command-timeout": "nan",
+    "index-timeout": "-1",
+    "serve-timeout": "inf",
     "command-env": "KB_TOKEN=x",
     "concurrency": "0",
     "hits-path": "a..b",
@@ -188,6 +190,8 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
         "retriever": "http", "http-url": "http://127.0.0.1:9/", "http-method": "GET", "http-body": '{"q": "{query}"}',
         "http-header": "A: b", "http-timeout": "2", "http-retries": "1", "concurrency": "3", "hits-path": "h",
         "path-field": "p", "heading-field": "t", "score-field": "s", "path-prefix-strip": "/kb",
+        "index-command": "make-index {kb}", "index-timeout": "30", "serve-command": "serve {port}",
+        "serve-timeout": "40",
         "annotations": "false", "max-annotations": "3", "summary": "false", "comment": "true",
         "github-token": "t-123",
     }
@@ -210,6 +214,8 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
     assert (run.http_timeout, run.http_retries, run.concurrency) == (2.0, 1, 3)
     assert (run.hits_path, run.path_field, run.heading_field, run.score_field, run.path_prefix_strip) == (
         "h", "p", "t", "s", ("/kb",))
+    assert (run.index_command, run.index_timeout, run.serve_command, run.serve_timeout) == (
+        "make-index {kb}", 30.0, "serve {port}", 40.0)
     assert (inputs.annotations, inputs.max_annotations, inputs.summary, inputs.comment, inputs.github_token) == (
         False, 3, False, CommentMode.ALWAYS, "t-123")
     assert run.interface is Interface.ACTION
