@@ -24,15 +24,15 @@ from __future__ import annotations
 import bisect
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
 
 from scanner.compare.fingerprint import fingerprint_differences, pick_comparable
 from scanner.compare.pooling import QueryPool, pool_query
 from scanner.evaluation.records import QueryRecord, RunRecord
 from scanner.golden.file import ExpectedEntry
+from scanner.metrics.catalogue import BY_NAME, IN_COMPARISON_ORDER, Measure
 from scanner.metrics.measures import AggregateMetrics, Judgments, QueryMetrics
 from scanner.retrievers.base import Hit
 from scanner.search.index import CorpusSnapshot
@@ -92,13 +92,8 @@ class BaseRequest:
         return self.label or self.revision
 
 
-MetricFamily = Literal["mrr", "recall", "ndcg", "precision", "success", "map", "judged"]
-_FAMILY_LABELS: dict[str, str] = {
-    "mrr": "MRR", "map": "MAP", "recall": "recall", "ndcg": "nDCG", "precision": "P", "success": "success",
-    "judged": "judged",
-}
-"""How people read each family: MRR, MAP, recall@5, nDCG@10, P@5, success@1, judged@10 (trec_eval's
-and ir_measures' spellings)."""
+MetricFamily = str
+"""A measure's name in the catalogue (scanner/metrics/catalogue.py): `recall`, `mrr`, `judged`."""
 
 
 class Source(StrEnum):
@@ -135,49 +130,34 @@ class BaseRevision:
 
 @dataclass(frozen=True, slots=True)
 class Metric:
-    """One aggregate metric: MRR, or recall/nDCG at one k."""
+    """One aggregate metric: a measure of the catalogue, at one k if it has cut-offs."""
 
     family: MetricFamily
     k: int | None
     """The cut-off of an @k measure; None for MRR and MAP."""
 
     @property
+    def measure(self) -> Measure:
+        return BY_NAME[self.family]
+
+    @property
     def label(self) -> str:
         """How people read it: MRR, MAP, recall@5, nDCG@10, P@5, success@1, judged@10."""
-        name = _FAMILY_LABELS[self.family]
-        return name if self.k is None else f"{name}@{self.k}"
+        return self.measure.label(self.k)
 
     @property
     def judges_the_golden_set(self) -> bool:
-        """judged@k measures how much of the top k the labels cover, not how well search ranks:
-        it falls when a change surfaces unlabelled documents, good or bad. It is reported and
-        compared, and gated only when a per-metric budget names it."""
-        return self.family == "judged"
+        """A measure of the labels' coverage rather than of search (judged@k, `Measure.gated`): it is
+        reported and compared, and gated only when a per-metric budget names it."""
+        return not self.measure.gated
 
     def in_aggregate(self, aggregate: AggregateMetrics) -> float | None:
         """The value in an aggregate, None when that run did not record it (an older run, no nDCG)."""
-        if self.family == "mrr":
-            return aggregate.mrr
-        if self.family == "map":
-            return aggregate.map
-        return _at_k(aggregate, self.family).get(self.k or 0)
+        return self.measure.aggregate_value(aggregate, self.k)
 
     def in_query(self, metrics: QueryMetrics) -> float | None:
         """The value for one query (MRR's per-query value is the reciprocal rank, MAP's the AP)."""
-        if self.family == "mrr":
-            # NaN: a history entry that did not record it (see scanner.report.read).
-            return None if math.isnan(metrics.reciprocal_rank) else metrics.reciprocal_rank
-        if self.family == "map":
-            return metrics.average_precision
-        return _at_k(metrics, self.family).get(self.k or 0)
-
-
-def _at_k(metrics: AggregateMetrics | QueryMetrics, family: str) -> dict[int, float]:
-    by_family = {
-        "recall": metrics.recall_at_k, "ndcg": metrics.ndcg_at_k, "precision": metrics.precision_at_k,
-        "success": metrics.success_at_k, "judged": metrics.judged_at_k,
-    }
-    return by_family[family]
+        return self.measure.query_value(metrics, self.k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,22 +455,16 @@ def _incomparable(reasons: list[str], source: Source, revision: BaseRevision | N
 
 
 def metrics_of(aggregate: AggregateMetrics) -> list[Metric]:
-    """Every metric in an aggregate, in report order: recall@k by k, MRR, nDCG@k by k (kb-mcp's
-    three), then P@k, success@k, MAP and judged@k when the run recorded them."""
-    standard: list[Metric] = []
-    if aggregate.map is not None:
-        standard = [
-            *(Metric("precision", k) for k in sorted(aggregate.precision_at_k)),
-            *(Metric("success", k) for k in sorted(aggregate.success_at_k)),
-            Metric("map", None),
-            *(Metric("judged", k) for k in sorted(aggregate.judged_at_k)),
-        ]
-    return [
-        *(Metric("recall", k) for k in sorted(aggregate.recall_at_k)),
-        Metric("mrr", None),
-        *(Metric("ndcg", k) for k in sorted(aggregate.ndcg_at_k)),
-        *standard,
-    ]
+    """Every metric an aggregate recorded, in the catalogue's comparison order: recall@k by k, MRR,
+    nDCG@k by k (kb-mcp's three), then P@k, success@k, MAP and judged@k."""
+    metrics: list[Metric] = []
+    for measure in IN_COMPARISON_ORDER:
+        value = measure.of_aggregate(aggregate)
+        if isinstance(value, Mapping):
+            metrics += [Metric(measure.name, k) for k in sorted(value)]
+        elif value is not None:
+            metrics.append(Metric(measure.name, None))
+    return metrics
 
 
 def corpus_change(current: CorpusSnapshot | None, previous: CorpusSnapshot | None) -> CorpusChange:

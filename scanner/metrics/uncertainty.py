@@ -34,6 +34,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scanner.metrics.catalogue import CATALOGUE, Measure
 from scanner.metrics.measures import Interval, QueryMetrics
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -111,18 +112,14 @@ def detectable_drop(values: Sequence[float], alpha: float, *, paired: bool) -> f
 
 
 def aggregate_columns(rows: Sequence[QueryMetrics], ks: Sequence[int]) -> list[tuple[str, int | None, list[float]]]:
-    """The per-query values behind each mean of an aggregate (counted rows only), as `intervals` takes them."""
+    """The per-query values behind each mean of an aggregate (counted rows only), as `intervals`
+    takes them: each measure without cut-offs, then each k's, under the report's keys."""
     counted = [row for row in rows if row.counted]
-    columns: list[tuple[str, int | None, list[float]]] = [
-        ("mrr", None, [row.reciprocal_rank for row in counted]),
-        ("map", None, [row.average_precision or 0.0 for row in counted]),
-    ]
+
+    def column(measure: Measure, k: int | None) -> tuple[str, int | None, list[float]]:
+        return measure.report_key, k, [measure.query_value(row, k) or 0.0 for row in counted]
+
+    columns = [column(measure, None) for measure in CATALOGUE if not measure.at_k]
     for k in ks:
-        columns += [
-            ("recall_at_k", k, [row.recall_at_k[k] for row in counted]),
-            ("ndcg_at_k", k, [row.ndcg_at_k[k] for row in counted]),
-            ("precision_at_k", k, [row.precision_at_k[k] for row in counted]),
-            ("success_at_k", k, [row.success_at_k[k] for row in counted]),
-            ("judged_at_k", k, [row.judged_at_k[k] for row in counted]),
-        ]
+        columns += [column(measure, k) for measure in CATALOGUE if measure.at_k]
     return columns

@@ -26,12 +26,9 @@ from dataclasses import dataclass
 
 from scanner.compare.comparison import (
     ExpectedMove,
-    Metric,
     MetricDelta,
-    MetricFamily,
     QueryDelta,
     QueryStatus,
-    metrics_of,
 )
 from scanner.compare.findings import FindingAtBase
 from scanner.compare.pooling import QueryPool
@@ -39,6 +36,7 @@ from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.github.workflow import escape_markdown_text
+from scanner.metrics.catalogue import BY_NAME, BY_REPORT_KEY, CATALOGUE
 from scanner.render import phrases
 
 MAX_CHANGED_ROWS = 50
@@ -170,25 +168,26 @@ def headline(report: Report, context: SummaryContext) -> list[str]:
 
 
 def metrics_section(report: Report) -> list[str]:
-    """kb-mcp's metrics and MAP in one table; P@k, success@k and judged@k folded below it."""
+    """The catalogue's headline measures (kb-mcp's and MAP) in one table; the others (P@k,
+    success@k, judged@k) folded below it."""
     run = report.run
-    rows: list[tuple[str, float]] = [("MRR", run.aggregate.mrr)]
-    rows += [(f"recall@{k}", run.aggregate.recall_at_k[k]) for k in run.ks]
-    rows += [(f"nDCG@{k}", run.aggregate.ndcg_at_k[k]) for k in run.ks]
-    standard = [
-        (metric.label, value)
-        for metric in metrics_of(run.aggregate)[2 * len(run.ks) + 1:]
-        if (value := metric.in_aggregate(run.aggregate)) is not None
-    ]
-    rows += [row for row in standard if row[0] == "MAP"]
-    lines = _metrics_table(report, rows)
+
+    def rows(headline: bool) -> list[tuple[str, float]]:
+        return [
+            (measure.label(k), value)
+            for measure in CATALOGUE if measure.headline is headline
+            for k in (run.ks if measure.at_k else (None,))
+            if (value := measure.aggregate_value(run.aggregate, k)) is not None
+        ]
+
+    lines = _metrics_table(report, rows(headline=True))
     notes = [phrases.intervals_note(run.aggregate.query_count)] if run.aggregate.intervals else []
     detectable = phrases.detectable_sentence(report.gate, run.largest_k)
     if detectable is not None:
         notes.append(detectable)
     if notes:
         lines += ["", " ".join(notes)]
-    folded = [row for row in standard if row[0] != "MAP"]
+    folded = rows(headline=False)
     if folded:
         lines += ["", f"<details><summary>{phrases.STANDARD_MEASURES}</summary>", ""]
         lines += _metrics_table(report, folded)
@@ -199,7 +198,7 @@ def metrics_section(report: Report) -> list[str]:
 def _metrics_table(report: Report, rows: Sequence[tuple[str, float]]) -> list[str]:
     deltas = {d.metric.label: d for d in report.comparison.metric_deltas}
     compared = report.comparison.compared
-    bounds = {Metric(_FAMILY_OF[i.measure], i.k).label: i for i in report.run.aggregate.intervals}
+    bounds = {BY_REPORT_KEY[i.measure].label(i.k): i for i in report.run.aggregate.intervals}
     lines = [
         "| metric | value | 95% interval |" + (" change |" if compared else ""),
         "| --- | ---: | ---: |" + (" ---: |" if compared else ""),
@@ -211,13 +210,6 @@ def _metrics_table(report: Report, rows: Sequence[tuple[str, float]]) -> list[st
             cells.append(_delta_cell(deltas.get(label)))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
-
-
-_FAMILY_OF: dict[str, MetricFamily] = {
-    "mrr": "mrr", "map": "map", "recall_at_k": "recall", "ndcg_at_k": "ndcg", "precision_at_k": "precision",
-    "success_at_k": "success", "judged_at_k": "judged",
-}
-"""An interval's measure (the report's key) as the metric family it bounds."""
 
 
 def _delta_cell(delta: MetricDelta | None) -> str:
@@ -356,7 +348,7 @@ def trend_section(report: Report, context: SummaryContext) -> list[str]:
     ndcg = [r.aggregate.ndcg_at_k.get(k, math.nan) for r in runs]
     if any(math.isnan(value) for value in ndcg):  # an older run without nDCG@k: no line rather than a gap
         ndcg = []
-    series = [("MRR", mrr), *([(f"nDCG@{k}", ndcg)] if ndcg else [])]
+    series = [(BY_NAME["mrr"].label(None), mrr), *([(BY_NAME["ndcg"].label(k), ndcg)] if ndcg else [])]
     labels = ", ".join(f'"{label}"' for label in trend_labels([r.timestamp for r in runs]))
     lines = [
         "<details><summary>Trend</summary>",
@@ -410,7 +402,7 @@ def details_section(report: Report) -> list[str]:
         lines += [
             f"<details><summary>{text(summary)}</summary>",
             "",
-            f"| query | recall@{largest} | RR | expected | got (top {MAX_HITS_SHOWN}) |",
+            f"| query | {BY_NAME['recall'].label(largest)} | RR | expected | got (top {MAX_HITS_SHOWN}) |",
             "| --- | ---: | ---: | --- | --- |",
         ]
         for query in missed[:MAX_MISSED_ROWS]:

@@ -19,6 +19,7 @@ from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, displacing_first
 from scanner.golden.file import ExpectedEntry
+from scanner.metrics.catalogue import BRIEF
 from scanner.retrievers.base import Hit
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES, QuotedQuery
 
@@ -278,11 +279,6 @@ def gate_headline(gate: GateResult) -> str:
 
 STANDARD_MEASURES = "Precision, success and judged (the share of the top k some label judges) at each k"
 
-SHOWN_DETECTABLE = ("MRR", "MAP")
-"""The metrics the detectable-drop sentence names, besides recall@k and nDCG@k at the largest k:
-the sentence is read in seconds, and the JSON lists every metric."""
-
-
 def interval_phrase(low: float, high: float) -> str:
     """`0.612–0.781`: a 95% interval, in the precision a reader compares it at."""
     return f"{low:.3f}–{high:.3f}"
@@ -300,7 +296,8 @@ def detectable_sentence(gate: GateResult, largest_k: int) -> str | None:
     detectable = gate.detectable
     if detectable is None or not detectable.drops:
         return None
-    wanted = (*SHOWN_DETECTABLE, f"nDCG@{largest_k}", f"recall@{largest_k}")
+    # The catalogue's brief list at the largest k: read in seconds; the JSON lists every metric.
+    wanted = tuple(measure.label(largest_k if measure.at_k else None) for measure in BRIEF)
     shown = sorted((d for d in detectable.drops if d.metric.label in wanted), key=lambda d: wanted.index(d.metric.label))
     if all(drop.drop is None for drop in shown):
         if detectable.queries > 1 and 2.0 / 2.0 ** min(detectable.queries, 1023) < detectable.alpha:

@@ -10,9 +10,14 @@ from __future__ import annotations
 from scanner.compare.comparison import ComparisonStatus, QueryStatus
 from scanner.compare.report import Report
 from scanner.foundation.untrusted_text import shown
+from scanner.metrics.catalogue import BRIEF, BY_NAME, CATALOGUE
 from scanner.render import phrases
 
 MAX_IDS_LISTED = 10
+
+
+def _cell(value: float | None) -> str:
+    return f"{value:.4f}" if value is not None else ""
 
 
 def render_text(report: Report) -> str:
@@ -30,25 +35,21 @@ def render_text(report: Report) -> str:
     header = ["metric", *[f"@{k}" for k in ks]]
     aggregate = run.aggregate
     rows = [
-        ["recall", *[f"{aggregate.recall_at_k[k]:.4f}" for k in ks]],
-        ["nDCG", *[f"{aggregate.ndcg_at_k[k]:.4f}" for k in ks]],
+        [measure.display, *[_cell(measure.aggregate_value(aggregate, k)) for k in ks]]
+        for measure in CATALOGUE if measure.at_k and measure.of_aggregate(aggregate) is not None
     ]
-    if aggregate.map is not None:
-        rows += [
-            ["P", *[f"{aggregate.precision_at_k[k]:.4f}" for k in ks]],
-            ["success", *[f"{aggregate.success_at_k[k]:.4f}" for k in ks]],
-            ["judged", *[f"{aggregate.judged_at_k[k]:.4f}" for k in ks]],
-        ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-    out.append(f"MRR     {aggregate.mrr:.4f}")
-    if aggregate.map is not None:
-        out.append(f"MAP     {aggregate.map:.4f}")
+    for measure in CATALOGUE:
+        value = None if measure.at_k else measure.aggregate_value(aggregate, None)
+        if value is not None:
+            out.append(f"{measure.display:<8}{value:.4f}")
     bounds = {(i.measure, i.k): i for i in aggregate.intervals}
-    shown_bounds = [("MRR", ("mrr", None)), ("MAP", ("map", None)),
-                    (f"nDCG@{run.largest_k}", ("ndcg_at_k", run.largest_k)),
-                    (f"recall@{run.largest_k}", ("recall_at_k", run.largest_k))]
+    shown_bounds = [
+        (measure.label(k), (measure.report_key, k))
+        for measure in BRIEF for k in ((run.largest_k,) if measure.at_k else (None,))
+    ]
     listed = [f"{label} {phrases.interval_phrase(b.low, b.high)}" for label, key in shown_bounds if (b := bounds.get(key))]
     if listed:
         out.append("95% intervals: " + ", ".join(listed) + " (the JSON report has every metric's)")
@@ -83,7 +84,7 @@ def render_text(report: Report) -> str:
             got = ", ".join(f"{h.rank}. {shown(phrases.hit_label(h))}" for h in q.hits[:3]) or "no hits"
             want = ", ".join(shown(phrases.expected_label(e)) for e in q.expected)
             out.append(
-                f"  {shown(q.id)}: recall@{largest} {q.metrics.recall_at_k[largest]:.2f}, "
+                f"  {shown(q.id)}: {BY_NAME['recall'].label(largest)} {q.metrics.recall_at_k[largest]:.2f}, "
                 f"RR {q.metrics.reciprocal_rank:.2f}"
             )
             out.append(f"    expected: {want}")

@@ -30,6 +30,7 @@ from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.golden.file import ExpectedEntry
+from scanner.metrics.catalogue import CATALOGUE
 from scanner.metrics.measures import AggregateMetrics, Interval, QueryMetrics
 from scanner.metrics.uncertainty import DETECTION_POWER
 from scanner.report.serialise import serialise
@@ -117,39 +118,26 @@ def run_document(run: RunRecord) -> Document:
 
 
 def aggregate_document(metrics: AggregateMetrics) -> Document:
-    document: Document = {
-        "query_count": metrics.query_count,
-        "mrr": metrics.mrr,
-        "recall_at_k": _by_k(metrics.recall_at_k),
-        "ndcg_at_k": _by_k(metrics.ndcg_at_k),
-    }
-    # Left out only for a run recorded before these measures existed (read back from a history).
-    if metrics.map is not None:
-        document |= {
-            "map": metrics.map,
-            "precision_at_k": _by_k(metrics.precision_at_k),
-            "success_at_k": _by_k(metrics.success_at_k),
-            "judged_at_k": _by_k(metrics.judged_at_k),
-        }
+    document: Document = {"query_count": metrics.query_count}
+    for measure in CATALOGUE:
+        # A measure is left out only for a run recorded before it existed (read back from a history).
+        document |= _measure_entry(measure.report_key, measure.of_aggregate(metrics))
     if metrics.intervals:
         document["interval_95"] = intervals_document(metrics.intervals)
     return document
 
 
 def query_metrics_document(metrics: QueryMetrics) -> Document:
-    document: Document = {
-        "reciprocal_rank": metrics.reciprocal_rank,
-        "recall_at_k": _by_k(metrics.recall_at_k),
-        "ndcg_at_k": _by_k(metrics.ndcg_at_k),
-    }
-    if metrics.average_precision is not None:
-        document |= {
-            "average_precision": metrics.average_precision,
-            "precision_at_k": _by_k(metrics.precision_at_k),
-            "success_at_k": _by_k(metrics.success_at_k),
-            "judged_at_k": _by_k(metrics.judged_at_k),
-        }
+    document: Document = {}
+    for measure in CATALOGUE:
+        document |= _measure_entry(measure.query_key, measure.of_query(metrics))
     return document
+
+
+def _measure_entry(key: str, value: float | Mapping[int, float] | None) -> Document:
+    if value is None:
+        return {}
+    return {key: _by_k(value) if isinstance(value, Mapping) else value}
 
 
 def query_document(query: QueryRecord) -> Document:
@@ -239,7 +227,7 @@ def diff_document(comparison: Comparison) -> Document | None:
             continue
         by_status[query.status].append(query.query_id)
         changed.append(query)
-    aggregate = _deltas_document(comparison.metric_deltas, "mrr", "map")
+    aggregate = _deltas_document(comparison.metric_deltas, per_query=False)
     return {
         # kb-mcp's keys: each metric's delta as a plain number (current - previous).
         "mrr": aggregate["mrr"]["delta"] if "mrr" in aggregate else None,
@@ -350,7 +338,7 @@ def _query_delta_document(query: QueryDelta) -> Document:
         "id": query.query_id,
         "query": query.query,
         "status": query.status,
-        "metrics": _deltas_document(query.deltas, "reciprocal_rank", "average_precision"),
+        "metrics": _deltas_document(query.deltas, per_query=True),
         "rank_before": query.rank_before,
         "rank_after": query.rank_after,
         "now_above": query.now_above,
@@ -366,18 +354,18 @@ def _query_delta_document(query: QueryDelta) -> Document:
     }
 
 
-def _deltas_document(deltas: tuple[MetricDelta, ...], mrr_key: str, map_key: str) -> Document:
-    """`{"mrr": {...}, "recall_at_k": {"5": {...}}, ...}`; per query, MRR's key is kb-mcp's and
-    MAP's is the per-query measure's name (`average_precision`)."""
+def _deltas_document(deltas: tuple[MetricDelta, ...], *, per_query: bool) -> Document:
+    """`{"mrr": {...}, "recall_at_k": {"5": {...}}, ...}`, under the keys the aggregate or a query's
+    metrics use (per query MRR is kb-mcp's `reciprocal_rank`, MAP is `average_precision`)."""
     document: Document = {}
     for delta in deltas:
         value = {"previous": delta.previous, "current": delta.current, "delta": delta.delta}
-        if delta.metric.family == "mrr":
-            document[mrr_key] = value
-        elif delta.metric.k is None:
-            document[map_key] = value
+        measure = delta.metric.measure
+        key = measure.query_key if per_query else measure.report_key
+        if delta.metric.k is None:
+            document[key] = value
         else:
-            document.setdefault(f"{delta.metric.family}_at_k", {})[str(delta.metric.k)] = value
+            document.setdefault(key, {})[str(delta.metric.k)] = value
     return document
 
 

@@ -8,11 +8,11 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
 
 from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, MetricSelector, RegressionBudget
 from scanner.foundation.errors import InputError
 from scanner.github.comment import CommentMode
+from scanner.metrics.catalogue import BUDGET_NAMES, CATALOGUE
 from scanner.retrievers import command as command_module
 from scanner.retrievers import http_settings as http_module
 from scanner.retrievers.base import RetrieverKind
@@ -96,14 +96,15 @@ def float_in(low: float, high: float, *, low_open: bool, high_open: bool, exampl
     return parse
 
 
-_BUDGET_FAMILIES = {
-    "mrr": "mrr", "map": "map", "recall": "recall", "ndcg": "ndcg", "p": "precision", "precision": "precision",
-    "success": "success", "judged": "judged",
-}
-"""The metric names a `metric=drop` pair may use, in any case: the report's labels (MRR, MAP,
-recall@5, nDCG@10, P@5, success@1, judged@10) and the JSON's words (precision)."""
-_WITHOUT_K = frozenset({"mrr", "map"})
 _BUDGET_EXAMPLE = "0.05,map=0.02,ops:mrr=0.02"
+_BUDGET_NAMES_SPELLED = (
+    ", ".join(measure.name for measure in CATALOGUE if not measure.at_k)
+    + ", or "
+    + ", ".join(min((measure.name, *measure.budget_aliases), key=len) for measure in CATALOGUE if measure.at_k)
+    + ", each with or without @k, after an optional tag:"
+)
+"""The names a `metric=drop` pair may use, in any case, as a refusal lists them: the report's labels
+(MRR, MAP, recall@5, nDCG@10, P@5, success@1, judged@10) and the JSON's words (precision)."""
 
 
 def budget(text: str) -> RegressionBudget:
@@ -128,14 +129,11 @@ def budget(text: str) -> RegressionBudget:
         if colon and not tag.strip():
             raise Refused(f"names an empty tag in {item!r}", _BUDGET_EXAMPLE)
         family_name, at, cutoff = name.strip().lower().partition("@")
-        family = _BUDGET_FAMILIES.get(family_name)
+        measure = BUDGET_NAMES.get(family_name)
         k = int_in(1, MAX_CUTOFF, 10)(cutoff) if at and cutoff.isdigit() else None
-        if family is None or (at and k is None) or (family in _WITHOUT_K and at):
-            raise Refused(
-                f"names no metric in {item!r} (mrr, map, or recall, ndcg, p, success, judged, each with or "
-                "without @k, after an optional tag:)", _BUDGET_EXAMPLE,
-            )
-        selector = MetricSelector(cast(Any, family), k, tag.strip() if colon else None)
+        if measure is None or (at and k is None) or (not measure.at_k and at):
+            raise Refused(f"names no metric in {item!r} ({_BUDGET_NAMES_SPELLED})", _BUDGET_EXAMPLE)
+        selector = MetricSelector(measure.name, k, tag.strip() if colon else None)
         if any(existing == selector for existing, _ in pairs):
             raise Refused(f"names {selector.label} twice", _BUDGET_EXAMPLE)
         try:
