@@ -7,10 +7,11 @@ brought to the rendered text before they are compared, so the two spellings are 
 
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+
+from scanner.golden.similarity import Guesses
 
 _BACKTICKS = re.compile(r"`+")
 _IMAGE_OR_LINK = re.compile(r"!?\[([^\[\]]*)\](?:\([^()]*\)|\[[^\[\]]*\])")
@@ -88,7 +89,7 @@ def _inline(text: str) -> str:
 def closest(wanted: str, candidates: Iterable[str], count: int = CLOSEST_HEADINGS) -> list[str]:
     """Up to `count` of `candidates` closest to `wanted` as the reader sees them, best first; when
     none is close, the first of them in document order (so a warning always shows what is there)."""
-    return closest_shown(wanted, shown_headings(candidates), count)
+    return closest_shown(wanted, shown_headings(candidates), count) or []
 
 
 def shown_headings(candidates: Iterable[str]) -> dict[str, str]:
@@ -99,14 +100,19 @@ def shown_headings(candidates: Iterable[str]) -> dict[str, str]:
     return shown
 
 
-def closest_shown(wanted: str, shown: dict[str, str], count: int = CLOSEST_HEADINGS) -> list[str]:
-    """closest() over headings already brought to the reader's form (shown_headings)."""
-    # Compared by their first characters: difflib's ratio costs the product of two lengths, and a
-    # heading can be a line of megabytes.
+def closest_shown(
+    wanted: str, shown: dict[str, str], count: int = CLOSEST_HEADINGS, guesses: Guesses | None = None
+) -> list[str] | None:
+    """closest() over headings already brought to the reader's form (shown_headings); None when
+    `guesses` has no budget left for this one."""
+    # Compared by their first characters: a heading can be a line of megabytes.
     prefixes: dict[str, str] = {}
     for key in shown:
         prefixes.setdefault(key[:COMPARED_CHARS], key)
-    near = difflib.get_close_matches(reader_heading(wanted)[:COMPARED_CHARS], list(prefixes), n=count, cutoff=0.5)
+    guesses = guesses if guesses is not None else Guesses()
+    near = guesses.closest(reader_heading(wanted)[:COMPARED_CHARS], list(prefixes), count, cutoff=0.5)
+    if near is None:
+        return None
     return [shown[prefixes[key]] for key in near] or list(shown.values())[:count]
 
 
@@ -114,7 +120,7 @@ MAX_SUFFIXES = 32
 """Repository-relative guesses tried per path (`a/b/c.md` -> `b/c.md`, `c.md`): real paths are far
 shallower, and a path of thousands of `/` must not cost thousands of lookups."""
 MAX_TYPO_CANDIDATES = 2_000
-"""Indexed paths a typo guess compares with (difflib's ratio): those of the same folder, else those
+"""Indexed paths a typo guess compares with (golden/similarity.py): those of the same folder, else those
 of about the same length. Bounds a guess to milliseconds in a corpus of 200,000 paths."""
 
 
@@ -125,7 +131,7 @@ class PathGuesser:
     Tried in order: the path without `./` or with `\\` as `/`; the same name in another Unicode
     normalization form (`café` typed composed, the file's name decomposed); the path written relative to the
     repository instead of the KB folder (`docs/cli.md` for the KB's `cli.md`: a suffix of it that
-    is indexed); a different letter case; a typo (difflib's ratio at least 0.8)."""
+    is indexed); a different letter case; a typo (bigram likeness at least 0.8, golden/similarity.py)."""
 
     def __init__(self, paths: Iterable[str]) -> None:
         self.known = frozenset(paths)
@@ -139,7 +145,7 @@ class PathGuesser:
             self.by_folder.setdefault(path.rpartition("/")[0], []).append(path)
             self.by_length.setdefault(len(path), []).append(path)
 
-    def guess(self, wanted: str, *, typo: bool = True) -> str | None:
+    def guess(self, wanted: str, *, typo: bool = True, guesses: Guesses | None = None) -> str | None:
         cleaned = wanted.replace("\\", "/")
         while cleaned.startswith("./"):
             cleaned = cleaned[2:]
@@ -162,7 +168,11 @@ class PathGuesser:
             candidates = [p for size in range(len(cleaned) - 2, len(cleaned) + 3) for p in self.by_length.get(size, ())]
         if len(cleaned) > COMPARED_CHARS:
             return None
-        near = difflib.get_close_matches(cleaned, candidates[:MAX_TYPO_CANDIDATES], n=1, cutoff=0.8)
+        guesses = guesses if guesses is not None else Guesses()
+        # A likeness of 0.8 needs lengths within a factor of 1.5: longer paths are not read at all.
+        near = guesses.closest(
+            cleaned, [p for p in candidates[:MAX_TYPO_CANDIDATES] if len(p) <= 1.5 * len(cleaned) + 2], 1, 0.8
+        )
         return near[0] if near else None
 
 

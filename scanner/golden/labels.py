@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.golden.file import ExpectedEntry, GoldenQuery, GoldenSet
 from scanner.golden.headings import PathGuesser, closest_shown, reader_heading
+from scanner.golden.similarity import Guesses
 
 CLOSEST_PARENTS = 10
 """How many enclosing headings a wrong `parent:` warning names (a heading repeated under many)."""
@@ -24,10 +25,11 @@ MAX_SUGGESTED = 200
 paths, or a pass over a document's headings); the rest are still warned about, without one. Bounds
 the work a golden file of mistyped labels can cause."""
 MAX_TYPO_GUESSES = 50
-"""Of those, the paths that also look for a typo (difflib over up to 2,000 paths each)."""
+"""Of those, the paths that also look for a typo (over up to 2,000 paths each, within the check's
+budget of characters: golden/similarity.py)."""
 MAX_CLOSEST_HEADINGS = 20
-"""Of those, the headings that name the closest ones (difflib over every heading of the document:
-2,000 headings take tens of milliseconds); later wrong headings say how many the document has."""
+"""Of those, the headings that name the closest ones (over every heading of the document, within the
+check's budget of characters: golden/similarity.py); later wrong headings say how many the document has."""
 
 
 SHOWN_CHARS = 120
@@ -81,6 +83,7 @@ def check_paths(golden: GoldenSet, indexed: AbstractSet[str]) -> tuple[list[Diag
     present = 0
     suggested = 0
     guesser: PathGuesser | None = None
+    guesses = Guesses()
     for query, member in labelled_members(golden):
         if member.path in indexed:
             present += 1
@@ -89,7 +92,7 @@ def check_paths(golden: GoldenSet, indexed: AbstractSet[str]) -> tuple[list[Diag
         if suggested < MAX_SUGGESTED:
             suggested += 1
             guesser = guesser or PathGuesser(indexed)
-            guess = guesser.guess(member.path, typo=suggested <= MAX_TYPO_GUESSES)
+            guess = guesser.guess(member.path, typo=suggested <= MAX_TYPO_GUESSES, guesses=guesses)
         hint = _did_you_mean(member.path, guess) if guess else ""
         warnings.append(
             Diagnostic(
@@ -149,6 +152,7 @@ def check_headings(
     hit can be. A path that is not indexed is check_paths' warning, not this one's."""
     warnings: list[Diagnostic] = []
     suggested = 0
+    guesses = Guesses()
     documents: dict[str, _Headings] = {}
     for query, member, field in _members_where(golden):
         if member.heading is None or member.path not in sections:
@@ -161,7 +165,8 @@ def check_headings(
         if not named:
             headings = document.shown
             suggested += 1
-            near = ", ".join(_named(h) for h in closest_shown(member.heading, headings)) if suggested <= MAX_CLOSEST_HEADINGS else ""
+            closest = closest_shown(member.heading, headings, guesses=guesses) if suggested <= MAX_CLOSEST_HEADINGS else None
+            near = ", ".join(_named(h) for h in closest or ())
             there = (
                 f"closest headings there: {near}" if near
                 else "the document has no heading: remove `heading:` to count the page" if not headings
