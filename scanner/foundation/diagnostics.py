@@ -39,6 +39,7 @@ class DiagnosticCode(StrEnum):
     PARTIAL_RESULTS = "partial-results"
     SCORE_NOT_NUMBER = "score-not-number"
     SERVICE_ERRORS = "service-errors"
+    TAGS_CAPPED = "tags-capped"
 
     @property
     def annotation_title(self) -> str:
@@ -77,6 +78,7 @@ _TITLES: dict[DiagnosticCode, str] = {
     DiagnosticCode.PARTIAL_RESULTS: "partial results",
     DiagnosticCode.SCORE_NOT_NUMBER: "score not a number",
     DiagnosticCode.SERVICE_ERRORS: "the search service reported errors",
+    DiagnosticCode.TAGS_CAPPED: "too many tags to aggregate each",
 }
 _KB_RELATIVE = frozenset({
     DiagnosticCode.FILE_SKIPPED, DiagnosticCode.SYMLINK_SKIPPED, DiagnosticCode.FOLDER_SKIPPED,

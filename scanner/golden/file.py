@@ -147,6 +147,31 @@ def find_golden(kb_path: Path, explicit: Path | None) -> Path:
     )
 
 
+MAX_RANKED_HITS = 100_000
+"""Hits one run may ask for: queries x limit. Every hit is ranked, judged, kept in memory and
+written to the report (about 140 bytes each), so 1,000 queries at `defaults: limit: 1000` were
+113 s, 1.5 GB and a 140 MB report. At the cap the report is about 21 MB (212 bytes a hit:
+`python bench/report_size.py` recorded 77,622 hits in 16.4 MB), under the history's and
+baseline's 32 MiB. The most queries at
+the default limit (10,000 x 10) are exactly the cap: only a raised limit can cross it."""
+
+
+def refuse_too_many_hits(golden: GoldenSet, limit: int, limit_given: bool, limit_words: str = "--limit") -> None:
+    """Exit 2 when the golden set's queries times the limit is over MAX_RANKED_HITS, naming where
+    the limit came from (`limit_given`: the flag or input, else the golden file's defaults.limit)."""
+    asked = len(golden.queries) * limit
+    if asked <= MAX_RANKED_HITS:
+        return
+    most = max(MAX_RANKED_HITS // max(len(golden.queries), 1), 1)
+    raise InputError(
+        f"{len(golden.queries)} queries x limit {limit} is {asked} hits to rank and record, over the "
+        f"{MAX_RANKED_HITS} one run may ask for",
+        file=None if limit_given else golden.path,
+        field=limit_words if limit_given else "defaults.limit",
+        hint=f"lower the limit to {most} or less, or split the golden file",
+    )
+
+
 def load_golden(path: Path, shown: str | None = None) -> GoldenSet:
     shown = shown if shown is not None else str(path)
     data = _read_golden_bytes(path, shown)

@@ -26,10 +26,11 @@ from scanner.evaluation.answers import (
     warn_answer_notes,
 )
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
+from scanner.evaluation.tags import aggregate_by_tag, with_tag_intervals
 from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.foundation.progress import counted
-from scanner.golden.file import GoldenSet, find_golden, load_golden
+from scanner.golden.file import GoldenSet, find_golden, load_golden, refuse_too_many_hits
 from scanner.golden.labels import SectionInfo, check_headings, check_paths, labelled_members, paths_with_headings
 from scanner.metrics.measures import (
     DEFAULT_RELEVANCE_LEVEL,
@@ -179,6 +180,7 @@ def plan_evaluation(options: EvalOptions, diagnostics: Diagnostics, golden: Gold
     refuse_unsearchable_queries(golden)
     check_relevance_level(golden, options.relevance_level, diagnostics, interface_words(options.interface))
     limit = options.limit or golden.default_limit or DEFAULT_LIMIT
+    refuse_too_many_hits(golden, limit, options.limit is not None, interface_words(options.interface)("--limit"))
     ks = tuple(sorted(set(options.ks)))
     if ks[-1] > limit:
         diagnostics.warn(DiagnosticCode.K_OVER_LIMIT, f"k={ks[-1]} is larger than the limit {limit}: @{ks[-1]} sees only {limit} hits")
@@ -273,13 +275,14 @@ def judge(
         for q in golden.queries
     )
     timestamp = side.timestamp or options.timestamp or datetime.now(UTC)
+    by_tag = aggregate_by_tag(queries, ks, diagnostics)  # before the warnings are taken: it may warn
     run = RunRecord(
         tool_version=__version__,
         timestamp=timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
         fingerprint=fingerprint(options, plan, answers.retriever),
         corpus=index.corpus,
         aggregate=aggregate((q.metrics for q in queries), ks),
-        by_tag=aggregate_by_tag(queries, ks),
+        by_tag=by_tag,
         queries=queries,
         findings=tuple(located),
         warnings=tuple(diagnostics.items),
@@ -320,7 +323,7 @@ def with_intervals(run: RunRecord) -> RunRecord:
     return replace(
         run,
         aggregate=bootstrapped(run.aggregate, rows),
-        by_tag=tuple((tag, bootstrapped(metrics, [q for q in rows if tag in q.tags])) for tag, metrics in run.by_tag),
+        by_tag=with_tag_intervals(run.by_tag, rows, bootstrapped),
     )
 
 
@@ -431,11 +434,6 @@ def with_parents(returned: Mapping[str, list[Hit]], index: Index) -> dict[str, l
         ]
         for query_id, hits in returned.items()
     }
-
-
-def aggregate_by_tag(queries: Sequence[QueryRecord], ks: Sequence[int]) -> tuple[tuple[str, AggregateMetrics], ...]:
-    tags = sorted({tag for q in queries for tag in q.tags})
-    return tuple((tag, aggregate((q.metrics for q in queries if tag in q.tags), ks)) for tag in tags)
 
 
 def locate_findings(findings: Sequence[Finding], index: Index, golden: GoldenSet) -> list[LocatedFinding]:

@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanner.foundation.errors import InputError
-from scanner.golden.file import MAX_GOLDEN_BYTES, MAX_GOLDEN_NODES, MAX_QUERIES, MAX_QUERY_CHARS, load_golden
+from scanner.golden.file import (
+    MAX_GOLDEN_BYTES,
+    MAX_GOLDEN_NODES,
+    MAX_QUERIES,
+    MAX_QUERY_CHARS,
+    MAX_RANKED_HITS,
+    load_golden,
+)
 from tests.conftest import write_tree
 from tests.hostile.support import ANSWER, GOLDEN, refused, run_json
 
@@ -328,3 +335,25 @@ def test_a_pull_request_adding_a_golden_file_beside_the_kept_one_stops_the_run_n
     (kb / ".kb-eval.yml").unlink()
     _, report = run_json(kb, "--no-history")
     assert report["aggregate"]["mrr"] == 0.0
+
+
+def _many_queries(count: int, limit: int) -> str:
+    lines = ["defaults:", f"  limit: {limit}", "queries:"]
+    for n in range(count):
+        lines += [f"  - id: q{n}", '    query: "alpha beta"', "    expected: [a.md]"]
+    return "\n".join(lines) + "\n"
+
+
+def test_queries_times_limit_past_the_cap_is_exit_2_naming_where_the_limit_comes_from(tmp_path: Path) -> None:
+    # 1,000 queries at defaults.limit 1000 were 113 s, 1.5 GB and a 140 MB report.
+    kb = write_tree(tmp_path / "kb", {"a.md": ANSWER, ".kb-eval.yml": _many_queries(MAX_RANKED_HITS // 1000 + 1, 1000)})
+    stderr = refused(kb)
+    assert "defaults.limit" in stderr and ".kb-eval.yml" in stderr and f"over the {MAX_RANKED_HITS}" in stderr
+    stderr = refused(kb, "--limit", "999")
+    assert "--limit" in stderr and "defaults.limit" not in stderr
+
+
+def test_queries_times_limit_at_the_cap_runs(tmp_path: Path) -> None:
+    kb = write_tree(tmp_path / "kb", {"a.md": ANSWER, ".kb-eval.yml": _many_queries(MAX_RANKED_HITS // 1000, 1000)})
+    _, report = run_json(kb, "--no-history")
+    assert report["fingerprint"]["limit"] == 1000 and len(report["per_query"]) == MAX_RANKED_HITS // 1000

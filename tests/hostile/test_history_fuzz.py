@@ -179,3 +179,14 @@ def test_a_history_run_written_by_kb_eval_0_1_with_rr_still_compares() -> None:
         row["metrics"]["rr"] = row["metrics"].pop("reciprocal_rank")
     assert run_record_problems(run) == []
     compared_and_rendered(run, Source.HISTORY)
+
+
+def test_a_hit_with_more_parents_than_markdown_nests_drops_the_run_and_five_compare() -> None:
+    # 8,000 parents made matching cost the square of the list (every heading against those above it).
+    run = rich_run()
+    run["per_query"][0]["top_k"][0]["parents"] = ["Top"] * 8_000
+    [problem] = run_record_problems(run)
+    assert problem.startswith("per_query[0].top_k[0].parents:")
+    run["per_query"][0]["top_k"][0]["parents"] = ["A", "B", "C", "D", "Top"]  # h1 to h5 above an h6
+    assert run_record_problems(run) == []
+    compared_and_rendered(run, Source.HISTORY)
