@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from scanner.evaluation.costs import AnswerCosts, summarise
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.golden.file import ExpectedEntry
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics
-from scanner.retrievers.base import Hit
+from scanner.retrievers.base import AnswerCost, Hit
 from scanner.scan.quotes import Finding, QuoteLocation, is_displacing
 from scanner.search.index import CorpusSnapshot
 
@@ -40,6 +41,9 @@ class QueryRecord:
     hits: tuple[Hit, ...]
     """The returned list, cut at the limit."""
     metrics: QueryMetrics
+    answer: AnswerCost | None = None
+    """How long the answer took and how large it was; None when not measured (the built-in search,
+    a run file): never part of the fingerprint."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +97,11 @@ class RunRecord:
     def retriever_name(self) -> str:
         name = self._retriever_setting("name")
         return str(name) if name is not None else "unknown"
+
+    @property
+    def answers(self) -> AnswerCosts | None:
+        """The spread of the answers' time and size over every query; None when not measured."""
+        return summarise([query.answer for query in self.queries or ()])
 
     @property
     def tokenization(self) -> str | None:

@@ -271,8 +271,9 @@ def judge(
             metrics=score_query(
                 returned[q.id], expected_for_scoring(q.expected, options.score_level), ks, options.relevance_level
             ),
+            answer=cost,
         )
-        for q in golden.queries
+        for q, cost in zip(golden.queries, answers.costs, strict=True)
     )
     timestamp = side.timestamp or options.timestamp or datetime.now(UTC)
     by_tag = aggregate_by_tag(queries, ks, diagnostics)  # before the warnings are taken: it may warn

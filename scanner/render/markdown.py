@@ -187,6 +187,10 @@ def metrics_section(report: Report) -> list[str]:
         notes.append(detectable)
     if notes:
         lines += ["", " ".join(notes)]
+    costs = run.answers
+    if costs is not None:
+        previous = report.comparison.previous if report.comparison.compared else None
+        lines += ["", phrases.answers_sentence(costs, previous.answers if previous is not None else None)]
     folded = rows(headline=False)
     if folded:
         lines += ["", f"<details><summary>{phrases.STANDARD_MEASURES}</summary>", ""]

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from scanner.compare.comparison import Comparison, ComparisonStatus, Source
 from scanner.compare.findings import FindingAtBase
 from scanner.compare.gate import GateResult, RegressionBudget, budget_words, dropped_names, gate_cannot_run
 from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
+from scanner.evaluation.costs import AnswerCosts, Spread
 from scanner.evaluation.records import LocatedFinding, displacing_first
 from scanner.golden.file import ExpectedEntry
 from scanner.metrics.catalogue import BRIEF
@@ -289,6 +290,34 @@ def intervals_note(query_count: int) -> str:
         f"Intervals: 95% bootstrap over the {query_count} counted "
         f"{'query' if query_count == 1 else 'queries'} (2000 resamples, seeded: the same run gives the same interval)."
     )
+
+
+def duration(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+def size(count: float) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count:.0f} B"
+
+
+def answers_sentence(current: AnswerCosts, previous: AnswerCosts | None) -> str:
+    """What the search's answers cost in this run (and at the compared run: the p95 and its change)."""
+
+    def part(name: str, now: Spread, before: Spread | None, shown: Callable[[float], str]) -> str:
+        text = f"{name} p50 {shown(now.p50)} · p95 {shown(now.p95)} · max {shown(now.max)}"
+        if before is not None:
+            change = now.p95 - before.p95
+            sign = "+" if change >= 0 else "-"
+            text += f" (p95 before: {shown(before.p95)}, {sign}{shown(abs(change))})"
+        return text
+
+    parts = [part("Answer time", current.seconds, previous.seconds if previous else None, duration)]
+    if current.bytes is not None:
+        parts.append(part("answer size", current.bytes, previous.bytes if previous else None, size))
+    return "; ".join(parts) + f", over {current.queries} queries."
 
 
 def detectable_sentence(gate: GateResult, largest_k: int) -> str | None:

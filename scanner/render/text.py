@@ -56,6 +56,9 @@ def render_text(report: Report) -> str:
     detectable = phrases.detectable_sentence(report.gate, run.largest_k)
     if detectable is not None:
         out.append(detectable)
+    if run.answers is not None:
+        previous = report.comparison.previous if report.comparison.compared else None
+        out.append(phrases.answers_sentence(run.answers, previous.answers if previous is not None else None))
     if run.by_tag:
         out.append("")
         out.append("by tag: " + ", ".join(

@@ -27,6 +27,7 @@ from scanner.compare.comparison import Comparison, MetricDelta, QueryDelta, Quer
 from scanner.compare.gate import Detectable, GateResult, MetricVerdict
 from scanner.compare.pooling import RBO_PERSISTENCE
 from scanner.compare.report import Report
+from scanner.evaluation.costs import AnswerCosts, Spread
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.golden.file import ExpectedEntry
@@ -39,7 +40,7 @@ from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
 
 SCHEMA_VERSION = 1
-SCHEMA_MINOR = 4
+SCHEMA_MINOR = 5
 """Additions to version 1 that a reader of version 1 can ignore: 1 added grades, the standard
 measures (precision, success, MAP, judged) and the intervals; 2 the label keys; 3 the gate's
 `enforced`; 4 the gate's per-tag verdicts (`tag`). Every added key is optional in
@@ -110,6 +111,7 @@ def run_document(run: RunRecord) -> Document:
         "fingerprint": fingerprint_document(run.fingerprint),
         "corpus": _corpus_document(run.corpus),
         "aggregate": aggregate_document(run.aggregate),
+        "answers": answers_document(run.answers),
         "by_tag": {tag: aggregate_document(metrics) for tag, metrics in run.by_tag},
         "per_query": [query_document(query) for query in run.queries or ()],
         "findings": [finding_document(located) for located in run.findings],
@@ -149,6 +151,21 @@ def query_document(query: QueryRecord) -> Document:
         "expected": [expected_document(e) for e in query.expected],
         "top_k": [hit_document(h) for h in query.hits],
         "metrics": query_metrics_document(query.metrics),
+        "answer": None if query.answer is None else {"seconds": query.answer.seconds, "bytes": query.answer.bytes},
+    }
+
+
+def answers_document(costs: AnswerCosts | None) -> Document | None:
+    if costs is None:
+        return None
+
+    def spread(values: Spread, unit: type[float | int]) -> Document:
+        return {"p50": unit(values.p50), "p95": unit(values.p95), "max": unit(values.max)}
+
+    return {
+        "queries": costs.queries,
+        "seconds": spread(costs.seconds, float),
+        "bytes": None if costs.bytes is None else spread(costs.bytes, int),
     }
 
 
@@ -207,6 +224,7 @@ def previous_document(comparison: Comparison) -> Document | None:
         "fingerprint": fingerprint_document(previous.fingerprint),
         "corpus": _corpus_document(previous.corpus),
         "aggregate": aggregate_document(previous.aggregate),
+        "answers": answers_document(previous.answers),
         # kb-mcp's `previous` is the whole previous run; its per-query rows are what a consumer
         # of kb-mcp's JSON reads to see which query moved.
         "per_query": [query_document(query) for query in previous.queries or ()],

@@ -28,7 +28,7 @@ from scanner.evaluation.records import QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.golden.file import DEFAULT_GRADE, ExpectedEntry
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics
-from scanner.retrievers.base import Hit
+from scanner.retrievers.base import AnswerCost, Hit
 from scanner.search.index import CorpusSnapshot
 
 _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
@@ -293,7 +293,19 @@ def _query(row: Mapping[str, Any]) -> QueryRecord:
             # without `expected` counted.
             counted=bool(expected) or not isinstance(row.get("expected"), list),
         ),
+        answer=_answer(row.get("answer")),
     )
+
+
+def _answer(answer: object) -> AnswerCost | None:
+    """A query's answer cost where well-formed (schema minor 5); else not measured."""
+    if not isinstance(answer, Mapping):
+        return None
+    seconds, size = answer.get("seconds"), answer.get("bytes")
+    if not (isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and math.isfinite(seconds)
+            and seconds >= 0):
+        return None
+    return AnswerCost(float(seconds), size if _is_count(size) else None)
 
 
 def _expected(entries: object, nested: bool = False) -> list[ExpectedEntry]:

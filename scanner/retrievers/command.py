@@ -22,6 +22,7 @@ from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
+from scanner.retrievers.costs import CostLog
 from scanner.retrievers.mapping import (
     SERVICE_WORDS_CHARS,
     ErrorContext,
@@ -144,10 +145,11 @@ class CommandRetriever:
             raise InputError("--command-timeout must be more than 0", field="--command-timeout")
         validate_concurrency(settings.concurrency)
         self._source = f"command {program}"
+        self._costs = CostLog()
         self._notes = Notes()
 
     def costs(self) -> tuple[AnswerCost, ...]:
-        return ()
+        return self._costs.in_order()
 
     def close(self) -> None:
         return None
@@ -160,6 +162,7 @@ class CommandRetriever:
 
     def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         self._notes = Notes()
+        self._costs.start(requests)
         return map_in_order(self._answer, requests, self._settings.concurrency)
 
     def argv_for(self, request: SearchRequest) -> list[str]:
@@ -168,7 +171,12 @@ class CommandRetriever:
         return [self._program, *rest]
 
     def _answer(self, request: SearchRequest) -> list[Hit]:
-        finished = run_bounded(self.argv_for(request), self._environment, self._settings.timeout_s, MAX_STDOUT_BYTES)
+        # The program's whole run (a start-up included: that is what each query costs) and its stdout.
+        with self._costs.timing(request) as size:
+            finished = run_bounded(
+                self.argv_for(request), self._environment, self._settings.timeout_s, MAX_STDOUT_BYTES
+            )
+            size.append(len(finished.stdout))
         where = f"{self._source}: query {request.query_id!r}"
         if finished.timed_out:
             raise InputError(

@@ -28,6 +28,7 @@ from scanner.foundation.retry_after import retry_after_seconds
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
 from scanner.retrievers.concurrency import map_in_order, validate_concurrency
+from scanner.retrievers.costs import CostLog
 from scanner.retrievers.http_settings import (
     SNIPPET_CHARS,
     STREAM_CHUNK_BYTES,
@@ -100,10 +101,11 @@ class HttpRetriever:
         self._local = threading.local()
         self._sessions: list[requests.Session] = []
         self._sessions_lock = threading.Lock()
+        self._costs = CostLog()
         self._notes = Notes()
 
     def costs(self) -> tuple[AnswerCost, ...]:
-        return ()
+        return self._costs.in_order()
 
     def close(self) -> None:
         return None
@@ -123,6 +125,7 @@ class HttpRetriever:
 
     def search_all(self, requests_: Sequence[SearchRequest]) -> list[list[Hit]]:
         self._notes = Notes()
+        self._costs.start(requests_)
         try:
             return map_in_order(self._answer, requests_, self._settings.concurrency)
         finally:
@@ -135,6 +138,13 @@ class HttpRetriever:
     # -- one query -------------------------------------------------------------
 
     def _answer(self, request: SearchRequest) -> list[Hit]:
+        # The time a client waits for the answer, retries included; the size of the answer's body.
+        with self._costs.timing(request) as size:
+            hits = self._answer_with_retries(request)
+            size.append(getattr(_ATTEMPT, "size", 0))
+        return hits
+
+    def _answer_with_retries(self, request: SearchRequest) -> list[Hit]:
         settings = self._settings
         attempts = settings.retries + 1
         waited_for_server = 0.0
@@ -212,6 +222,7 @@ class HttpRetriever:
                 words = self._service_words(payload)
                 said = f"the service says {words!r}" if words is not None else self._snippet(payload)
                 raise self._refuse(request, f"HTTP {status}: {said}", hint)
+        _ATTEMPT.size = len(payload)
         try:
             return loads_strict(payload)
         except NotJson as exc:
