@@ -24,6 +24,8 @@ class RetrieverKind(enum.Enum):
     """A program run once per query, printing JSON."""
     RUN = "run"
     """Precomputed rankings from a TREC or JSONL run file."""
+    MCP = "mcp"
+    """A search tool of an MCP server, over stdio or Streamable HTTP."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ from scanner.metrics.measures import DEFAULT_RELEVANCE_LEVEL
 from scanner.report.history import DEFAULT_HISTORY_SIZE, MAX_HISTORY_RUNS
 from scanner.retrievers import command as command_module
 from scanner.retrievers import http_settings as http_module
+from scanner.retrievers import mcp_settings as mcp_module
 from scanner.retrievers import sides as sides_module
 from scanner.retrievers.base import RetrieverKind
 from scanner.retrievers.builtin import FieldWeights, Tokenization
@@ -58,7 +59,7 @@ DEFAULT_LIMIT = 10
 DEFAULT_KS = (1, 5, 10)
 MAX_ANNOTATIONS_INPUT = 1000
 MAX_TIMEOUT_S = 3600.0
-"""Largest `http-timeout` and `command-timeout`: an hour per attempt. Every value the settings
+"""Largest `http-timeout`, `command-timeout` and `mcp-timeout`: an hour per attempt. Every value the settings
 accept must run, and past ~9.2e9 s a timeout overflows the C types socket and thread waits use
 (`--http-timeout 9223372037` was a traceback); no search answer is worth waiting longer for."""
 MAX_HTTP_RETRIES = 100
@@ -214,11 +215,14 @@ def _revision(text: str) -> BaseRequest:
     return BaseRequest(text)
 
 
-_HTTP_AND_COMMAND = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND})
+_EXTERNAL = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND, RetrieverKind.MCP})
+"""The retrievers whose answers are JSON read by the mapping settings (hits-path, path-field...)."""
 _HTTP = frozenset({RetrieverKind.HTTP})
-_OWN_INDEX = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND, RetrieverKind.RUN})
+_OWN_INDEX = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND, RetrieverKind.MCP, RetrieverKind.RUN})
 """The retrievers that answer from an index of their own, built per side by --index-command."""
-_SERVED = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND})
+_SERVED = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND, RetrieverKind.MCP})
+_HTTP_AND_MCP = frozenset({RetrieverKind.HTTP, RetrieverKind.MCP})
+_MCP = frozenset({RetrieverKind.MCP})
 _BUILTIN = frozenset({RetrieverKind.BUILTIN})
 _PATH_NOTE = "Relative to the repository root."
 
@@ -358,10 +362,11 @@ SETTINGS: tuple[Setting, ...] = (
     # --- the retriever
     Setting(
         "retriever", "retriever", Group.RETRIEVER,
-        "what answers the golden queries: builtin (kb-eval's own index of the KB), http, command or "
-        "run (a run file); when not given, the one whose http-url, command or run-file is given",
+        "what answers the golden queries: builtin (kb-eval's own index of the KB), http, command, "
+        "mcp (a search tool of an MCP server) or run (a run file); when not given, the one whose http-url, "
+        "command, mcp-command or mcp-url, or run-file is given",
         parse.retriever_kind, None, "builtin", default_note="builtin", fingerprint="retriever",
-        metavar="{builtin,http,command,run}",
+        metavar="{" + ",".join(kind.value for kind in RetrieverKind) + "}",
     ),
     Setting(
         "tokenization", "tokenization", Group.RETRIEVER,
@@ -394,8 +399,9 @@ SETTINGS: tuple[Setting, ...] = (
     # `--header`: each flag, or each line of the input, is one header.
     Setting(
         "http-header", "http_headers", Group.RETRIEVER,
-        "HTTP retriever: a request header `Name: value`; the value may hold ${ENV_NAME} and is never recorded",
-        parse.http_header, (), default_note="none", form=Form.LIST, aliases=("http-headers",), retrievers=_HTTP,
+        "HTTP retriever and mcp-url: a request header `Name: value`; the value may hold ${ENV_NAME} and is never "
+        "recorded",
+        parse.http_header, (), default_note="none", form=Form.LIST, aliases=("http-headers",), retrievers=_HTTP_AND_MCP,
         fingerprint="retriever", metavar="'NAME: VALUE'", secret=True,
         action_note="One per line; pass secrets through the step's env: and ${ENV_NAME}.",
     ),
@@ -426,43 +432,74 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "command-env", "command_env", Group.RETRIEVER,
-        "command retriever, index and serve commands: an environment variable passed to the program by name (it "
-        "gets only PATH, HOME, LANG, LC_*, TZ, TMPDIR, USER and LOGNAME otherwise: no action input, no token)",
+        "command retriever, mcp-command, index and serve commands: an environment variable passed to the "
+        "program by name (it gets only PATH, HOME, LANG, LC_*, TZ, TMPDIR, USER and LOGNAME otherwise: no action "
+        "input, no token)",
         parse.env_name, (), default_note="none", form=Form.LIST, retrievers=_OWN_INDEX,
         metavar="NAME", action_note="One name per line; the value comes from the step's env:.",
     ),
     Setting(
+        "mcp-command", "mcp_command", Group.RETRIEVER,
+        "MCP retriever: a server started over stdio once per side, {kb} and {work} substituted inside its "
+        "arguments; split like a shell line, never run by a shell",
+        parse.text, None, default_note="none", retrievers=_MCP, fingerprint="retriever", metavar="TEMPLATE",
+    ),
+    Setting(
+        "mcp-url", "mcp_url", Group.RETRIEVER,
+        "MCP retriever: a server's Streamable HTTP endpoint (e.g. http://127.0.0.1:{port}/mcp with "
+        "serve-command); may hold ${ENV_NAME}; authorisation with http-header",
+        parse.text, None, default_note="none", retrievers=_MCP, fingerprint="retriever", metavar="URL",
+    ),
+    Setting(
+        "mcp-tool", "mcp_tool", Group.RETRIEVER, "MCP retriever: the search tool called once per query",
+        parse.text, mcp_module.DEFAULT_TOOL, mcp_module.DEFAULT_TOOL, retrievers=_MCP, fingerprint="retriever",
+        metavar="NAME",
+    ),
+    Setting(
+        "mcp-arguments", "mcp_arguments", Group.RETRIEVER,
+        "MCP retriever: the tool's arguments, a JSON object template with {query} and {limit} (and {kb}, "
+        "{work}); ${ENV_NAME} in its strings",
+        parse.text, mcp_module.DEFAULT_ARGUMENTS, mcp_module.DEFAULT_ARGUMENTS, retrievers=_MCP,
+        fingerprint="retriever", metavar="JSON",
+    ),
+    Setting(
+        "mcp-timeout", "mcp_timeout", Group.RETRIEVER,
+        "MCP retriever: seconds for each wait (the server's start and handshake, the tool listing, each call)",
+        parse.float_in(0.0, MAX_TIMEOUT_S, low_open=True, high_open=False, example="60"),
+        mcp_module.DEFAULT_TIMEOUT_S, f"{mcp_module.DEFAULT_TIMEOUT_S:g}", retrievers=_MCP, metavar="SECONDS",
+    ),
+    Setting(
         "concurrency", "concurrency", Group.RETRIEVER,
-        "HTTP and command retrievers: queries in flight at once (the report is the same)",
-        parse.concurrency_up_to(MAX_CONCURRENCY), 1, "1", retrievers=_HTTP_AND_COMMAND, metavar="N",
+        "HTTP, command and MCP retrievers: queries in flight at once (the report is the same)",
+        parse.concurrency_up_to(MAX_CONCURRENCY), 1, "1", retrievers=_EXTERNAL, metavar="N",
     ),
     Setting(
         "hits-path", "hits_path", Group.RETRIEVER,
-        "HTTP and command retrievers: dotted path to the hit list in the answer",
+        "HTTP, command and MCP retrievers: dotted path to the hit list in the answer",
         parse.dotted_path, None, default_note="results, or the answer itself when it is a list",
-        retrievers=_HTTP_AND_COMMAND, fingerprint="retriever", metavar="PATH",
+        retrievers=_EXTERNAL, fingerprint="retriever", metavar="PATH",
     ),
     Setting(
-        "path-field", "path_field", Group.RETRIEVER, "HTTP and command retrievers: dotted path to a hit's document",
-        parse.dotted_path, DEFAULT_PATH_FIELD, DEFAULT_PATH_FIELD, retrievers=_HTTP_AND_COMMAND,
+        "path-field", "path_field", Group.RETRIEVER, "HTTP, command and MCP retrievers: dotted path to a hit's document",
+        parse.dotted_path, DEFAULT_PATH_FIELD, DEFAULT_PATH_FIELD, retrievers=_EXTERNAL,
         fingerprint="retriever", metavar="PATH",
     ),
     Setting(
         "heading-field", "heading_field", Group.RETRIEVER,
-        "HTTP and command retrievers: dotted path to a hit's section heading",
-        parse.dotted_path, DEFAULT_HEADING_FIELD, DEFAULT_HEADING_FIELD, retrievers=_HTTP_AND_COMMAND,
+        "HTTP, command and MCP retrievers: dotted path to a hit's section heading",
+        parse.dotted_path, DEFAULT_HEADING_FIELD, DEFAULT_HEADING_FIELD, retrievers=_EXTERNAL,
         fingerprint="retriever", metavar="PATH",
     ),
     Setting(
-        "score-field", "score_field", Group.RETRIEVER, "HTTP and command retrievers: dotted path to a hit's score",
-        parse.dotted_path, DEFAULT_SCORE_FIELD, DEFAULT_SCORE_FIELD, retrievers=_HTTP_AND_COMMAND,
+        "score-field", "score_field", Group.RETRIEVER, "HTTP, command and MCP retrievers: dotted path to a hit's score",
+        parse.dotted_path, DEFAULT_SCORE_FIELD, DEFAULT_SCORE_FIELD, retrievers=_EXTERNAL,
         fingerprint="retriever", metavar="PATH",
     ),
     Setting(
         "path-prefix-strip", "path_prefix_strip", Group.RETRIEVER,
-        "HTTP and command retrievers: a directory or URL prefix removed from returned paths to make them "
+        "HTTP, command and MCP retrievers: a directory or URL prefix removed from returned paths to make them "
         "KB-relative",
-        parse.text, (), default_note="none", form=Form.LIST, retrievers=_HTTP_AND_COMMAND, fingerprint="retriever",
+        parse.text, (), default_note="none", form=Form.LIST, retrievers=_EXTERNAL, fingerprint="retriever",
         metavar="PREFIX", action_note="One prefix per line.",
     ),
     # `run-file`, not `run`: the value is a file, and `run` alone is also the retriever's name
@@ -477,7 +514,7 @@ SETTINGS: tuple[Setting, ...] = (
     # evaluated with it (scanner/retrievers/sides.py).
     Setting(
         "index-command", "index_command", Group.RETRIEVER,
-        "HTTP, command and run retrievers: a program run once per side before its first query, {kb} (the "
+        "HTTP, command, MCP and run retrievers: a program run once per side before its first query, {kb} (the "
         "side's KB folder) and {work} (an empty folder for its index) substituted inside its arguments",
         parse.text, None, default_note="none", retrievers=_OWN_INDEX, fingerprint="retriever", metavar="TEMPLATE",
     ),
@@ -489,8 +526,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "serve-command", "serve_command", Group.RETRIEVER,
-        "HTTP and command retrievers: a server started once per side with {kb}, {work} and {port} (a free "
-        "loopback port, also filled in --http-url) substituted, waited for until it accepts connections, and "
+        "HTTP, command and MCP retrievers: a server started once per side with {kb}, {work} and {port} (a free "
+        "loopback port, also filled in --http-url or --mcp-url) substituted, waited for until it accepts "
+        "connections, and "
         "stopped after that side's queries",
         parse.text, None, default_note="none", retrievers=_SERVED, fingerprint="retriever", metavar="TEMPLATE",
     ),
@@ -592,6 +630,11 @@ class RunSettings:
     command_timeout: float
     command_env: tuple[str, ...]
     """The `command-env` setting: names of variables passed to the command."""
+    mcp_command: str | None
+    mcp_url: str | None
+    mcp_tool: str
+    mcp_arguments: str
+    mcp_timeout: float
     concurrency: int
     hits_path: str | None
     path_field: str

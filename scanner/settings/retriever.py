@@ -21,7 +21,7 @@ from pathlib import Path
 
 from scanner.foundation.errors import InputError
 from scanner.retrievers import command as command_module
-from scanner.retrievers import http_settings, sides
+from scanner.retrievers import http_settings, mcp_settings, sides
 from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, Retriever, RetrieverKind, SearchRequest
 from scanner.retrievers.builtin import BuiltinRetriever
 from scanner.retrievers.mapping import ResponseMapping, validate_dotted_path
@@ -43,29 +43,35 @@ class RetrieverBuilder:
     def __call__(self, index: Index, requests: Sequence[SearchRequest], folder: Path | None = None) -> Retriever:
         return self.build(index, requests, folder)
 
-SOURCE_SETTING: Mapping[RetrieverKind, str] = {
-    RetrieverKind.HTTP: "http-url",
-    RetrieverKind.COMMAND: "command",
-    RetrieverKind.RUN: "run-file",
+SOURCE_SETTING: Mapping[RetrieverKind, tuple[str, ...]] = {
+    RetrieverKind.HTTP: ("http-url",),
+    RetrieverKind.COMMAND: ("command",),
+    RetrieverKind.MCP: ("mcp-command", "mcp-url"),
+    RetrieverKind.RUN: ("run-file",),
 }
-"""The setting without which a retriever has nothing to ask; giving it alone chooses that retriever."""
+"""The settings without one of which a retriever has nothing to ask (exactly one is given); giving
+one alone chooses that retriever."""
 
 
 def choose_kind(settings: RunSettings) -> RetrieverKind:
     """The retriever given, or the one implied by its source setting, or builtin.
 
     Refused (InputError naming the settings as the person wrote them): two
-    source settings without a choice, a chosen retriever without its source,
-    and any setting given that belongs to another retriever.
+    source settings without a choice, a chosen retriever without its source
+    (or with two of its sources), and any setting given that belongs to
+    another retriever.
     """
     interface = settings.interface
     retriever = setting("retriever")
+    given_sources = {
+        kind: [name for name in names if name in settings.given] for kind, names in SOURCE_SETTING.items()
+    }
     if settings.retriever is not None:
         kind = settings.retriever
     else:
-        implied = [kind for kind, name in SOURCE_SETTING.items() if name in settings.given]
+        implied = [kind for kind, names in given_sources.items() if names]
         if len(implied) > 1:
-            names = ", ".join(display_name(setting(SOURCE_SETTING[kind]), interface) for kind in implied)
+            names = ", ".join(display_name(setting(given_sources[kind][0]), interface) for kind in implied)
             raise InputError(
                 f"more than one retriever source is given: {names}",
                 field=display_name(retriever, interface),
@@ -73,13 +79,20 @@ def choose_kind(settings: RunSettings) -> RetrieverKind:
             )
         kind = implied[0] if implied else RetrieverKind.BUILTIN
     refuse_settings_of_other_retrievers(settings, kind)
-    source = SOURCE_SETTING.get(kind)
-    if source is not None and source not in settings.given:
-        needed = display_name(setting(source), interface)
+    sources = SOURCE_SETTING.get(kind, ())
+    if sources and not given_sources[kind]:
+        needed = " or ".join(display_name(setting(name), interface) for name in sources)
         raise InputError(
             f"{display_name(retriever, interface)} {kind.value} needs {needed}",
-            field=needed,
+            field=display_name(setting(sources[0]), interface),
             hint=f"give {needed}, or choose another retriever",
+        )
+    if len(given_sources.get(kind, ())) > 1:
+        both = " and ".join(display_name(setting(name), interface) for name in given_sources[kind])
+        raise InputError(
+            f"{both} are both given; the {kind.value} retriever asks one server",
+            field=display_name(setting(given_sources[kind][1]), interface),
+            hint="keep the one that reaches the server to evaluate",
         )
     return kind
 
@@ -154,7 +167,7 @@ def side_programs(settings: RunSettings) -> sides.SidePrograms:
     return sides.SidePrograms(
         index_command=settings.index_command, index_timeout_s=settings.index_timeout,
         serve_command=settings.serve_command, serve_timeout_s=settings.serve_timeout,
-        address=settings.http_url if settings.serve_command is not None else None,
+        address=(settings.http_url or settings.mcp_url) if settings.serve_command is not None else None,
     )
 
 
@@ -166,7 +179,10 @@ def answers_per_side(settings: RunSettings) -> bool:
         return True
     if settings.index_command is not None or settings.serve_command is not None:
         return True
-    templates = [settings.command, settings.http_url, settings.http_body, str(settings.run) if settings.run else None]
+    templates = [
+        settings.command, settings.http_url, settings.http_body, str(settings.run) if settings.run else None,
+        settings.mcp_command, settings.mcp_url, settings.mcp_arguments,
+    ]
     return any(template is not None and uses_side(template) for template in templates)
 
 
@@ -248,6 +264,27 @@ def _build(
             mapping,
             env,
             slots,
+        )
+    if kind is RetrieverKind.MCP:
+        from scanner.retrievers.mcp import McpRetriever  # the MCP SDK is imported by the runs that use it
+
+        return McpRetriever(
+            mcp_settings.McpSettings(
+                command=settings.mcp_command,
+                url=settings.mcp_url,
+                tool=settings.mcp_tool,
+                arguments=settings.mcp_arguments,
+                headers=tuple(
+                    http_settings.parse_header(text, number)
+                    for number, text in enumerate(settings.http_headers, start=1)
+                ),
+                timeout_s=settings.mcp_timeout,
+                concurrency=settings.concurrency,
+                env_names=settings.command_env,
+            ),
+            mapping,
+            env,
+            slots=slots,
         )
     raise AssertionError(f"unhandled retriever kind {kind}")
 

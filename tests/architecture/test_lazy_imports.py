@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("requests", "urllib3", "dulwich", "jsonschema")
+HEAVY = ("requests", "urllib3", "dulwich", "jsonschema", "mcp", "pydantic", "anyio")
 
 
 def loaded_after(code: str) -> set[str]:
@@ -29,4 +29,9 @@ def test_each_is_imported_by_the_run_that_needs_it() -> None:
     )
     assert {"requests", "urllib3"} <= loaded_after(build_http)
     assert "dulwich" in loaded_after("import scanner.git.repository")
+    build_mcp = (
+        "from scanner.cli.main import parse_cli\nfrom scanner.settings.retriever import build_retriever\n"
+        "build_retriever(parse_cli(['--mcp-url', 'http://127.0.0.1:9/mcp']), None, [])"
+    )
+    assert {"mcp", "pydantic", "anyio"} <= loaded_after(build_mcp)
     assert "jsonschema" in loaded_after("from scanner.report.document import validation_errors\nvalidation_errors({})")

@@ -51,6 +51,7 @@ BAD_VALUES = {
     "command-timeout": "nan",
     "index-timeout": "-1",
     "serve-timeout": "inf",
+    "mcp-timeout": "-1",
     "command-env": "KB_TOKEN=x",
     "concurrency": "0",
     "hits-path": "a..b",
@@ -90,6 +91,7 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "summary_file",
         # Added after the argparse era, named as the flag is.
         "relevance_level", "export_trec", "index_command", "index_timeout", "serve_command", "serve_timeout",
+        "mcp_command", "mcp_url", "mcp_tool", "mcp_arguments", "mcp_timeout",
     }
     assert run_settings_attributes() == historic
 
@@ -195,7 +197,8 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
         "annotations": "false", "max-annotations": "3", "summary": "false", "comment": "true",
         "github-token": "t-123",
     }
-    untestable_together = {"tokenization", "weights", "command", "command-timeout", "command-env", "run-file"}
+    untestable_together = {"tokenization", "weights", "command", "command-timeout", "command-env", "run-file",
+                           "mcp-command", "mcp-url", "mcp-tool", "mcp-arguments", "mcp-timeout"}
     assert set(values) | untestable_together == set(INPUT_DEFAULTS)
     environ = input_environment(action_inputs(values))
     assert "INPUT_KB-PATH" in environ and "INPUT_HTTP-HEADER" in environ

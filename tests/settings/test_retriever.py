@@ -56,6 +56,11 @@ SAMPLE_VALUES: Mapping[str, str] = {
     "index-timeout": "30",
     "serve-command": f"{sys.executable} -m http.server --bind 127.0.0.1 --directory {{kb}} {{port}}",
     "serve-timeout": "30",
+    "mcp-command": f"{shlex.quote(sys.executable)} {shlex.quote(str(REPO / 'tests' / 'support' / 'mcp_test_server.py'))} {{kb}}",
+    "mcp-url": "http://127.0.0.1:9/mcp",
+    "mcp-tool": "find",
+    "mcp-arguments": '{"q": "{query}"}',
+    "mcp-timeout": "5",
 }
 """A value each retriever's setting accepts (a new retriever setting needs one here)."""
 
@@ -127,7 +132,7 @@ def _other_kind_cases() -> list[tuple[RetrieverKind, str]]:
 def _source_argv(kind: RetrieverKind) -> list[str]:
     if kind is RetrieverKind.BUILTIN:
         return []
-    source = SOURCE_SETTING[kind]
+    source = SOURCE_SETTING[kind][0]
     return [f"--{source}={SAMPLE_VALUES[source]}"]
 
 
@@ -145,10 +150,25 @@ def test_every_setting_of_the_chosen_retriever_is_accepted(kind: RetrieverKind) 
     own = [spec.name for spec in RETRIEVER_SETTINGS if kind in spec.retrievers]
     assert own, "each retriever has settings of its own"
     argv = [f"--retriever={kind.value}", *_source_argv(kind)]
-    argv += [f"--{name}={SAMPLE_VALUES[name]}" for name in own if name != SOURCE_SETTING.get(kind)]
+    # One source of the retriever's (the others are each its own way to reach it, refused together).
+    argv += [f"--{name}={SAMPLE_VALUES[name]}" for name in own if name not in SOURCE_SETTING.get(kind, ())]
     settings = cli(*argv)
     assert choose_kind(settings) is kind
-    assert set(own) <= settings.given
+    assert set(own) - set(SOURCE_SETTING.get(kind, ())[1:]) <= settings.given
+
+
+def test_an_mcp_server_given_both_ways_is_refused_in_each_interfaces_words(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="--mcp-command and --mcp-url are both given"):
+        cli("--mcp-command", "server {kb}", "--mcp-url", "http://127.0.0.1:9/mcp")
+    with pytest.raises(InputError, match="^mcp-command and mcp-url are both given"):
+        action(tmp_path, **{"mcp-command": "server {kb}", "mcp-url": "http://127.0.0.1:9/mcp"})
+    with pytest.raises(InputError, match="--retriever mcp needs --mcp-command or --mcp-url"):
+        cli("--retriever", "mcp")
+    # The near miss: either one alone chooses the MCP retriever.
+    assert choose_kind(cli("--mcp-url", "http://127.0.0.1:9/mcp")) is RetrieverKind.MCP
+    assert choose_kind(action(tmp_path, **{"mcp-command": "server {kb}"})) is RetrieverKind.MCP
+
+
 
 
 def test_builtin_flags_with_a_run_file_are_exit_2_naming_both(tmp_path: Path) -> None:
@@ -219,7 +239,8 @@ def _describe(settings: RunSettings) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(
-    "name", [spec.name for spec in RETRIEVER_SETTINGS if spec.name not in SOURCE_SETTING.values()]
+    "name", [spec.name for spec in RETRIEVER_SETTINGS
+             if not any(spec.name in sources for sources in SOURCE_SETTING.values())]
 )
 def test_a_setting_is_in_the_fingerprint_exactly_when_declared_so(name: str) -> None:
     spec = next(s for s in SETTINGS if s.name == name)
