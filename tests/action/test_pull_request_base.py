@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -125,3 +126,20 @@ def test_a_shallow_checkout_without_a_gate_is_still_a_warning_and_a_summary_line
     observed = observe(run_entrypoint(launch, full, action_inputs({"kb-path": "kb"})))
     assert not [a for a in observed.annotations if a[4] == "kb-eval: nothing compared"]
     assert "Compared with the base revision" in observed.summary
+
+
+def test_a_search_served_per_side_is_compared_with_the_base_in_action_mode(launch: Launch, tmp_path: Path) -> None:
+    # The team's own search, started on each side's tree: the base is answered by its own server.
+    server = Path(__file__).parents[1] / "support" / "folder_search_server.py"
+    layout, base = pull_request_checkout(tmp_path)
+    inputs = {
+        "kb-path": "kb", "fail-on-regression": "true", "score-level": "document",
+        "serve-command": f"{sys.executable} {server} {{kb}} {{port}}", "http-url": "http://127.0.0.1:{port}/search",
+    }
+    run = run_entrypoint(launch, layout, action_inputs(inputs))
+    observed = observe(run)
+    assert observed.returncode == 1, run.stderr  # the pull request lost onboarding.md's words
+    report = report_of(layout)
+    assert report["comparison"]["status"] == "compared" and report["previous"]["commit"] == base
+    assert report["answers"] is not None and report["previous"]["answers"] is not None
+    assert "Answer time p50" in run.summary_text and "p95 before" in run.summary_text

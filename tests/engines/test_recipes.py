@@ -5,6 +5,7 @@ directly. The engines are installed by .ci/run; each test starts and stops what 
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import subprocess
@@ -120,6 +121,7 @@ def test_every_recipe_block_the_tests_run_is_in_the_docs() -> None:
     assert names == {
         "sqlite-fts5-index", "sqlite-fts5-search", "postgresql-index", "postgresql-serve", "postgresql-search",
         "xapian-index", "xapian-search", "elasticsearch",  # the last one: tests/retrievers/test_elastic_spec.py
+        "sqlite-fts5-both-sides",
     }
     assert all(block.strip() for block in engines.recipes().values())
 
@@ -138,3 +140,32 @@ def test_an_engine_that_indexes_the_golden_file_has_it_named(tmp_path: Path) -> 
     result = engines.run_recipe("sqlite-fts5-search", environ)
     assert result.returncode == ExitCode.OK, result.stderr
     assert "kb-eval's own files as hits: golden file '.kb-eval.yml'" in result.stderr
+
+
+def test_the_both_sides_recipe_answers_the_base_from_the_bases_own_index(tmp_path: Path) -> None:
+    # The block of docs/pull-request-loop.md, as written, on a real pull request; the base's numbers
+    # must be those of the same search run on `git archive` of the base commit.
+    if shutil.which("sqlite3") is None:
+        engines.missing("the sqlite3 command (Debian's sqlite3)")
+    from tests.git.test_git_base import BASE_KB, REGRESSING_CHANGE, commit, new_repo
+    from tests.sides.test_both_sides import archived, sqlite_flags
+
+    repo = new_repo(tmp_path / "repo")
+    commit(repo, BASE_KB, "base")
+    commit(repo, REGRESSING_CHANGE, "the pull request")
+    work = tmp_path / "work"
+    work.mkdir()
+    result = engines.run_recipe("sqlite-fts5-both-sides", engines.recipe_environment(repo / "kb", work))
+    assert result.returncode == ExitCode.OK, result.stderr
+    report = json.loads((work / "report.json").read_text())
+    assert report["comparison"]["status"] == "compared"
+    alone = subprocess.run(
+        [str(Path(sys.executable).parent / "kb-eval"), "--kb-path", str(archived(repo, "HEAD~1", tmp_path / "a")),
+         "--no-history", "--format", "json", *sqlite_flags()],
+        capture_output=True, text=True, timeout=engines.STEP_TIMEOUT_S, check=False,
+    )
+    assert alone.returncode == ExitCode.OK, alone.stderr
+    base = json.loads(alone.stdout)
+    assert report["previous"]["aggregate"]["mrr"] == base["aggregate"]["mrr"]
+    assert [q["top_k"] for q in report["previous"]["per_query"]] == [q["top_k"] for q in base["per_query"]]
+    assert report["diff"]["mrr"] < 0  # the pull request's change is measured, not the head twice

@@ -32,6 +32,7 @@ from tests.support.npm import NpmUnavailable, npm_package
 
 REPO = Path(__file__).resolve().parents[2]
 RETRIEVERS_DOC = REPO / "docs" / "retrievers.md"
+PULL_REQUEST_DOC = REPO / "docs" / "pull-request-loop.md"
 RECIPES = REPO / "docs" / "recipes"
 REQUIRE_ENGINES_ENV = "KB_EVAL_REQUIRE_ENGINES"
 POSTGRAPHILE_VERSION = "4.14.1"
@@ -47,8 +48,12 @@ _RECIPE = re.compile(r"<!-- recipe: ([a-z0-9-]+) -->\n```sh\n(.*?)\n```", re.DOT
 
 
 def recipes() -> dict[str, str]:
-    """Every recipe block of docs/retrievers.md, by the name in the comment before it."""
-    return dict(_RECIPE.findall(RETRIEVERS_DOC.read_text(encoding="utf-8")))
+    """Every recipe block of docs/retrievers.md and docs/pull-request-loop.md, by the name in the
+    comment before it."""
+    return {
+        name: block for doc in (RETRIEVERS_DOC, PULL_REQUEST_DOC)
+        for name, block in _RECIPE.findall(doc.read_text(encoding="utf-8"))
+    }
 
 
 def missing(what: str) -> NoReturn:
