@@ -3,6 +3,16 @@
 A section's heading keeps its Markdown (`` `virtualenvs.in-project` ``, `**Install**`,
 `[Options](#options)`); the person labelling writes what the rendered page shows. Both sides are
 brought to the rendered text before they are compared, so the two spellings are one heading.
+
+MkDocs sites write more into a heading than the page shows, and a heading can be read in more than
+one form (`heading_forms`):
+- an attribute list at its end (`## With pip { #with-pip data-toc-label="pip" }`, Python-Markdown's
+  `attr_list`) is not shown, and its `data-toc-label` (Python-Markdown's `toc`) is the name the
+  table of contents shows: a second form;
+- an inline HTML element (`<small>recommended</small>`) shows its text; the heading without it is
+  a second form, as a reader who took it for a badge writes it;
+- an HTML comment is not shown; a heading that is only a comment (a build hook fills it in, which
+  kb-eval cannot run) is named by the comment's text, and by its last word.
 """
 
 from __future__ import annotations
@@ -25,6 +35,12 @@ _UNDERSCORE_EMPHASIS = re.compile(r"(?<![0-9A-Za-z])_+|_+(?![0-9A-Za-z])")
 """An underscore run is emphasis only at a word's edge: `in_project` keeps its underscore."""
 _ESCAPED = "\x00"
 _SPACE = re.compile(r"\s+")
+_ATTRIBUTE = re.compile(r"""([^ =}]+)="([^"]*)"|([^ =}]+)='([^']*)'|([^ =}]+)=([^ =}]+)|([^ =}]+)| """)
+"""One item of an attribute list, in the order Python-Markdown's attr_list scanner tries them:
+`key="value"`, `key='value'`, `key=value`, a word (`#id`, `.class`, a bare key), a space."""
+_ELEMENT = re.compile(r"<([A-Za-z][A-Za-z0-9-]*)(?:\s[^<>]*)?>[^<]*</\1\s*>")
+"""An inline HTML element holding text only (`<small>recommended</small>`)."""
+TOC_LABEL = "data-toc-label"
 
 CLOSEST_HEADINGS = 3
 """How many of a document's headings a warning names when a label matches none of them."""
@@ -34,8 +50,108 @@ COMPARED_CHARS = 200
 
 def reader_heading(text: str) -> str:
     """The heading as a reader of the rendered page sees it, for comparing: inline code, emphasis,
-    links, images (their alt text stays), HTML tags and backslash escapes removed, whitespace
-    collapsed, case folded. The text inside a code span is kept as written."""
+    links, images (their alt text stays), HTML tags and comments, a trailing attribute list and
+    backslash escapes removed, whitespace collapsed, case folded. The text inside a code span is
+    kept as written. A heading that is only an HTML comment reads as the comment's text."""
+    return heading_forms(text)[0]
+
+
+def heading_forms(text: str) -> tuple[str, ...]:
+    """Every form a reader may write `text` in, the page's first (reader_heading): then its table
+    of contents label (`data-toc-label`), the heading without its inline HTML elements, and for a
+    heading that is only a comment, the comment's last word. None repeated."""
+    body, attributes = split_attribute_list(text) if "{" in text else (text, None)
+    body, comments = _without_comments(body) if "<!--" in body else (body, [])
+    forms = [_reader_text(body)]
+    if len(forms) == 1 and not comments and attributes is None and "<" not in body:
+        return (forms[0],)  # the common heading: one form
+    if not forms[0] and comments:
+        words = " ".join(comments).split()
+        forms = [_reader_text(" ".join(words)), *([_reader_text(words[-1])] if words else [])]
+    label = attributes.get(TOC_LABEL) if attributes else None
+    if label is not None:
+        forms.append(_reader_text(_without_comments(label)[0]))
+    if "<" in body:
+        forms.append(_reader_text(_ELEMENT.sub("", body)))
+    return tuple(dict.fromkeys(form for form in forms if form or form is forms[0]))
+
+
+def split_attribute_list(text: str) -> tuple[str, dict[str, str | None] | None]:
+    """(the heading without its attribute list, the list's attributes), as Python-Markdown's
+    `attr_list` reads a heading: `{...}` after one or more spaces at the end, outside code spans,
+    the leftmost such brace that can open one; a list whose items leave a `}` unread is text. Then,
+    as Python-Markdown does, closing `#`s before it go too. (text, None) when there is none."""
+    stripped = text.rstrip(" ")
+    spans = list(_code_spans(stripped))
+    after_code = spans[-1][3] if spans else 0
+    if not stripped.endswith("}") or len(stripped) - after_code < 3:
+        return text, None
+    end = len(stripped) - 1  # the closing brace
+    at = stripped.find(" {", after_code)
+    while at != -1:
+        # Read by index, never sliced per brace: a heading of thousands of ` {` costs its length.
+        start = _skip_spaces(stripped, at + 2, end)
+        if start < end and stripped[start] == ":":
+            after_colon = _skip_spaces(stripped, start + 1, end)
+            if after_colon < end and stripped[after_colon] != "}":
+                start = after_colon
+        if start < end and stripped[start] != "}":
+            attributes = _attribute_items(stripped[start:end])
+            if attributes is None:
+                return text, None  # Python-Markdown does not try a brace further right either
+            return stripped[:at].rstrip(" ").rstrip("#").rstrip(), attributes
+        at = stripped.find(" {", at + 1)
+    return text, None
+
+
+def _skip_spaces(text: str, position: int, end: int) -> int:
+    while position < end and text[position] == " ":
+        position += 1
+    return position
+
+
+def _attribute_items(content: str) -> dict[str, str | None] | None:
+    """The items of an attribute list's content (`#id .class key="value"`); None when the scan
+    stops before a `}` (Python-Markdown then leaves the braces as text)."""
+    items: dict[str, str | None] = {}
+    position = 0
+    while position < len(content):
+        match = _ATTRIBUTE.match(content, position)
+        if match is None or match.end() == position:
+            break
+        position = match.end()
+        key = match[1] or match[3] or match[5] or match[7]
+        if key:
+            items[key] = next((v for v in (match[2], match[4], match[6]) if v is not None), None)
+    return None if "}" in content[position:] else items
+
+
+def _without_comments(text: str) -> tuple[str, list[str]]:
+    """`text` without its HTML comments, and the comments' contents. One pass: an unclosed `<!--`
+    is text to the end (as a browser's parser would hide it, it shows nothing either way)."""
+    kept: list[str] = []
+    comments: list[str] = []
+    position = 0
+    while (start := text.find("<!--", position)) != -1:
+        end = text.find("-->", start + 4)
+        kept.append(text[position:start])
+        if end == -1:
+            comments.append(text[start + 4:])
+            position = len(text)
+            break
+        comments.append(text[start + 4:end])
+        position = end + 3
+    kept.append(text[position:])
+    return "".join(kept), comments
+
+
+_MARKUP = frozenset("`\\[<*~_\x00")
+"""The characters that can make a heading's text differ from what the page shows."""
+
+
+def _reader_text(text: str) -> str:
+    if _MARKUP.isdisjoint(text):
+        return _SPACE.sub(" ", text).strip().casefold()
     pieces: list[str] = []
     position = 0
     for start, inside, closing, end in _code_spans(text):
@@ -93,10 +209,11 @@ def closest(wanted: str, candidates: Iterable[str], count: int = CLOSEST_HEADING
 
 
 def shown_headings(candidates: Iterable[str]) -> dict[str, str]:
-    """Each heading as the reader sees it -> the first heading written so, in document order."""
+    """Each form of each heading as the reader sees it -> the first heading written so, in document order."""
     shown: dict[str, str] = {}
     for candidate in candidates:
-        shown.setdefault(reader_heading(candidate), candidate)
+        for form in heading_forms(candidate):
+            shown.setdefault(form, candidate)
     return shown
 
 
@@ -113,7 +230,8 @@ def closest_shown(
     near = guesses.closest(reader_heading(wanted)[:COMPARED_CHARS], list(prefixes), count, cutoff=0.5)
     if near is None:
         return None
-    return [shown[prefixes[key]] for key in near] or list(shown.values())[:count]
+    # A heading reached through two of its forms is named once.
+    return list(dict.fromkeys(shown[prefixes[key]] for key in near)) or list(dict.fromkeys(shown.values()))[:count]
 
 
 MAX_SUFFIXES = 32

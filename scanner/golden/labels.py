@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.golden.file import ExpectedEntry, GoldenQuery, GoldenSet
-from scanner.golden.headings import PathGuesser, closest_shown, reader_heading
+from scanner.golden.headings import PathGuesser, closest_shown, heading_forms, reader_heading
 from scanner.golden.similarity import Guesses
 
 CLOSEST_PARENTS = 10
@@ -124,13 +124,15 @@ class _Headings:
         shown: dict[str, str] = {}
         searchable: set[str] = set()
         for section in document:
-            key = reader_heading(section.heading)
-            sections.setdefault(key, []).append(section)
-            if section.searchable:
-                searchable.add(key)
-            enclosing.setdefault(key, set()).update(reader_heading(p) for p in section.parents)
-            if section.heading:
-                shown.setdefault(key, section.heading)
+            above = {form for p in section.parents for form in heading_forms(p)}
+            # Every form a reader may write the heading in names it (a table-of-contents label).
+            for key in heading_forms(section.heading):
+                sections.setdefault(key, []).append(section)
+                if section.searchable:
+                    searchable.add(key)
+                enclosing.setdefault(key, set()).update(above)
+                if section.heading:
+                    shown.setdefault(key, section.heading)
         return cls(sections, enclosing, searchable, shown)
 
 

@@ -6,7 +6,9 @@ Definitions (what a hit is, what counts, the empty cases):
 - A hit *matches* an expected entry when the paths are equal and, if the entry
   pins a heading, the hit's heading equals it as the reader sees it
   (`golden.headings.reader_heading`: inline code, emphasis, links and escapes
-  removed, whitespace collapsed, case folded; kb-mcp trims and lower-cases).
+  removed, whitespace collapsed, case folded; kb-mcp trims and lower-cases), or
+  another form a reader may write it in (`heading_forms`: a table-of-contents
+  label, the heading without an inline HTML badge).
   kb-eval's label forms: `parent:` also requires that heading among the hit's
   enclosing headings; `subsections: true` also accepts a hit in any section
   nested under the labelled one; a group (`any:`) is matched by a hit matching
@@ -58,7 +60,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from scanner.golden.file import ExpectedEntry
-from scanner.golden.headings import reader_heading
+from scanner.golden.headings import heading_forms, reader_heading
 from scanner.retrievers.base import Hit
 
 METRIC_VERSION = 2
@@ -129,16 +131,18 @@ def _matches_one(hit: Hit, entry: ExpectedEntry) -> bool:
     if entry.heading is None:
         return True
     wanted = reader_heading(entry.heading)
-    own = reader_heading(hit.heading)
+    own = heading_forms(hit.heading)
     if hit.parents is None:
         # Where the section sits is unknown (a retriever's heading its document repeats): the
         # heading alone decides, for `parent:` and `subsections:` labels too (docs/metrics.md).
-        return own == wanted
-    chain = [reader_heading(part) for part in hit.parents] + [own]
+        return wanted in own
+    chain = [heading_forms(part) for part in hit.parents] + [own]
     parent = reader_heading(entry.parent) if entry.parent is not None else None
     # The labelled section is chain[i]; with `subsections` it may be any enclosing one.
     candidates = range(len(chain)) if entry.subsections else (len(chain) - 1,)
-    return any(chain[i] == wanted and (parent is None or parent in chain[:i]) for i in candidates)
+    return any(
+        wanted in chain[i] and (parent is None or any(parent in forms for forms in chain[:i])) for i in candidates
+    )
 
 
 def _pins_heading(entry: ExpectedEntry) -> bool:
@@ -196,19 +200,21 @@ class Judgments:
         if hit.path not in self._paths:
             return []
         found = [self._buckets.get((hit.path, None, None, False))]
-        own = reader_heading(hit.heading)
+        # Each heading in every form a reader may write it in (golden.headings.heading_forms).
+        own = heading_forms(hit.heading)
         if hit.parents is None:
-            found.append(self._by_heading.get((hit.path, own)))
+            found.extend(self._by_heading.get((hit.path, form)) for form in own)
         else:
-            chain = [reader_heading(part) for part in hit.parents] + [own]
+            chain = [heading_forms(part) for part in hit.parents] + [own]
             last = len(chain) - 1
-            for i, heading in enumerate(chain):
-                for subsections in ((False, True) if i == last else (True,)):
-                    found.append(self._buckets.get((hit.path, heading, None, subsections)))
-                    found.extend(
-                        self._buckets.get((hit.path, heading, parent, subsections)) for parent in set(chain[:i])
-                    )
-        return [bucket for bucket in found if bucket]
+            for i, forms in enumerate(chain):
+                above = {parent for enclosing in chain[:i] for parent in enclosing}
+                for heading in forms:
+                    for subsections in ((False, True) if i == last else (True,)):
+                        found.append(self._buckets.get((hit.path, heading, None, subsections)))
+                        found.extend(self._buckets.get((hit.path, heading, parent, subsections)) for parent in above)
+        # A bucket reached through two forms is one bucket.
+        return list({id(bucket): bucket for bucket in found if bucket}.values())
 
     def first_positions(self, hits: Sequence[Hit]) -> list[int | None]:
         """For each entry, the position (from 1, over `hits` as given) of the first hit matching it."""
