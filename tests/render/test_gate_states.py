@@ -109,5 +109,5 @@ def test_a_contradiction_is_caught_by_the_claims() -> None:
     assert {"passed", "not run"} <= claims(text)
 
 
-def test_the_screenshots_folder_has_one_pinned_file_per_state() -> None:
-    assert {path.stem for path in Path(OUT).glob("*.md")} == set(STATES)
+def test_every_state_has_a_pinned_screenshot() -> None:
+    assert set(STATES) <= {path.stem for path in Path(OUT).glob("*.md")}
