@@ -78,3 +78,41 @@ def test_the_schema_rejects_a_broken_comparison(broken: dict[str, Any]) -> None:
     comparison = compare_runs(current, make_record())
     report = _report(current, comparison, evaluate_gate(comparison, 0.05)) | broken
     assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(report)) != []
+
+
+def _many_rows(count: int) -> dict[str, Any]:
+    """A real report whose per-query rows are `count` copies of one row, ids renumbered."""
+    current = make_record({"q1": 1.0, "q2": 0.5})
+    document = _report(current, no_previous("history disabled (--no-history)"), evaluate_gate(no_previous("x"), 0.05))
+    row = document["per_query"][0]
+    document["per_query"] = [{**row, "id": f"q{n}"} for n in range(count)]
+    return document
+
+
+def test_rows_of_one_shape_are_validated_once_so_validation_does_not_grow_with_queries() -> None:
+    from scanner.report.document import rows_to_validate
+
+    small, large = rows_to_validate(_many_rows(10)), rows_to_validate(_many_rows(1000))
+    assert len(small["per_query"]) == len(large["per_query"]) == 2
+    # The near miss: a list no longer than the schema's shortest list of objects is kept whole.
+    assert len(rows_to_validate(_many_rows(2))["per_query"]) == 2
+
+
+def test_a_row_of_a_shape_no_earlier_row_has_is_validated_wherever_it_sits() -> None:
+    from scanner.report.document import ReportInvalid, validate
+
+    document = _many_rows(1000)
+    validate(document)  # valid as built
+    late = document["per_query"][700]
+    document["per_query"][700] = {**late, "line": "three"}  # a string where the schema wants an integer
+    with pytest.raises(ReportInvalid, match="per_query/2/line"):
+        validate(document)
+
+
+def test_every_list_of_objects_keeps_one_item_of_each_shape_and_its_first_two() -> None:
+    from scanner.report.document import rows_to_validate
+
+    hits = [{"rank": n, "heading": "h"} for n in range(5)] + [{"rank": 6, "heading": None}]
+    assert rows_to_validate({"top_k": hits, "k": [1, 5, 10]}) == {
+        "top_k": [hits[0], hits[1], hits[5]], "k": [1, 5, 10],
+    }
