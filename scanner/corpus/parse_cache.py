@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import sqlite3
 import stat
 import urllib.parse
@@ -37,6 +36,8 @@ from scanner.corpus.markdown import (
     split_lines,
 )
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
+from scanner.foundation.errors import InputError
+from scanner.foundation.files import write_atomically
 
 PARSER_VERSION = "2"
 """Bump when chunking or frontmatter handling changes what a file parses into."""
@@ -291,13 +292,12 @@ class ParseCache:
 
         The folder can come from the pull request (git stores symbolic links, and a cache restored
         from the PR's branch is the PR's), and the container runs as root. So: no link is followed
-        on the way to the folder inside the working directory; the database is built in memory and
-        its bytes written to a new file created with O_CREAT|O_EXCL|O_NOFOLLOW under an unguessable
-        name (SQLite itself never opens a path here, nor creates its journal beside one); and that
-        file is renamed over the cache file, which replaces a link planted there instead of
-        writing through it."""
+        on the way to the folder inside the working directory; the database is built in memory
+        (SQLite itself never opens a path here, nor creates its journal beside one); and its bytes
+        are written by the one writer of kb-eval's files (`write_atomically`: a new file under an
+        unguessable name, renamed over the cache file, which replaces a link planted there instead
+        of writing through it)."""
         folder = self.path.parent
-        temporary: Path | None = None
         try:
             _refuse_linked_folders(folder)
             folder.mkdir(parents=True, exist_ok=True)
@@ -310,21 +310,10 @@ class ParseCache:
                 connection.executemany("INSERT INTO documents VALUES (?, ?)", entries.items())
             data = connection.serialize()
             connection.close()
-            temporary = folder / f".{CACHE_FILE}.{secrets.token_hex(8)}.tmp"
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-            fd = os.open(temporary, flags, 0o644)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(temporary, self.path)
-            temporary = None
-        except (OSError, sqlite3.Error, _LinkedFolder) as error:
-            diagnostics.warn(DiagnosticCode.CACHE_NOT_SAVED, f"the parse cache could not be written ({error}); the next run parses every file", str(self.path))
-        finally:
-            if temporary is not None:
-                try:
-                    os.unlink(temporary)
-                except OSError:
-                    pass
+            write_atomically(self.path, data, "parse cache")
+        except (OSError, sqlite3.Error, _LinkedFolder, InputError) as error:
+            why = error.message if isinstance(error, InputError) else str(error)
+            diagnostics.warn(DiagnosticCode.CACHE_NOT_SAVED, f"the parse cache could not be written ({why}); the next run parses every file", str(self.path))
 
 
 class _LinkedFolder(Exception):

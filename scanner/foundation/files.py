@@ -178,7 +178,8 @@ def _new_file_mode(path: Path) -> int:
     try:
         existing = os.lstat(path)
         if stat.S_ISREG(existing.st_mode):
-            return stat.S_IMODE(existing.st_mode)
+            # The permission bits only: a planted file's setuid or sticky bit is not carried over.
+            return stat.S_IMODE(existing.st_mode) & 0o777
     except OSError:
         pass
     # mkstemp creates 0600; a new file gets what open() would have given it. Reading the
@@ -191,7 +192,7 @@ def _new_file_mode(path: Path) -> int:
 def write_atomically(path: Path, data: bytes, what: str) -> None:
     """Write `data` to a temp file beside `path`, fsync it, rename it over `path`, fsync the folder.
 
-    The one writer of every file kb-eval produces (report, baseline, history). `what` names
+    The one writer of every file kb-eval produces (report, baseline, history, parse cache). `what` names
     the file in errors (`report`, `baseline`, `history`).
 
     rename(2) within one file system is atomic: a reader (or the next run after a

@@ -39,8 +39,11 @@ MAX_QUERY_CHARS = 2_000
 (`cut_query`). A golden query is usually a question a person would type, and this bounds the cost of
 compiling and matching it; but test collections hold longer ones (CISI query 90 is 2,023
 characters), and kb-mcp, which sets no limit, runs them, so a long query is cut, never refused."""
-MAX_LIMIT_DIGITS = 4
-"""`defaults.limit` is at most 1000: more digits than this is refused before it is converted."""
+MAX_LIMIT = 1000
+"""The largest limit (`defaults.limit` here, `limit` in the settings) and k: a golden query judges
+a handful of documents, and a deeper list only costs time (and, for an HTTP service, load)."""
+MAX_LIMIT_DIGITS = len(str(MAX_LIMIT))
+"""More digits than MAX_LIMIT has are refused before they are converted."""
 ID_FROM_TEXT_CHARS = 32
 DEFAULT_GRADE = 1
 """An expected entry without `grade:`: relevant, with the binary gain every ungraded file meant."""
@@ -310,9 +313,9 @@ class _GoldenReader:
             return None
         value = fields["limit"]
         limit = _plain_decimal(value.value) if isinstance(value, yaml.ScalarNode) and value.tag == _INT else None
-        if limit is None or not 1 <= limit <= 1000:
+        if limit is None or not 1 <= limit <= MAX_LIMIT:
             raise self.fail(
-                value, "defaults.limit must be an integer from 1 to 1000", "defaults.limit",
+                value, f"defaults.limit must be an integer from 1 to {MAX_LIMIT}", "defaults.limit",
                 hint="write it in decimal digits, e.g. `limit: 10`",
             )
         return limit

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
-from scanner.retrievers.concurrency import map_in_order, validate_concurrency
+from scanner.retrievers.concurrency import map_in_order
 from scanner.retrievers.costs import CostLog
 from scanner.retrievers.mapping import (
     SERVICE_WORDS_CHARS,
@@ -143,7 +143,6 @@ class CommandRetriever:
         self._program = resolved
         if not settings.timeout_s > 0:
             raise InputError("--command-timeout must be more than 0", field="--command-timeout")
-        validate_concurrency(settings.concurrency)
         self._source = f"command {program}"
         self._costs = CostLog()
         self._notes = Notes()

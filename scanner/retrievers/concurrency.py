@@ -6,26 +6,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from scanner.foundation.errors import InputError
-
 Request = TypeVar("Request")
 Answer = TypeVar("Answer")
-
-
-def validate_concurrency(value: int) -> int:
-    if value < 1:
-        raise InputError(
-            f"--concurrency must be at least 1, got {value}",
-            field="--concurrency",
-            hint="use 1 to send one query at a time",
-        )
-    return value
 
 
 def map_in_order(
     answer: Callable[[Request], Answer], requests: Sequence[Request], concurrency: int
 ) -> list[Answer]:
-    """`[answer(r) for r in requests]`, with up to `concurrency` calls in flight.
+    """`[answer(r) for r in requests]`, with up to `concurrency` calls in flight (its bounds are
+    the setting's, checked once where it is read: scanner/settings/declaration.py).
 
     The result is in input order whatever the completion order. When calls
     fail, the error raised is the one of the earliest failing request in input

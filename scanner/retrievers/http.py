@@ -27,7 +27,7 @@ from scanner.foundation.errors import InputError
 from scanner.foundation.retry_after import retry_after_seconds
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
-from scanner.retrievers.concurrency import map_in_order, validate_concurrency
+from scanner.retrievers.concurrency import map_in_order
 from scanner.retrievers.costs import CostLog
 from scanner.retrievers.http_settings import (
     SNIPPET_CHARS,
@@ -96,7 +96,6 @@ class HttpRetriever:
         _check_positive(settings.timeout_s, "--http-timeout")
         if settings.retries < 0:
             raise InputError("--http-retries must be 0 or more", field="--http-retries")
-        validate_concurrency(settings.concurrency)
         self._source = f"http {settings.method.value} {self._public_url}"
         self._local = threading.local()
         self._sessions: list[requests.Session] = []

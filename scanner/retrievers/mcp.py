@@ -43,7 +43,6 @@ from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
 from scanner.retrievers.command import command_environment
-from scanner.retrievers.concurrency import validate_concurrency
 from scanner.retrievers.mapping import (
     SERVICE_WORDS_CHARS,
     ErrorContext,
@@ -109,7 +108,6 @@ class McpRetriever:
             raise InputError("--mcp-tool is empty", field="--mcp-tool", hint="e.g. --mcp-tool search")
         if not settings.timeout_s > 0:
             raise InputError("--mcp-timeout must be more than 0", field="--mcp-timeout")
-        validate_concurrency(settings.concurrency)
         template = parse_json_template(settings.arguments, "--mcp-arguments")
         if not isinstance(template, dict):
             raise InputError(

@@ -37,7 +37,7 @@ from scanner.foundation.errors import InputError
 from scanner.git.revision import is_revision_name
 from scanner.github.comment import CommentMode
 from scanner.github.workflow import GITHUB_ANNOTATIONS_PER_KIND_PER_STEP
-from scanner.golden.file import MAX_GRADE
+from scanner.golden.file import MAX_GRADE, MAX_LIMIT
 from scanner.metrics.measures import DEFAULT_RELEVANCE_LEVEL
 from scanner.report.history import DEFAULT_HISTORY_SIZE, MAX_HISTORY_RUNS
 from scanner.retrievers import command as command_module
@@ -52,7 +52,7 @@ from scanner.retrievers.mapping import (
     DEFAULT_SCORE_FIELD,
 )
 from scanner.settings import values as parse
-from scanner.settings.values import MAX_CUTOFF, Refused
+from scanner.settings.values import Refused
 
 DEFAULT_LIMIT = 10
 """Hits asked per query when neither `limit` nor the golden file's `defaults.limit` says."""
@@ -247,7 +247,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "limit", "limit", Group.EVALUATED, "hits asked of the retriever per query",
-        parse.int_in(1, MAX_CUTOFF, 20), None, default_note=f"the golden file's defaults.limit, else {DEFAULT_LIMIT}",
+        parse.int_in(1, MAX_LIMIT, 20), None, default_note=f"the golden file's defaults.limit, else {DEFAULT_LIMIT}",
         fingerprint="limit", metavar="N",
     ),
     Setting(
@@ -471,7 +471,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "concurrency", "concurrency", Group.RETRIEVER,
         "HTTP, command and MCP retrievers: queries in flight at once (the report is the same)",
-        parse.concurrency_up_to(MAX_CONCURRENCY), 1, "1", retrievers=_EXTERNAL, metavar="N",
+        parse.int_in(1, MAX_CONCURRENCY, 4), 1, "1", retrievers=_EXTERNAL, metavar="N",
     ),
     Setting(
         "hits-path", "hits_path", Group.RETRIEVER,

@@ -12,17 +12,13 @@ from pathlib import Path
 from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, MetricSelector, RegressionBudget
 from scanner.foundation.errors import InputError
 from scanner.github.comment import CommentMode
+from scanner.golden.file import MAX_LIMIT
 from scanner.metrics.catalogue import BUDGET_NAMES, CATALOGUE
 from scanner.retrievers import command as command_module
 from scanner.retrievers import http_settings as http_module
 from scanner.retrievers.base import RetrieverKind
 from scanner.retrievers.builtin import FieldWeights
-from scanner.retrievers.concurrency import validate_concurrency
 from scanner.retrievers.mapping import validate_dotted_path
-
-MAX_CUTOFF = 1000
-"""Largest `limit` and k: a golden query judges a handful of documents, and a deeper list only
-costs time (and, for an HTTP service, load)."""
 
 
 class Refused(Exception):
@@ -130,7 +126,7 @@ def budget(text: str) -> RegressionBudget:
             raise Refused(f"names an empty tag in {item!r}", _BUDGET_EXAMPLE)
         family_name, at, cutoff = name.strip().lower().partition("@")
         measure = BUDGET_NAMES.get(family_name)
-        k = int_in(1, MAX_CUTOFF, 10)(cutoff) if at and cutoff.isdigit() else None
+        k = int_in(1, MAX_LIMIT, 10)(cutoff) if at and cutoff.isdigit() else None
         if measure is None or (at and k is None) or (not measure.at_k and at):
             raise Refused(f"names no metric in {item!r} ({_BUDGET_NAMES_SPELLED})", _BUDGET_EXAMPLE)
         selector = MetricSelector(measure.name, k, tag.strip() if colon else None)
@@ -171,14 +167,19 @@ def retriever_kind(text: str) -> RetrieverKind:
 
 def k_list(text: str) -> tuple[int, ...]:
     parts = [part.strip() for part in text.split(",") if part.strip()]
-    one = int_in(1, MAX_CUTOFF, 10)
+    one = int_in(1, MAX_LIMIT, 10)
     try:
         values = tuple(one(part) for part in parts)
     except Refused:
         values = ()
     if not values:
-        raise Refused(f"not a comma-separated list of cut-offs from 1 to {MAX_CUTOFF}", "1,5,10")
+        raise Refused(f"not a comma-separated list of cut-offs from 1 to {MAX_LIMIT}", "1,5,10")
     return values
+
+
+MAX_FIELD_WEIGHT = 1000.0
+"""Each BM25F field weight is below this: a weight is a ratio between fields, and one of a
+thousand already lets that field alone decide every ranking."""
 
 
 def weights(text: str) -> FieldWeights:
@@ -186,7 +187,7 @@ def weights(text: str) -> FieldWeights:
         values = [float(part) for part in text.split(",")]
     except ValueError:
         values = []
-    if len(values) != 3 or not all(0 < value < 1000 for value in values):
+    if len(values) != 3 or not all(0 < value < MAX_FIELD_WEIGHT for value in values):
         raise Refused("not three positive numbers heading,breadcrumb,body", "2,3.5,1")
     return FieldWeights(*values)
 
@@ -221,9 +222,3 @@ def dotted_path(text: str) -> str:
     except InputError:
         raise Refused("not a dotted path (field names separated by dots)", "hits.hits") from None
 
-
-def concurrency_up_to(high: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        return validate_concurrency(int_in(1, high, 4)(text))
-
-    return parse

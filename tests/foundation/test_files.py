@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
 
-from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, check_replaceable, read_capped
+from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, check_replaceable, read_capped, write_atomically
 from tests.conftest import REPO
 
 
@@ -69,3 +70,15 @@ def test_no_other_module_opens_an_input_file_by_itself() -> None:
         source = (REPO / module).read_text(encoding="utf-8")
         assert "read_capped(" in source or "_read_regular_file(" in source, module
         assert 'open(absolute, "rb")' not in source and "os.O_RDONLY | os.O_NOFOLLOW" not in source, module
+
+
+def test_a_replaced_file_keeps_its_permission_bits_but_not_a_setuid_or_sticky_bit(tmp_path: Path) -> None:
+    kept, planted = tmp_path / "kept.json", tmp_path / "planted.sqlite"
+    kept.write_bytes(b"old")
+    kept.chmod(0o640)
+    planted.write_bytes(b"old")
+    planted.chmod(0o4755 | stat.S_ISVTX)
+    write_atomically(kept, b"new", "history")
+    write_atomically(planted, b"new", "parse cache")
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_bytes() == b"new"
+    assert stat.S_IMODE(planted.stat().st_mode) == 0o755
