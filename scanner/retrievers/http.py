@@ -205,7 +205,9 @@ class HttpRetriever:
             status = response.status_code
             if status == 429 or 500 <= status <= 599:
                 wait = retry_after_seconds(response.headers.get("Retry-After")) if status == 429 else None
-                raise _Retry(f"HTTP {status}", wait)
+                # What the server said, shown like a 4xx's once the retries are spent: a 500's
+                # body is often the only place the engine's reason is written.
+                raise _Retry(f"HTTP {status}{self._said_if_readable(response, request, watch)}", wait)
             if 300 <= status <= 399:
                 location = self._scrub(redact_url(response.headers.get("Location", "")))
                 raise self._refuse(
@@ -218,9 +220,7 @@ class HttpRetriever:
                 hint = "check --http-url and --http-body"
                 if status in (401, 403):
                     hint = "check --http-header and that its ${ENV} variable holds a valid token"
-                words = self._service_words(payload)
-                said = f"the service says {words!r}" if words is not None else self._snippet(payload)
-                raise self._refuse(request, f"HTTP {status}: {said}", hint)
+                raise self._refuse(request, f"HTTP {status}: {self._said(payload)}", hint)
         _ATTEMPT.size = len(payload)
         try:
             return loads_strict(payload)
@@ -251,6 +251,20 @@ class HttpRetriever:
             # Shut down mid-body: what arrived is cut, whatever the decoder made of it.
             raise _Retry(str(watch.reason()))
         return b"".join(chunks)
+
+    def _said(self, payload: bytes) -> str:
+        """An error answer's body for a message: the service's own words, else its start."""
+        words = self._service_words(payload)
+        return f"the service says {words!r}" if words is not None else self._snippet(payload)
+
+    def _said_if_readable(self, response: requests.Response, request: SearchRequest, watch: _Watch) -> str:
+        """`: ` and the body of an answer about to be retried, or nothing when it cannot be read
+        whole (over the cap, cut off): the status alone is still worth a retry."""
+        try:
+            payload = self._read_capped(response, request, watch)
+        except (_Retry, InputError):
+            return ""
+        return f": {self._said(payload)}" if payload.strip() else ""
 
     def _wait_before_retry(self, attempt: int, server_wish_s: float | None, waited_s: float) -> float:
         settings = self._settings

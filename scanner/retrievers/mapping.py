@@ -8,6 +8,7 @@ URLs become the KB-relative paths the golden file uses.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -182,16 +183,63 @@ def map_response(
 ) -> list[Hit]:
     """A whole parsed answer to ranked hits; what the service says of it (partial results, errors
     beside hits) goes to `where.notes`."""
-    hits = map_hits(locate_hit_list(body, mapping, request, where), mapping, request, where)
+    raw_hits = locate_hit_list(body, mapping, request, where)
+    failed = answered_error(body)
+    if failed is not None and not raw_hits:
+        # An error sent as a success (MCP servers and small APIs answer `{"results": [], "error":
+        # "..."}` with HTTP 200 or exit 0): scored, it would be a query the search missed.
+        raise _service_refusal(failed, request, where)
+    hits = map_hits(raw_hits, mapping, request, where)
     partial = partial_result(body)
     if partial is not None:
         where.note(NoteKind.PARTIAL, request, scrub_and_cut(partial, where.secrets, SERVICE_WORDS_CHARS))
-    # Only GraphQL's `errors` beside hits: elsewhere a `message` or `status` field may be data.
-    errors = body.get("errors") if isinstance(body, dict) else None
-    words = service_error_words({"errors": errors}) if isinstance(errors, list) else None
-    if words is not None:
-        where.note(NoteKind.SERVICE_ERRORS, request, scrub_and_cut(words, where.secrets, SERVICE_WORDS_CHARS))
+    if failed is not None:
+        where.note(NoteKind.SERVICE_ERRORS, request, scrub_and_cut(failed, where.secrets, SERVICE_WORDS_CHARS))
     return hits
+
+
+_FAILED_STATUSES = frozenset({"error", "errored", "fail", "failed", "failure"})
+
+
+def answered_error(body: object) -> str | None:
+    """What an answer says went wrong when its own top-level fields say it failed, whatever the
+    HTTP status or exit code: `error` holding something (text, an object, true), `errors` a
+    non-empty list, `status` one of "error"/"fail"/"failed"/"failure", `ok` or `success` false.
+    The service's words where it gave any, else the fields that said so. None for an answer that
+    does not say it failed: `error: null`, `errors: []`, a `status` of "ok", and anything inside
+    a hit (a hit's own metadata is data) are not failures. Only these signals count: a `message`
+    or `code` alone may be data."""
+    if not isinstance(body, dict):
+        return None
+    said: dict[str, object] = {}
+    error = body.get("error")
+    if _says_something(error):
+        said["error"] = error
+    errors = body.get("errors")
+    if isinstance(errors, list) and errors:
+        said["errors"] = errors
+    status = body.get("status")
+    if isinstance(status, str) and status.strip().casefold() in _FAILED_STATUSES:
+        said["status"] = status
+    for flag in ("ok", "success"):
+        if body.get(flag) is False:
+            said[flag] = False
+    if not said:
+        return None
+    # Not cut here: the caller scrubs secrets before it cuts (scrub_and_cut).
+    return service_error_words(body) or json.dumps(said, ensure_ascii=False)
+
+
+def _says_something(value: object) -> bool:
+    """An `error` field that reports one: text, an object or a list with something in it, true,
+    a non-zero code. Null, false, 0 and empty values are how many services say "no error"."""
+    if value is None or isinstance(value, bool):
+        return value is True
+    if isinstance(value, (int, float)):
+        return value != 0
+    if isinstance(value, str):
+        return bool(value.strip())
+    return bool(value)
 
 
 SERVICE_WORDS_CHARS = 300
@@ -219,7 +267,7 @@ def service_error_words(body: object) -> str | None:
             if text:
                 parts.append(text)
     error = body.get("error")
-    if error is not None and error is not False:
+    if error is not None and error is not False and error is not True:
         if isinstance(error, dict):
             causes = error.get("root_cause")
             if isinstance(causes, list):
@@ -236,8 +284,10 @@ def service_error_words(body: object) -> str | None:
             text = _words_of(error, 0)
             if text:
                 parts.append(text)
-    if not parts and ("code" in body or "status" in body or body.get("ok") is False):
-        # PostgREST `{code, message, details, hint}`; Datasette `{ok: false, error, status}`.
+    if not parts and ("code" in body or "status" in body or body.get("error") is True
+                      or body.get("ok") is False or body.get("success") is False):
+        # PostgREST `{code, message, details, hint}`; Datasette `{ok: false, error, status}`;
+        # `{success: false, message}` from many small services.
         for key in ("message", "detail", "details", "hint"):
             value = body.get(key)
             if isinstance(value, str) and value:
@@ -298,7 +348,11 @@ def _refuse_with_service_words(body: object, request: SearchRequest, where: Erro
     words = service_error_words(body)
     if words is None:
         return
-    raise _refuse(
+    raise _service_refusal(words, request, where)
+
+
+def _service_refusal(words: str, request: SearchRequest, where: ErrorContext) -> InputError:
+    return _refuse(
         f"query {request.query_id!r}: the service answered with an error: "
         f"{scrub_and_cut(words, where.secrets, SERVICE_WORDS_CHARS)!r}",
         where,

@@ -213,3 +213,27 @@ def test_at_document_level_a_label_form_keeps_its_documents_and_a_group_stays_on
     assert [m.path for m in scored[1].members] == ["b.md", "c.md"] and all(m.heading is None for m in scored[1].members)
     assert scored[2].any_of == ()  # one document: a plain entry
     assert expected_for_scoring([section, group], ScoreLevel.SECTION) == (section, group)
+
+
+
+def printing(body: dict[str, object], **by_query: dict[str, object]) -> str:
+    """A command that prints `body` (or `by_query[query id]`) as its answer, and exits 0."""
+    table = {QUERIES[qid]: answer for qid, answer in by_query.items()}
+    script = f"import json, sys; sys.stdout.write(json.dumps({table!r}.get(sys.argv[1], {body!r})))"
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(script)} {{query}}"
+
+
+def test_a_command_that_prints_an_error_as_success_is_exit_2_in_its_own_words(kb: Path) -> None:
+    template = printing({"results": [], "error": "Search failed: no such table: search_index"})
+    result = execute(["--kb-path", str(kb), "--command", template, "--no-history"])
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "query 'deploy': the service answered with an error: 'Search failed: no such table: search_index'" in (
+        result.stderr_text
+    )
+
+
+def test_a_command_that_prints_no_hits_and_a_null_error_found_nothing(kb: Path) -> None:
+    # One query answered, so the run measures something; the other found nothing, and says no error.
+    template = printing({"results": [], "error": None}, search={"results": [{"path": "guides/search.md"}], "error": None})
+    result = execute(["--kb-path", str(kb), "--command", template, "--no-history"])
+    assert result.exit_code == ExitCode.OK and "the service answered with an error" not in result.stderr_text

@@ -159,8 +159,40 @@ def test_a_503_then_200_is_retried_and_answers() -> None:
 def test_a_5xx_that_outlasts_the_retries_fails_naming_the_query_and_the_status() -> None:
     with running(lambda _r: Reply(status=502, body=b"bad gateway")) as server, pytest.raises(InputError) as caught:
         retriever(server.url, retries=2).search_all(one(query_id="q-down"))
-    assert "query 'q-down' failed after 3 attempt(s): HTTP 502" in str(caught.value)
+    assert "query 'q-down' failed after 3 attempt(s): HTTP 502: 'bad gateway'" in str(caught.value)
     assert len(server.received) == 3
+
+
+def test_a_5xx_shows_the_services_own_words_like_a_4xx_never_a_token() -> None:
+    # Elasticsearch answers a broken index with 500 and the reason deep in `root_cause`.
+    body = {"error": {"root_cause": [{"type": "x" * 300, "reason": f"no shard available, key {TOKEN}"}]},
+            "status": 500}
+    headers = [HeaderSpec("Authorization", "Bearer ${KB_TOKEN}")]
+    with running(lambda _r: Reply(status=500, body=body)) as server, pytest.raises(InputError) as caught:
+        retriever(server.url, retries=1, headers=headers).search_all(one())
+    shown = str(caught.value)
+    assert "failed after 2 attempt(s): HTTP 500: the service says 'no shard available, key ***'" in shown
+    assert TOKEN not in shown
+
+
+def test_a_5xx_with_an_empty_body_names_the_status_alone() -> None:
+    with running(lambda _r: Reply(status=503, body=b"")) as server, pytest.raises(InputError) as caught:
+        retriever(server.url, retries=0).search_all(one(query_id="q-empty"))
+    assert str(caught.value).splitlines()[0].endswith("query 'q-empty' failed after 1 attempt(s): HTTP 503")
+
+
+def test_a_5xx_body_over_the_cap_is_not_shown_and_the_status_is() -> None:
+    huge = b"e" * 5000
+    with running(lambda _r: Reply(status=500, body=huge)) as server, pytest.raises(InputError) as caught:
+        retriever(server.url, retries=0, max_response_bytes=1000).search_all(one(query_id="q-big"))
+    assert str(caught.value).splitlines()[0].endswith("query 'q-big' failed after 1 attempt(s): HTTP 500")
+
+
+def test_an_error_answered_with_http_200_and_no_hits_is_refused_in_the_services_words() -> None:
+    body = {"results": [], "error": "Search failed: no such table: search_index"}
+    with running(lambda _r: Reply(body=body)) as server, pytest.raises(InputError) as caught:
+        retriever(server.url).search_all(one(query_id="q-200"))
+    assert "query 'q-200': the service answered with an error: 'Search failed: no such table" in str(caught.value)
 
 
 def test_a_404_is_not_retried() -> None:

@@ -200,6 +200,73 @@ def test_graphql_errors_beside_data_are_a_note() -> None:
     assert [(note.kind, note.detail) for note in notes] == [(NoteKind.SERVICE_ERRORS, "field x failed")]
 
 
+# --- an error answered as success ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        # basic-memory and other MCP servers: the tool's JSON, sent as a success.
+        ({"results": [], "error": "Search failed: no such table: search_index"}, "no such table: search_index"),
+        ({"results": [], "error": {"message": "index is locked", "code": 17}}, "index is locked"),
+        ({"results": [], "errors": [{"message": "fts5: syntax error near \"AND\""}]}, "fts5: syntax error"),
+        ({"results": [], "status": "error", "message": "project 'main' not found"}, "project 'main' not found"),
+        ({"results": [], "status": "FAILED", "message": "embedding model missing"}, "embedding model missing"),
+        ({"success": False, "results": [], "message": "Search query cannot be empty"}, "Search query cannot be empty"),
+        ({"ok": False, "results": [], "detail": "database is closed"}, "database is closed"),
+        ({"results": [], "error": True, "message": "the index is being rebuilt"}, "the index is being rebuilt"),
+        ({"results": [], "error": True}, '{"error": true}'),
+        ({"results": [], "status": "error"}, '{"status": "error"}'),
+        ({"results": [], "error": 503}, '{"error": 503}'),
+    ],
+)
+def test_an_error_answered_as_success_with_no_hits_is_refused_in_the_services_words(
+    body: dict[str, object], words: str
+) -> None:
+    shown = refusal(body)
+    assert "query 'q7': the service answered with an error" in shown and words in shown
+    # The same answer where the hit list is nested under --hits-path.
+    nested = {key: value for key, value in body.items() if key != "results"} | {"data": {"hits": []}}
+    assert words in refusal(nested, ResponseMapping(hits_path="data.hits"))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"results": [], "error": None},
+        {"results": [], "errors": []},
+        {"results": [], "error": ""},
+        {"results": [], "error": False},
+        {"results": [], "error": 0},
+        {"results": [], "error": {}},
+        {"results": [], "status": "ok", "message": "0 notes found"},
+        {"results": [], "success": True, "message": "nothing matched"},
+        {"results": [], "found": False, "message": "no results"},
+        {"results": [], "code": 0, "message": "done"},
+    ],
+)
+def test_an_answer_that_says_no_error_with_no_hits_is_zero_hits(body: dict[str, object]) -> None:
+    assert noted(body) == ([], ())
+
+
+def test_an_error_field_inside_a_hit_is_the_hits_data_not_a_failed_answer() -> None:
+    body = {"results": [{"path": "a.md", "metadata": {"error": "draft", "errors": ["spelling"], "status": "error"}}]}
+    assert noted(body) == ([Hit(1, "a.md", "", None)], ())
+
+
+def test_an_error_beside_hits_is_a_note_and_the_hits_are_kept() -> None:
+    hits, notes = noted({"results": [{"path": "a.md"}], "error": "1 of 3 indexes unavailable"})
+    assert hits == [Hit(1, "a.md", "", None)]
+    assert [(note.kind, note.detail) for note in notes] == [(NoteKind.SERVICE_ERRORS, "1 of 3 indexes unavailable")]
+
+
+def test_an_error_answered_as_success_never_shows_a_secret() -> None:
+    with pytest.raises(InputError) as caught:
+        map_response({"results": [], "error": {"reason": "key s3cret refused"}}, ResponseMapping(), REQUEST,
+                     ErrorContext("test", secrets=("s3cret",)))
+    assert "s3cret" not in str(caught.value) and "key *** refused" in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("path", "prefixes", "expected"),
     [
