@@ -58,10 +58,14 @@ from scanner.search.index import Index
 FLAG = "--baseline-ref"
 
 GIT_DEADLINE_SECONDS = 300.0
-"""For every read of the base together (resolving the revision, listing the KB's tree, finding
-renames, reading blobs), checked between objects. Listing and reading a 10,000-file KB takes
-about a second (bench/base_and_head.py); the deadline only stops a read that crawls (a network
-file system, a hostile history), and then the run goes on without a comparison."""
+"""For resolving the revision, and again for listing the KB's tree at the base, checked between
+objects. Listing and reading a 10,000-file KB takes about a second (bench/base_and_head.py); the
+deadline only stops a read that crawls (a network file system, a hostile history), and then the
+run goes on without a comparison."""
+GIT_SECONDS_PER_FILE = 0.001
+"""Added to the deadline for finding renames and reading the blobs, per file the base's tree
+lists: ten times the 0.1 ms a file costs to read (a second for 10,000), so the deadline grows with
+what there is to read and a KB of a million files is not cut off where one of 10,000 is not."""
 
 SHALLOW_HINT = "set `fetch-depth: 0` on actions/checkout, so the checkout holds the base commit"
 ONE_INDEX_HINT = (
@@ -78,7 +82,8 @@ class ResolvedBase:
     commit: str
     committed_at: datetime
     deadline: Deadline
-    """Started when the revision was looked up; every later read of the base is inside it."""
+    """Started when the revision was looked up, for looking it up: the base's reading has its own
+    (`evaluate_base`), which starts when the base starts, after the head's whole evaluation."""
 
     @property
     def revision(self) -> BaseRevision:
@@ -186,15 +191,18 @@ def evaluate_base(
     rules = KbFiles.excluding(options.exclude)
     golden = plan.golden
     try:
-        files = list_tree(base.repository, base.commit, rules, diagnostics, base.deadline)
+        # Its own deadline, from now: the head was read and analysed since the revision was looked
+        # up, and a large KB's head must not use up the base's time.
+        files = list_tree(base.repository, base.commit, rules, diagnostics, Deadline.after(GIT_DEADLINE_SECONDS))
         if files is None:
             return no_previous(
                 f"the KB folder {base.repository.prefix or '.'} does not exist at {base.commit[:12]} "
                 f"({base.request.ref}): nothing to compare with",
                 Source.GIT, NotComparedCause.KB_ABSENT_AT_BASE, revision=base.revision,
             )
+        deadline = Deadline.after(GIT_DEADLINE_SECONDS + len(files) * GIT_SECONDS_PER_FILE)
         expected = {member.path for query in golden.queries for entry in query.expected for member in entry.members}
-        renames = renamed_since(base.repository, base.commit, files, expected, rules, base.deadline)
+        renames = renamed_since(base.repository, base.commit, files, expected, rules, deadline)
         present = {file.path for file in files}
         base_plan = replace(plan, golden=golden_at_base(golden, renames, present))
         unchanged = frozenset(
@@ -202,7 +210,7 @@ def evaluate_base(
         )
 
         def source(_diagnostics: Diagnostics) -> Iterator[tuple[str, bytes]]:
-            blobs = read_blobs(base.repository, [file.blob for file in files], base.deadline, MAX_DOCUMENT_BYTES)
+            blobs = read_blobs(base.repository, [file.blob for file in files], deadline, MAX_DOCUMENT_BYTES)
             yield from zip((file.path for file in files), blobs)
 
         if options.retriever.kind is RetrieverKind.BUILTIN:

@@ -1,8 +1,10 @@
 """The base is read by the KB's rules only: nothing outside the KB folder is read, renames are looked
-for among the KB's files within their caps, and every read is inside the one deadline."""
+for among the KB's files within their caps, and every read is inside a deadline."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import shutil
 from pathlib import Path
 
@@ -160,7 +162,7 @@ def test_every_read_of_the_base_checks_the_deadline(tmp_path: Path) -> None:
         next(read_blobs(resolved.repository, [files[0].blob], past, MAX_DOCUMENT_BYTES))
 
 
-def test_one_deadline_runs_from_the_lookup_of_the_revision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_deadline_of_zero_leaves_the_run_without_a_comparison(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = new_repo(tmp_path / "repo")
     commit(repo, BASE_KB, "base")
     monkeypatch.setattr(scanner.pipeline.base, "GIT_DEADLINE_SECONDS", 0.0)
@@ -168,6 +170,37 @@ def test_one_deadline_runs_from_the_lookup_of_the_revision(tmp_path: Path, monke
     assert result.exit_code == 0
     assert report["comparison"]["cause"] == "revision-unavailable"
     assert "longer than 0 s" in report["comparison"]["reasons"][0]
+
+
+def test_the_base_s_reading_has_its_own_deadline_from_when_the_base_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head's evaluation lies between looking the revision up and reading the base: on a large
+    KB it took the base's whole time. A lookup deadline long past does not stop the base now."""
+    repo = new_repo(tmp_path / "repo")
+    commit(repo, BASE_KB, "base")
+    commit(repo, {"deploy.md": "# Deploy\n\nedited\n"}, "head")
+    resolve = scanner.pipeline.base.resolve_base
+
+    def resolved_long_ago(*args: object, **kwargs: object) -> object:
+        found = resolve(*args, **kwargs)  # type: ignore[arg-type]
+        assert isinstance(found, ResolvedBase)
+        return dataclasses.replace(found, deadline=Deadline(300.0, 0.0))
+
+    monkeypatch.setattr(scanner.pipeline.base, "resolve_base", resolved_long_ago)
+    monkeypatch.delattr(os, "fork")  # the base in this process, where its deadlines can be counted
+    asked: list[float] = []
+    after = Deadline.after
+    monkeypatch.setattr(Deadline, "after", classmethod(lambda cls, seconds: asked.append(seconds) or after(seconds)))
+    result, report = run(repo / "kb", "--baseline-ref=HEAD~1")
+    assert result.exit_code == 0 and report["comparison"]["status"] == "compared", report["comparison"]
+    # The listing's deadline, then the reading's, which grows with the files listed.
+    files = len([path for path in BASE_KB if path.endswith(".md")])  # the golden file is not a KB file
+    assert asked == [
+        scanner.pipeline.base.GIT_DEADLINE_SECONDS,  # looking the revision up
+        scanner.pipeline.base.GIT_DEADLINE_SECONDS,
+        scanner.pipeline.base.GIT_DEADLINE_SECONDS + files * scanner.pipeline.base.GIT_SECONDS_PER_FILE,
+    ]
 
 
 # --- one revision rule, for the flag and for a pull request's base ----------------------------------
