@@ -7,11 +7,19 @@ import os
 import zlib
 from collections.abc import Iterator, Sequence
 
+from dulwich.errors import ApplyDeltaError, ChecksumMismatch, FileFormatException, ObjectFormatException
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import ObjectID
 
-from scanner.git.repository import Deadline, GitFailed, open_repository
+from scanner.git.repository import Deadline, GitFailed, missing, open_repository
 from scanner.git.revision import Repository
+
+UNREADABLE = (
+    zlib.error, OSError, ValueError, IndexError, ApplyDeltaError, ChecksumMismatch, FileFormatException,
+    ObjectFormatException,
+)
+"""What reading an object of a damaged or crafted store raises (a truncated pack entry, a bad zlib
+stream, a delta against nothing): the revision cannot be read, never a kb-eval bug."""
 
 
 def read_blobs(repository: Repository, blobs: Sequence[str], deadline: Deadline, cap: int) -> Iterator[bytes]:
@@ -31,6 +39,8 @@ def read_from(store: DiskObjectStore, blobs: Sequence[str], deadline: Deadline, 
             kind, data = store.get_raw(ObjectID(blob.encode("ascii")))
         except KeyError:
             raise GitFailed(f"object {blob} is missing (a partial clone's blobs are never fetched)") from None
+        except UNREADABLE as error:
+            raise GitFailed(f"object {blob} cannot be read ({type(error).__name__})") from None
         if kind != 3:  # a blob
             raise GitFailed(f"object {blob} is not a blob")
         yield data
@@ -39,19 +49,25 @@ def read_from(store: DiskObjectStore, blobs: Sequence[str], deadline: Deadline, 
 def object_size(store: DiskObjectStore, blob: str) -> int:
     """An object's size from its header, reading only the first bytes: a loose object's zlib
     stream, or a packed object's entry header (and a delta's first bytes, which hold the size of
-    the object it makes). dulwich has no call for this; git's `ls-tree -l` does the same."""
+    the object it makes). dulwich has no call for this; git's `ls-tree -l` does the same.
+
+    GitFailed when the object is not here (a partial clone's blob: a tree of a pull request can
+    name any blob) or cannot be read: the revision is then unavailable, never an internal error."""
     sha = ObjectID(blob.encode("ascii"))
-    for one in _stores(store):
-        loose = os.path.join(one.path, blob[:2], blob[2:])
-        if os.path.isfile(loose):
-            return _loose_size(loose, blob)
-        for pack in one.packs:
-            try:
-                offset = pack.index.object_offset(sha)
-            except KeyError:
-                continue
-            return _packed_size(os.fspath(pack.data.path), offset, blob)
-    raise KeyError(sha)
+    try:
+        for one in _stores(store):
+            loose = os.path.join(one.path, blob[:2], blob[2:])
+            if os.path.isfile(loose):
+                return _loose_size(loose, blob)
+            for pack in one.packs:
+                try:
+                    offset = pack.index.object_offset(sha)
+                except KeyError:
+                    continue
+                return _packed_size(os.fspath(pack.data.path), offset, blob)
+    except UNREADABLE as error:
+        raise GitFailed(f"object {blob} cannot be read ({type(error).__name__})") from None
+    raise missing(KeyError(sha))
 
 
 def _stores(store: DiskObjectStore) -> Iterator[DiskObjectStore]:

@@ -20,7 +20,7 @@ from dulwich.repo import Repo
 
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles, shown, skipped_file, too_large
 from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
-from scanner.git.objects import object_size, read_from
+from scanner.git.objects import UNREADABLE, object_size, read_from
 from scanner.git.repository import Deadline, GitFailed, missing, open_repository
 from scanner.git.revision import Repository
 
@@ -65,14 +65,15 @@ def _list(
             if mode != 0o040000:
                 return None
         entries: dict[str, tuple[str, str, int]] = {}
+        # The folders entered, as the walk enters them: each once, not every prefix of every path
+        # (a KB 1,500 levels deep cost the square of its depth per file).
         folders: set[str] = set()
-        for entry in _kb_entries(store, kb_tree, rules, deadline):
-            path = entry[0]
-            entries[path] = entry[1:]
-            parts = path.split("/")
-            folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        for entry in _kb_entries(store, kb_tree, rules, deadline, folders):
+            entries[entry[0]] = entry[1:]
     except KeyError as error:
         raise missing(error) from None
+    except UNREADABLE as error:
+        raise GitFailed(f"a tree of {commit_id[:12]} cannot be read ({type(error).__name__})") from None
     tree = _Tree(entries, folders, {}, prefix, store, kb_tree, deadline)
     for blob in sorted({blob for mode, blob, _ in entries.values() if mode == _LINK_MODE}):
         tree.read_link(blob)
@@ -82,8 +83,13 @@ def _list(
         raise missing(error) from None
 
 
+ENTRIES_PER_DEADLINE_CHECK = 1024
+"""Entries of one tree listed between two looks at the clock: a tree object can hold millions of
+names, and the deadline must end its listing too."""
+
+
 def _kb_entries(
-    store: DiskObjectStore, kb_tree: bytes, rules: KbFiles, deadline: Deadline
+    store: DiskObjectStore, kb_tree: bytes, rules: KbFiles, deadline: Deadline, folders: set[str]
 ) -> Iterator[tuple[str, str, str, int]]:
     """(path, mode, blob, size) of every entry under the KB's tree, except below the folders the walk
     prunes (dot-folders, excluded folders): those are not descended into, so a pull request's
@@ -96,11 +102,14 @@ def _kb_entries(
         tree = store[ObjectID(tree_id)]
         if not isinstance(tree, Tree):
             raise GitFailed(f"object {tree_id.decode('ascii', 'replace')} is not a tree")
-        for item in tree.iteritems():
+        for n, item in enumerate(tree.iteritems(), 1):
+            if n % ENTRIES_PER_DEADLINE_CHECK == 0:
+                deadline.check()
             name = item.path.decode("utf-8", "surrogateescape")
             path = folder + name
             if item.mode == 0o040000:
                 if not rules.prunes_folder(path):
+                    folders.add(path)
                     pending.append((path + "/", item.sha))
                 continue
             mode = f"{item.mode:06o}"
@@ -124,7 +133,13 @@ def subtree(store: DiskObjectStore, tree_id: bytes, prefix: str) -> tuple[int, b
     for part in prefix.encode("utf-8", "surrogateescape").split(b"/"):
         if mode != 0o040000:
             raise KeyError(part)
-        tree = store[ObjectID(current)]
+        try:
+            tree = store[ObjectID(current)]
+        except KeyError as error:
+            # The tree object itself is not here (a treeless clone): not "no such entry".
+            raise missing(error) from None
+        except UNREADABLE as error:
+            raise GitFailed(f"tree {current.decode('ascii', 'replace')} cannot be read ({type(error).__name__})") from None
         if not isinstance(tree, Tree):
             raise KeyError(part)
         mode, current = tree[part]
@@ -183,8 +198,7 @@ def _kept_files(order: Iterable[str], tree: _Tree, rules: KbFiles, diagnostics: 
     """The folder walk's choices (scanner.corpus.kb_files), made on a listing."""
     for path in order:
         mode, blob, size = tree.entries[path]
-        parts = path.split("/")
-        if any(part in ("", ".", "..") for part in parts):
+        if not _NOT_NAMES.isdisjoint(path.split("/")):
             # git fsck refuses such a tree and no checkout can hold it.
             diagnostics.warn(DiagnosticCode.FILE_SKIPPED, "path is not a valid file name in git; not indexed", shown(path))
             continue
@@ -213,6 +227,9 @@ def _kept_files(order: Iterable[str], tree: _Tree, rules: KbFiles, diagnostics: 
             continue
         yield TreeFile(path, blob, size)
 
+
+_NOT_NAMES = frozenset(("", ".", ".."))
+"""Path parts no git tree holds (git fsck refuses them); looked up as a set, in one call per path."""
 
 _MAX_LINK_BYTES = 4096
 """A link's target is a path (PATH_MAX); a larger "link" blob is not read."""
