@@ -51,7 +51,6 @@ from scanner.retrievers.mapping import (
     map_response,
     redact_url,
     scrub_and_cut,
-    service_error_words,
 )
 from scanner.retrievers.mcp_settings import McpSettings
 from scanner.retrievers.templates import (
@@ -526,13 +525,7 @@ def _body(result: mcp_types.CallToolResult, owner: McpRetriever, request: Search
                     request.query_id,
                 ) from None
         body = values[0] if len(values) == 1 else values
-    error = body.get("error") if isinstance(body, dict) else None
-    words = service_error_words({"error": error}) if error not in (None, False, "") else None
-    if words is not None:
-        raise owner.refuse(
-            f"the tool answered with an error as its result: {owner.words(words)!r}",
-            "the query was not answered; fix what the server says", request.query_id,
-        )
+    # An error answered as a result (`{"results": [], "error": ...}`) is the shared mapping's rule.
     return body
 
 

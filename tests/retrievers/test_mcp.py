@@ -130,7 +130,10 @@ def test_a_json_rpc_error_is_refused_with_its_code_and_message() -> None:
 
 def test_an_error_answered_as_a_success_is_an_error_not_zero_hits() -> None:
     refused = refusal(in_process(text_server(lambda q, n: '{"results": [], "error": "index is not built"}')), "x")
-    assert "an error as its result: 'index is not built'" in refused.message
+    assert "the service answered with an error: 'index is not built'" in refused.message
+    said = '{"results": [], "status": "error", "message": "project main not found"}'
+    refused = refusal(in_process(text_server(lambda q, n: said)), "x")
+    assert "the service answered with an error: 'project main not found'" in refused.message
 
 
 def test_empty_results_without_an_error_are_zero_hits() -> None:
@@ -312,7 +315,7 @@ def test_a_streamable_http_server_answers_with_structured_content(kb: Path) -> N
         assert [[hit.path for hit in hits] for hits in ask(retriever, "rolling back", "search index")] == [
             ["deploy.md"], ["index.md"]]
         refused = refusal(McpRetriever(McpSettings(url=url), ResponseMapping(), env={}), "!error-result")
-    assert "an error as its result: 'index is not built'" in refused.message
+    assert "the service answered with an error: 'index is not built'" in refused.message
 
 
 def test_a_url_nothing_listens_on_is_refused_naming_it() -> None:
