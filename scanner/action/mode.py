@@ -53,7 +53,7 @@ from scanner.github.workflow import (
     read_bool_input,
     write_annotations,
 )
-from scanner.render import console
+from scanner.render import console, phrases
 from scanner.render.annotations import (
     base_not_compared_annotation,
     gate_not_run_annotation,
@@ -214,7 +214,11 @@ def echo_log(stdout: IO[str], result: RunResult) -> None:
     with log_group(stdout, "kb-eval: results"):
         echo_untrusted(stdout, result.stdout_text)
     if result.exit_code == ExitCode.REGRESSION:
-        echo_untrusted(stdout, console.regression_line(result.outcome.report.gate))
+        report = result.outcome.report
+        if report.gate.tripped:
+            echo_untrusted(stdout, console.regression_line(report.gate))
+        if report.floors.failed:
+            echo_untrusted(stdout, f"kb-eval: {phrases.floors_failed(report.floors)}\n")
 
 
 def settings_text(run: RunRecord) -> str:
@@ -247,6 +251,14 @@ def _annotations(result: RunResult, inputs: ActionInputs, notes: list[Annotation
     always = list(notes)
     if result.input_error is not None:
         always.append(input_error_annotation(result.input_error))
+    elif result.exit_code == ExitCode.REGRESSION and result.report is not None and result.report.floors.failed:
+        always.append(
+            Annotation(
+                AnnotationKind.ERROR,
+                phrases.floors_failed(result.report.floors) + ".",
+                AnnotationProperties(title="kb-eval: below the fail-under floor"),
+            )
+        )
     elif result.exit_code == ExitCode.REGRESSION and result.report is not None:
         always.append(
             Annotation(

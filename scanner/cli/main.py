@@ -57,7 +57,8 @@ commands:
 
 exit codes:
   0  the run completed (findings never change this)
-  1  --fail-on-regression was given and an aggregate metric regressed
+  1  --fail-on-regression was given and an aggregate metric regressed, or a mean is below
+     its --fail-under floor
   2  bad input or usage; the message names the file, line or flag
   3  internal error (a bug in kb-eval)
 
@@ -185,6 +186,9 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
     if gate.tripped and args.fail_on_regression:
         stderr.write(console.regression_line(gate))
         code = ExitCode.REGRESSION
+    if outcome.report.floors.failed:
+        stderr.write(f"kb-eval: {phrases.floors_failed(outcome.report.floors)}\n")
+        code = ExitCode.REGRESSION
     return finished(code, outcome)
 
 
@@ -275,6 +279,7 @@ def plan_from_args(args: RunSettings) -> RunPlan:
         one_index=not answers_per_side(args),
         export_trec=args.export_trec,
         fail_on_regression=args.fail_on_regression,
+        floors=args.fail_under,
     )
 
 

@@ -6,10 +6,11 @@ never refers up to what is computed from it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scanner.compare.comparison import Comparison
 from scanner.compare.findings import FindingAtBase
+from scanner.compare.floors import FloorResult
 from scanner.compare.gate import GateResult
 from scanner.evaluation.records import RunRecord
 
@@ -24,6 +25,8 @@ class Report:
     findings_at_base: tuple[FindingAtBase, ...] | None = None
     """Each finding of `run` told from the pull request's base (same order); None when this run
     was not compared with a git revision it could evaluate."""
+    floors: FloorResult = field(default_factory=FloorResult)
+    """The `--fail-under` floors held against this run's means; none checked when none was set."""
 
     def findings_at_base_by_path(self) -> dict[str, FindingAtBase]:
         """`findings_at_base` keyed by the finding's path (empty when not compared with a base):

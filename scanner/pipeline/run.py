@@ -14,13 +14,21 @@ lives in its module (quotes, metrics, compare, gate, history).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scanner.compare.comparison import BaseRequest, Comparison, Source, compare_runs, compare_with_history, no_previous
 from scanner.compare.findings import FindingAtBase, findings_at_base
-from scanner.compare.gate import GateResult, RegressionBudget, as_budget, check_budget_tags, evaluate_gate
+from scanner.compare.floors import Floors, evaluate_floors
+from scanner.compare.gate import (
+    GateResult,
+    RegressionBudget,
+    as_budget,
+    check_budget_tags,
+    check_named_tags,
+    evaluate_gate,
+)
 from scanner.compare.report import Report
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.evaluation.records import RunRecord
@@ -72,6 +80,8 @@ class RunPlan:
     """Write the run and qrels the report came from into this folder (scanner/report/trec.py)."""
     fail_on_regression: bool = False
     """A tripped gate fails the step; recorded in the gate's result."""
+    floors: Floors = field(default_factory=Floors)
+    """`--fail-under`: a mean below its floor fails the step (scanner/compare/floors.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +115,14 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     # Only the run the report is about is bootstrapped: the base's evaluation stays as cheap.
     run = with_intervals(evaluation.run)
     check_budget_tags(as_budget(plan.regression_threshold), run)
+    check_named_tags(plan.floors.named_tags(), run, "--fail-under")
     comparison = compare(run, inputs, base, plan)
     gate = evaluate_gate(comparison, plan.regression_threshold, plan.alpha, run, enforced=plan.fail_on_regression)
     history_plan = plan_history_write(run, inputs.history, plan, diagnostics)
     if history_plan is not None and history_plan.warnings:
         run = dataclasses.replace(run, warnings=run.warnings + history_plan.warnings)
-    report = Report(run, comparison, gate, findings_against(evaluation.run, base, comparison, options.kb_path))
+    findings_at_base = findings_against(evaluation.run, base, comparison, options.kb_path)
+    report = Report(run, comparison, gate, findings_at_base, evaluate_floors(plan.floors, run))
     document = report_document(report)
     validate(document)
     json_text = serialise(document)

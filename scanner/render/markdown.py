@@ -161,6 +161,10 @@ def headline(report: Report, context: SummaryContext) -> list[str]:
         # run names a ref or a path from the pull request.
         sentence = sentence if report.gate.evaluated else prose(sentence)
         lines += ["", f"**{sentence}**" if first else sentence]
+    if report.floors.failed:
+        lines += ["", f"**{phrases.floors_failed(report.floors, text)}.**"]
+    elif report.floors.checks:
+        lines += ["", phrases.floors_held(report.floors, text)]
     fell_unjudged = falling_pools_with_unjudged(report)
     if fell_unjudged:
         lines += ["", text(phrases.verdict_rests_on_unjudged(fell_unjudged))]

@@ -14,11 +14,13 @@ from collections.abc import Callable, Sequence
 
 from scanner.compare.comparison import Comparison, ComparisonStatus, Source
 from scanner.compare.findings import FindingAtBase
+from scanner.compare.floors import FloorCheck, FloorResult
 from scanner.compare.gate import GateResult, RegressionBudget, budget_words, dropped_names, gate_cannot_run
 from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.evaluation.costs import AnswerCosts, Spread
 from scanner.evaluation.records import LocatedFinding, displacing_first
+from scanner.foundation.untrusted_text import shown
 from scanner.golden.file import ExpectedEntry
 from scanner.metrics.catalogue import BRIEF
 from scanner.retrievers.base import Hit
@@ -435,3 +437,24 @@ def run_not_paired(reasons: tuple[str, ...]) -> str:
 
 
 FIRST_RUN = "the first run: what the others are compared with"
+
+
+# --- floors (--fail-under) ------------------------------------------------------------------
+
+def floors_failed(floors: FloorResult, tag_shown: Callable[[str], str] = shown) -> str:
+    """Which floors were not met, and by how much: `recall@10 0.4106 is below its floor 0.5 by 0.0894`.
+    `tag_shown`: how a renderer makes a tag (golden-file text) inert; the metric labels are kb-eval's."""
+    below = "; ".join(
+        f"{_floor_label(check, tag_shown)} {check.value:.4f} is below its floor {check.floor:g} by {check.shortfall:.4f}"
+        for check in floors.failed
+    )
+    return f"Below the fail-under floor, so the step fails: {below}"
+
+
+def floors_held(floors: FloorResult, tag_shown: Callable[[str], str] = shown) -> str:
+    held = ", ".join(f"{_floor_label(c, tag_shown)} {c.value:.4f} >= {c.floor:g}" for c in floors.checks)
+    return f"Every fail-under floor holds ({held})."
+
+
+def _floor_label(check: FloorCheck, tag_shown: Callable[[str], str]) -> str:
+    return check.metric_label if check.tag is None else f"{tag_shown(check.tag)}:{check.metric_label}"

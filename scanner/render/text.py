@@ -96,6 +96,10 @@ def render_text(report: Report) -> str:
     out.extend(comparison_lines(report))
     if report.gate.evaluated:
         out.extend(gate_lines(report))
+    if report.floors.failed:
+        out.append(phrases.floors_failed(report.floors))
+    elif report.floors.checks:
+        out.append(phrases.floors_held(report.floors))
     return "\n".join(out) + "\n"
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from scanner.compare.comparison import BaseRequest
+from scanner.compare.floors import Floors
 from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, RegressionBudget
 from scanner.evaluation.answers import ScoreLevel
 from scanner.foundation.errors import InputError
@@ -354,6 +355,13 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="DROP[,METRIC=DROP,TAG:METRIC=DROP...]",
     ),
     Setting(
+        "fail-under", "fail_under", Group.HISTORY,
+        "exit 1 when a mean is below its floor, with or without a run to compare with: metric=value pairs "
+        "(recall@10=0.6; recall=0.6 for every k), tag:metric=value for a tag's mean (ops:mrr=0.5)",
+        parse.floors, Floors(), "", default_note="none", metavar="METRIC=VALUE[,TAG:METRIC=VALUE...]",
+        action_note="Empty sets no floor; exit 1 fails the step.",
+    ),
+    Setting(
         "alpha", "alpha", Group.HISTORY,
         "count a drop only when a paired sign-flip test over the queries gives p < alpha",
         parse.float_in(0.0, 1.0, low_open=True, high_open=False, example="0.05"), None,
@@ -614,6 +622,8 @@ class RunSettings:
     fail_on_regression: bool
     regression_threshold: RegressionBudget
     """The single number and any `metric=drop` pairs (`--regression-threshold`)."""
+    fail_under: Floors
+    """The `metric=value` floors (`--fail-under`)."""
     alpha: float | None
     retriever: RetrieverKind | None
     """As given; None lets the factory infer it from the source setting given (scanner/settings/retriever.py)."""
@@ -665,15 +675,18 @@ def run_settings(values: Mapping[str, object], given: Iterable[str], interface: 
 
 
 def _check_budget_cutoffs(values: Mapping[str, Any], interface: Interface) -> None:
-    """A pair naming a k the run does not measure (`recall@20` with k 1,5,10) would budget nothing,
-    silently: refused, naming both settings."""
-    budget: RegressionBudget = values["regression_threshold"]
+    """A pair naming a k the run does not measure (`recall@20` with k 1,5,10) would budget (or floor)
+    nothing, silently: refused, naming both settings."""
     measured = set(values["k"])
-    missing = sorted(budget.named_cutoffs() - measured)
-    if missing:
-        who, k = display_name(setting("regression-threshold"), interface), display_name(setting("k"), interface)
+    named = (("regression-threshold", values["regression_threshold"]), ("fail-under", values["fail_under"]))
+    for name, pairs in named:
+        missing = sorted(pairs.named_cutoffs() - measured)
+        if not missing:
+            continue
+        who, k = display_name(setting(name), interface), display_name(setting("k"), interface)
+        verb = "budgets" if name == "regression-threshold" else "sets a floor at"
         raise InputError(
-            f"{who} budgets @{', @'.join(map(str, missing))}, which {k} does not measure "
+            f"{who} {verb} @{', @'.join(map(str, missing))}, which {k} does not measure "
             f"({k} is {','.join(map(str, sorted(measured)))})",
             field=who, hint=f"add the cut-off to {k}, or name one it measures",
         )

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from scanner.compare.floors import Floors
 from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, MetricSelector, RegressionBudget
 from scanner.foundation.errors import InputError
 from scanner.github.comment import CommentMode
@@ -120,16 +121,7 @@ def budget(text: str) -> RegressionBudget:
             default = drop(item)
             continue
         name, _, value = (piece.strip() for piece in item.partition("="))
-        # `ops:mrr`: a tag's mean. A tag may hold `:` itself (`lang:en:mrr`); a metric name never does.
-        tag, colon, name = name.rpartition(":")
-        if colon and not tag.strip():
-            raise Refused(f"names an empty tag in {item!r}", _BUDGET_EXAMPLE)
-        family_name, at, cutoff = name.strip().lower().partition("@")
-        measure = BUDGET_NAMES.get(family_name)
-        k = int_in(1, MAX_LIMIT, 10)(cutoff) if at and cutoff.isdigit() else None
-        if measure is None or (at and k is None) or (not measure.at_k and at):
-            raise Refused(f"names no metric in {item!r} ({_BUDGET_NAMES_SPELLED})", _BUDGET_EXAMPLE)
-        selector = MetricSelector(measure.name, k, tag.strip() if colon else None)
+        selector = _selector(name, item, _BUDGET_EXAMPLE)
         if any(existing == selector for existing, _ in pairs):
             raise Refused(f"names {selector.label} twice", _BUDGET_EXAMPLE)
         try:
@@ -139,6 +131,45 @@ def budget(text: str) -> RegressionBudget:
     if default is None and not pairs:
         raise Refused("not a number in [0, 1)", "0.05")
     return RegressionBudget(DEFAULT_REGRESSION_THRESHOLD if default is None else default, tuple(pairs))
+
+
+def _selector(name: str, item: str, example: str) -> MetricSelector:
+    """`recall@10`, `map`, `ops:mrr`: the metric (of a tag's mean) a pair names, in any case."""
+    # `ops:mrr`: a tag's mean. A tag may hold `:` itself (`lang:en:mrr`); a metric name never does.
+    tag, colon, name = name.rpartition(":")
+    if colon and not tag.strip():
+        raise Refused(f"names an empty tag in {item!r}", example)
+    family_name, at, cutoff = name.strip().lower().partition("@")
+    measure = BUDGET_NAMES.get(family_name)
+    k = int_in(1, MAX_LIMIT, 10)(cutoff) if at and cutoff.isdigit() else None
+    if measure is None or (at and k is None) or (not measure.at_k and at):
+        raise Refused(f"names no metric in {item!r} ({_BUDGET_NAMES_SPELLED})", example)
+    return MetricSelector(measure.name, k, tag.strip() if colon else None)
+
+
+_FLOORS_EXAMPLE = "recall@10=0.6,ops:mrr=0.5"
+
+
+def floors(text: str) -> Floors:
+    """`metric=value` and `tag:metric=value` pairs, comma separated (`recall@10=0.6,ops:mrr=0.5`).
+    A value is in [0, 1]; a metric (of a tag) appears at most once. Whether a named k is measured
+    is checked with --k (declaration.py), whether a tag exists with the golden set (the pipeline)."""
+    value_in = float_in(0.0, 1.0, low_open=False, high_open=False, example="0.5")
+    pairs: list[tuple[MetricSelector, float]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if "=" not in item:
+            raise Refused(f"{item!r} names no metric (a floor is metric=value)", _FLOORS_EXAMPLE)
+        name, _, value = (piece.strip() for piece in item.partition("="))
+        selector = _selector(name, item, _FLOORS_EXAMPLE)
+        if any(existing == selector for existing, _ in pairs):
+            raise Refused(f"names {selector.label} twice", _FLOORS_EXAMPLE)
+        try:
+            pairs.append((selector, value_in(value)))
+        except Refused:
+            raise Refused(f"gives {name} the floor {value!r}, not a number in [0, 1]", _FLOORS_EXAMPLE) from None
+    return Floors(tuple(pairs))
 
 
 def choice(values: Sequence[str]) -> Callable[[str], str]:
