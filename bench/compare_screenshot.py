@@ -1,6 +1,6 @@
 """`kb-eval compare --format markdown` rendered as GitHub renders a step summary, and photographed.
 
-    python bench/compare_screenshot.py REPORT... [--out docs/screenshots/compare]
+    python bench/compare_screenshot.py REPORT... [--out docs/screenshots/runs/compare]
 
 Writes OUT.md (the Markdown), OUT.html and OUT.png, with bench/screenshots.py's renderer (cmark-gfm,
 github-markdown-css, headless Chromium).
@@ -23,7 +23,7 @@ from scanner.cli.main import main as kb_eval
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("reports", nargs="+")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots" / "compare")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots" / "runs" / "compare")
     args = parser.parse_args()
     out, err = io.StringIO(), io.StringIO()
     if kb_eval(["compare", *args.reports, "--format", "markdown"], out, err) != 0:

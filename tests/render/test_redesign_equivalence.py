@@ -52,11 +52,12 @@ def _drop_new_keys(node: dict[str, Any]) -> None:
     # added beside the numbers this test holds, which stay equal to the last bit.
     for key in (
         "map", "average_precision", "precision_at_k", "success_at_k", "judged_at_k", "grade", "schema_minor",
-        "interval_95", "detectable_drop", "thresholds", "pooling", "enforced", "answer", "answers",
+        "interval_95", "detectable_drop", "thresholds", "pooling", "enforced", "answer", "answers", "floors",
     ):
         node.pop(key, None)
-    if "over_threshold" in node:  # each gate verdict's own budget, beside the one threshold
+    if "over_threshold" in node:  # each gate verdict's own budget and tag, beside the one threshold
         node.pop("threshold", None)
+        node.pop("tag", None)
     # What a comparison was made with (previous.commit/ref), why none was (cause/hint), and how
     # the findings stand against a pull request's base (findings_at_base).
     if {"source", "fingerprint", "aggregate"} <= node.keys():

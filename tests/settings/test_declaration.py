@@ -13,6 +13,7 @@ import pytest
 
 from scanner.action.inputs import INPUT_DEFAULTS, read_inputs
 from scanner.cli.main import build_parser, execute, parse_cli
+from scanner.compare.gate import MetricSelector
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.github.comment import CommentMode
 from scanner.retrievers.base import RetrieverKind
@@ -40,6 +41,7 @@ BAD_VALUES = {
     "format": "xml",
     "history-size": "0",
     "regression-threshold": "1.5",
+    "fail-under": "mrr=1.5",
     "alpha": "0",
     "retriever": "elastic",
     "tokenization": "fused",
@@ -91,7 +93,7 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "summary_file",
         # Added after the argparse era, named as the flag is.
         "relevance_level", "export_trec", "index_command", "index_timeout", "serve_command", "serve_timeout",
-        "mcp_command", "mcp_url", "mcp_tool", "mcp_arguments", "mcp_timeout",
+        "mcp_command", "mcp_url", "mcp_tool", "mcp_arguments", "mcp_timeout", "fail_under",
     }
     assert run_settings_attributes() == historic
 
@@ -189,6 +191,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
         "format": "json", "relevance-level": "2", "export-trec": "trec",
         "report": "out.json", "cache-dir": "c", "history": "h.json", "history-size": "4", "baseline": "b.json",
         "baseline-ref": "origin/main", "save-baseline": "s.json", "fail-on-regression": "true", "regression-threshold": "0.1", "alpha": "0.2",
+        "fail-under": "mrr=0.5",
         "retriever": "http", "http-url": "http://127.0.0.1:9/", "http-method": "GET", "http-body": '{"q": "{query}"}',
         "http-header": "A: b", "http-timeout": "2", "http-retries": "1", "concurrency": "3", "hits-path": "h",
         "path-field": "p", "heading-field": "t", "score-field": "s", "path-prefix-strip": "/kb",
@@ -212,6 +215,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
     assert (run.baseline, run.save_baseline, run.fail_on_regression, run.regression_threshold.default, run.alpha) == (
         Path("b.json"), Path("s.json"), True, 0.1, 0.2)
     assert run.baseline_ref is not None and run.baseline_ref.revision == "origin/main"
+    assert run.fail_under.items == ((MetricSelector("mrr", None), 0.5),)
     assert (run.retriever, run.http_url, run.http_method, run.http_body, run.http_headers) == (
         RetrieverKind.HTTP, "http://127.0.0.1:9/", "GET", '{"q": "{query}"}', ("A: b",))
     assert (run.http_timeout, run.http_retries, run.concurrency) == (2.0, 1, 3)
