@@ -41,12 +41,12 @@ def ndcg_at_k(ranking: Ranking, expected: Expected, k: int) -> float:
 def kb_eval_ndcg_at_k(ranking: Ranking, expected: Expected, k: int) -> float:
     """kb-eval's own nDCG@k (scanner.metrics.measures), fed the same (path, heading) lists."""
     from scanner.golden.file import ExpectedEntry
-    from scanner.metrics.measures import ndcg_at_k as kb_ndcg
+    from scanner.metrics.measures import score_query
     from scanner.retrievers.base import Hit
 
     hits = [Hit(rank, path, heading, None) for rank, (path, heading) in enumerate(ranking, 1)]
     entries = [ExpectedEntry(path, heading, 0) for path, heading in expected]
-    return kb_ndcg(hits, entries, k)
+    return score_query(hits, entries, (k,)).ndcg_at_k[k]
 
 
 def best_ndcg_function() -> tuple[Callable[[Ranking, Expected, int], float], str]:

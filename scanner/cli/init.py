@@ -26,6 +26,7 @@ from typing import TextIO
 import yaml
 
 from scanner.corpus.documents import Document
+from scanner.corpus.kb_files import check_kb_folder
 from scanner.corpus.reader import read_corpus
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
@@ -187,11 +188,7 @@ def main(argv: Sequence[str], stdout: TextIO | None = None, stderr: TextIO | Non
 
 def initialise(kb_path: Path, count: int, workflow: bool, repository: Path, stderr: TextIO) -> list[Written]:
     """Check everything, then write: a refusal leaves the file system as it was."""
-    if not kb_path.is_dir():
-        raise InputError(
-            "knowledge base folder not found" if not kb_path.exists() else "knowledge base path is not a folder",
-            file=str(kb_path), hint="give --kb-path the folder holding the Markdown notes",
-        )
+    check_kb_folder(kb_path, "give --kb-path the folder holding the Markdown notes")
     refuse_existing_golden(kb_path)
     workflow_file = repository / WORKFLOW_PATH
     if workflow:

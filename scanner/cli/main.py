@@ -1,4 +1,4 @@
-"""Command line: parse, wire, print, return an exit code. No rule lives here.
+"""Command line: parse, wire, print, return an exit code; the rules are in the packages it wires.
 
 Results go to stdout, diagnostics to stderr. Exit codes are `errors.ExitCode`.
 """
@@ -13,13 +13,13 @@ import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TextIO
 
 from scanner import __version__
 from scanner.compare.comparison import BaseRequest
 from scanner.compare.gate import gate_cannot_run
 from scanner.compare.report import Report
+from scanner.corpus.kb_files import check_kb_folder
 from scanner.foundation.diagnostics import Diagnostic, Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.foundation.files import write_atomically
@@ -152,7 +152,10 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         return RunResult(code, outcome, tuple(diagnostics.items), error, args, out.getvalue(), err.getvalue())
 
     try:
-        check_kb_folder(args.kb_path)
+        check_kb_folder(
+            args.kb_path,
+            "kb-path is relative to the current folder (in the Action, the repository root); check its spelling",
+        )
         outcome = run_pipeline(options_from_args(args), plan_from_args(args), diagnostics)
     except InputError as raised:
         # Refusals raised below the settings name CLI flags; in a workflow the person wrote inputs.
@@ -248,18 +251,6 @@ def write_summaries(args: RunSettings, markdown: str, stderr: SafeStream) -> Non
             append_summary(step_summary, markdown)
         except OSError as error:
             stderr.write(f"kb-eval: warning: GITHUB_STEP_SUMMARY not written: {error}\n")
-
-
-def check_kb_folder(kb_path: Path) -> None:
-    """A mistyped kb-path is said in those words, before the golden-file lookup in it
-    would report "no golden file found" and send the user looking for the wrong thing."""
-    if kb_path.is_dir():
-        return
-    raise InputError(
-        "knowledge base folder not found" if not os.path.lexists(kb_path) else "knowledge base path is not a folder",
-        file=str(kb_path),
-        hint="kb-path is relative to the current folder (in the Action, the repository root); check its spelling",
-    )
 
 
 def plan_from_args(args: RunSettings) -> RunPlan:

@@ -119,9 +119,6 @@ class Detectable:
     drops: tuple[DetectableDrop, ...]
     """In report order, judged@k left out (it is not gated by default)."""
 
-    def drop_of(self, metric: Metric) -> DetectableDrop | None:
-        return next((drop for drop in self.drops if drop.metric == metric), None)
-
 
 def detectable_drops(comparison: Comparison, run: RunRecord, alpha: float | None) -> Detectable:
     """From the paired differences where compared and some query's value moved; from this run otherwise."""

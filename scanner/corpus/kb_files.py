@@ -8,11 +8,14 @@ walk leaves out (a dot-folder, an excluded glob, another suffix) is never read a
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
+from scanner.foundation.errors import InputError
 
 INDEXED_SUFFIXES = (".md", ".markdown", ".txt")
 
@@ -130,3 +133,16 @@ def shown(relative: str) -> str:
     """A name with undecodable bytes, spelled with the bytes escaped (`caf\\xe9.md`), as the user
     would recognise it; its lone surrogates could not be written to the report or the terminal."""
     return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def check_kb_folder(kb_path: Path, hint: str) -> None:
+    """A mistyped kb-path is said in those words, before the golden-file lookup in it would report
+    "no golden file found" and send the user looking for the wrong thing. `hint`: the fix in the
+    words of the command that was given the path."""
+    if kb_path.is_dir():
+        return
+    raise InputError(
+        "knowledge base folder not found" if not os.path.lexists(kb_path) else "knowledge base path is not a folder",
+        file=str(kb_path),
+        hint=hint,
+    )

@@ -240,23 +240,6 @@ def resume_commands(token: str) -> str:
     return f"::{token}::"
 
 
-def wrap_untrusted(text: str, token: str) -> str:
-    """`text` between a stop and a resume line, ready to print as is.
-
-    Use for anything a pull request controls (document text, headings, query
-    text, file names): there `::add-mask::`, `::set-output` or `##[error]`
-    would otherwise be obeyed by the runner. A newline is added before the
-    resume line when `text` lacks one, because the runner only sees a command
-    at the start of a line.
-    """
-    _check_stop_token(token)
-    if token in text:
-        raise ValueError("untrusted text contains the stop token; use a fresh token")
-    if text and not text.endswith(("\n", "\r")):
-        text += "\n"
-    return f"{stop_commands(token)}\n{text}{resume_commands(token)}\n"
-
-
 class UntrustedWriter:
     """What `commands_stopped` yields: writes text while commands are stopped."""
 

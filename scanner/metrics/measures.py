@@ -313,21 +313,6 @@ def score_query(
     )
 
 
-def recall_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
-    """score_query's recall@k alone (at the default relevance level)."""
-    return score_query(hits, expected, (k,)).recall_at_k[k]
-
-
-def reciprocal_rank(hits: Sequence[Hit], expected: Sequence[ExpectedEntry]) -> float:
-    """score_query's reciprocal rank alone (at the default relevance level)."""
-    return score_query(hits, expected, (1,)).reciprocal_rank
-
-
-def ndcg_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
-    """score_query's nDCG@k alone."""
-    return score_query(hits, expected, (k,)).ndcg_at_k[k]
-
-
 def aggregate(per_query: Iterable[QueryMetrics], ks: Sequence[int]) -> AggregateMetrics:
     rows = [row for row in per_query if row.counted]
     n = len(rows)

@@ -83,9 +83,6 @@ DETAILED_DROP_WARNINGS = 3
 _OUR_HEAD = b'{"format":"kb-eval-history"'
 """How every history kb-eval writes begins (compact JSON, `format` first)."""
 
-_READ_CHUNK = 1024 * 1024
-
-
 @dataclass(frozen=True, slots=True)
 class HistoryRead:
     """What reading the history produced."""
@@ -335,22 +332,6 @@ def history_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
-
-
-def record_run(
-    path: Path,
-    run: Mapping[str, Any],
-    max_runs: int = DEFAULT_HISTORY_SIZE,
-    cap_bytes: int = MAX_HISTORY_BYTES,
-) -> HistoryPlan:
-    """Add `run` (a run document) as the newest run of the history at `path`, keeping every run
-    already there, read under the lock."""
-    with history_lock(path):
-        current = read_history(path, cap_bytes)
-        plan = plan_history(path, [run, *current.documents], max_runs, cap_bytes)
-        _check_safe_to_replace(path, "history", cap_bytes)
-        write_atomically(path, plan.data, "history")
-    return plan
 
 
 def save_history(

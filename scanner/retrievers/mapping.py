@@ -28,7 +28,6 @@ DEFAULT_SCORE_FIELD = "score"
 
 _ASCII_INDEX = re.compile(r"[0-9]+")
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,13 +377,6 @@ def strip_path_prefix(path: str, prefixes: Sequence[str]) -> str:
     while path.startswith("./"):
         path = path[2:]
     return path
-
-
-def looks_absolute(path: str) -> bool:
-    """True for paths no golden entry can match: `/x`, `C:\\x`, `\\\\server`, `scheme://...`."""
-    return (
-        path.startswith(("/", "\\")) or bool(_WINDOWS_DRIVE.match(path)) or bool(_URL_SCHEME.match(path))
-    )
 
 
 def redact_url(url: str) -> str:

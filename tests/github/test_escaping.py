@@ -35,10 +35,10 @@ from scanner.github.workflow import (
     read_input,
     resume_commands,
     stop_commands,
-    wrap_untrusted,
 )
 from tests.support.npm import NpmUnavailable, npm_package
 from tests.support.runner_log import RUNNER_COMMANDS, parse_log, parse_v2
+from tests.support.workflow import wrap_untrusted
 
 ACTIONS_CORE_VERSION = "3.0.1"
 """Latest @actions/core on the npm registry on 2026-12-02 (`npm view @actions/core version`)."""

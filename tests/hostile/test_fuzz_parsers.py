@@ -23,10 +23,11 @@ from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.report.baseline import read_baseline
 from scanner.report.document import validation_errors as iter_validation_errors
-from scanner.report.history import read_history, record_run
+from scanner.report.history import read_history
 from scanner.retrievers.base import SearchRequest
 from scanner.retrievers.mapping import ErrorContext, ResponseMapping, map_response
 from scanner.retrievers.runfile import RunFileRetriever
+from tests.support.history import record_run
 from tests.support.run_records import make_run
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

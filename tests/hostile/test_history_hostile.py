@@ -27,9 +27,9 @@ from scanner.report.history import (
     lock_path,
     plan_history,
     read_history,
-    record_run,
     write_history,
 )
+from tests.support.history import record_run
 from tests.support.run_records import make_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ _RECORDER = """
 import sys
 sys.path[:0] = [{root!r}]
 from pathlib import Path
-from scanner.report.history import record_run
+from tests.support.history import record_run
 from tests.support.run_records import make_run
 path, writer, count = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 for n in range(count):

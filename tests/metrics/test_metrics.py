@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 import pytest
 import pytrec_eval
@@ -11,17 +12,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanner.golden.file import ExpectedEntry
-from scanner.metrics.measures import (
-    Judgments,
-    aggregate,
-    hit_matches,
-    ndcg_at_k,
-    recall_at_k,
-    reciprocal_rank,
-    score_query,
-)
+from scanner.metrics.measures import Judgments, aggregate, hit_matches, score_query
 from scanner.retrievers.base import Hit
 from tests.support.counting import CallCounter
+
+
+def recall_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
+    """score_query's recall@k alone (at the default relevance level)."""
+    return score_query(hits, expected, (k,)).recall_at_k[k]
+
+
+def reciprocal_rank(hits: Sequence[Hit], expected: Sequence[ExpectedEntry]) -> float:
+    return score_query(hits, expected, (1,)).reciprocal_rank
+
+
+def ndcg_at_k(hits: Sequence[Hit], expected: Sequence[ExpectedEntry], k: int) -> float:
+    return score_query(hits, expected, (k,)).ndcg_at_k[k]
 
 
 def hits(*items: str | tuple[str, str]) -> list[Hit]:
