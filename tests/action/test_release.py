@@ -6,11 +6,14 @@ import importlib.util
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.action.test_metadata import validate
 from tests.support.action_docs import ACTION_YML, ROOT, load_action
@@ -256,3 +259,20 @@ def test_the_lock_file_names_no_path_of_the_machine_that_compiled_it() -> None:
     lock = (ROOT / "requirements.lock").read_text(encoding="utf-8")
     assert not re.search(r"(?m)^--(find-links|extra-index-url|index-url)\b", lock)
     assert "--hash=sha256:" in lock
+
+
+def _names(lines: list[str]) -> dict[str, Requirement]:
+    requirements = [Requirement(line) for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    return {canonicalize_name(requirement.name): requirement for requirement in requirements}
+
+
+def test_pyproject_gives_ranges_and_the_lock_pins_a_version_inside_each() -> None:
+    declared = _names(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"])
+    pins = dict(re.findall(r"(?m)^([A-Za-z0-9._-]+)==([^ \\\n]+)", (ROOT / "requirements.lock").read_text(encoding="utf-8")))
+    locked = {canonicalize_name(name): version for name, version in pins.items()}
+    for name, requirement in declared.items():
+        assert not any(spec.operator == "==" for spec in requirement.specifier), f"{name}: a pin belongs in the lock"
+        assert requirement.specifier.contains(locked[name]), (name, str(requirement.specifier), locked[name])
+    # The lock is compiled from requirements.in: the same packages, no version there either.
+    compiled_from = _names((ROOT / "requirements.in").read_text(encoding="utf-8").splitlines())
+    assert set(compiled_from) == set(declared) and not any(str(r.specifier) for r in compiled_from.values())
