@@ -4,6 +4,7 @@ and as real processes (stdio, Streamable HTTP) for what only a process does: exi
 
 from __future__ import annotations
 
+import json
 import shlex
 import socket
 import subprocess
@@ -345,3 +346,39 @@ def test_the_mcp_settings_build_an_mcp_retriever_that_uses_them(kb: Path) -> Non
         assert retriever.describe()["command"] == SERVER + " {kb} --tool find_notes --structured"
     finally:
         retriever.close()
+
+
+# --- grooveseek 1.0's answer, as its source writes it -------------------------------------------
+
+GROOVESEEK = json.loads((REPO / "tests" / "fixtures" / "grooveseek" / "search-1.0.0.json").read_text(encoding="utf-8"))
+
+
+def grooveseek_like(text: str) -> MCPServer[Any]:
+    """A server whose `search` takes grooveseek's required and optional arguments and answers, as
+    grooveseek's rmcp tool returning a String does, with one text block and no structuredContent."""
+    app: MCPServer[Any] = MCPServer("grooveseek")
+
+    @app.tool(name="search", structured_output=False)
+    def search(query: str, limit: int | None = None, category: str | None = None, rerank: bool | None = None,
+               path_globs: list[str] | None = None) -> str:
+        return text
+
+    return app
+
+
+def test_grooveseek_1_0s_search_answer_is_read_by_the_default_mapping() -> None:
+    assert GROOVESEEK["tool"]["required"] == ["query"] and "limit" in GROOVESEEK["tool"]["optional"]
+    retriever = in_process(grooveseek_like(GROOVESEEK["answer_text"]))  # default tool, arguments and mapping
+    assert ask(retriever, "rollback") == [[
+        Hit(1, "guides/deploy.md", "Rollback", pytest.approx(0.032786883)),
+        Hit(2, "guides/deploy.md", "", pytest.approx(0.016129032)),  # "heading": null, a chunk before any
+        Hit(3, "notes/big export.md", "Images", pytest.approx(0.015873017)),
+    ]]
+    # The limit is kb-eval's: a longer answer is cut to it.
+    assert [len(hits) for hits in ask(retriever, "rollback", limit=2)] == [2]
+
+
+def test_grooveseeks_refusal_answered_as_a_success_is_an_error_in_its_words() -> None:
+    refused = refusal(in_process(grooveseek_like(GROOVESEEK["error_text"])), "rollback")
+    assert "the tool answered with an error as its result: 'Search failed: no such table: chunks. Try running " \
+           "rebuild_index first.'" in refused.message
