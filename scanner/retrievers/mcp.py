@@ -259,16 +259,17 @@ class McpRetriever:
         return scrub_and_cut(text, self._secrets, len(text))
 
     def _with_server_words(self, refusal: InputError, stderr: TextIO, log: Sequence[str]) -> InputError:
-        """The refusal with what the client library logged and the end of the server's stderr, each
-        line of it on a line of its own."""
-        extra = ""
+        """The refusal with what the client library logged (one line) and the end of a stdio server's
+        stderr, each of its lines shown on a line of its own."""
+        message = refusal.message
         if log:
-            extra += "\nthe MCP client said: " + self._scrub(log[-1])
-        if self._settings.command is not None:
-            tail = self._stderr_tail(stderr)
-            if tail is not None:
-                extra += "\nits stderr ends with:\n" + tail
-        return InputError(refusal.message + extra, refusal.file, refusal.line, refusal.field, refusal.hint)
+            message += f"; the MCP client said: {self._scrub(log[-1])}"
+        said: tuple[str, ...] = ()
+        tail = self._stderr_tail(stderr) if self._settings.command is not None else None
+        if tail is not None:
+            message += "; its stderr ends with:"
+            said = tuple(tail.splitlines())
+        return InputError(message, refusal.file, refusal.line, refusal.field, refusal.hint, said=(*refusal.said, *said))
 
     def _stderr_tail(self, stderr: TextIO) -> str | None:
         stderr.flush()

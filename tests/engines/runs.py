@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from scanner.golden.file import GoldenSet, find_golden, load_golden
-from tests.support import engines
+from tests.support import engines, mcp_servers
 
 LIMIT = 10
 """kb-eval's default limit, which the recipes keep."""
@@ -37,8 +39,8 @@ def copy_kb(kb: Path, work: Path) -> Path:
 
 
 def _finish(name: str, environ: Mapping[str, str], work: Path, kb: Path,
-            direct: Callable[[str], list[str]]) -> EngineRun:
-    golden = load_golden(find_golden(kb, None))
+            direct: Callable[[str], list[str]], golden_file: Path | None = None) -> EngineRun:
+    golden = load_golden(find_golden(kb, golden_file))
     result = engines.run_recipe(name, environ)
     report_file = work / "report.json"
     report = json.loads(report_file.read_text()) if report_file.exists() else None
@@ -107,8 +109,36 @@ def xapian(kb: Path, work: Path) -> EngineRun:
     return _finish("xapian-search", environ, work, kb, direct)
 
 
+def qmd_mcp(kb: Path, work: Path, recipe: str = "qmd-mcp-stdio") -> EngineRun:
+    """qmd's MCP server (stdio, or Streamable HTTP with recipe `qmd-mcp-http`), beside qmd's own
+    command line over an index of its own: `qmd search` is the same BM25 keyword search."""
+    path = mcp_servers.qmd_path()
+    kb = copy_kb(kb, work)
+    environ = engines.recipe_environment(kb, work, HOME=str(mcp_servers.isolated_home(work)))
+    environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), path])
+    direct_index = str(work / "direct")
+    _checked(subprocess.run(["qmd", "--index", direct_index, "collection", "add", str(kb), "--name", "kb"],
+                            env=environ, capture_output=True, text=True, timeout=engines.STEP_TIMEOUT_S, check=False),
+             "qmd collection add")
+
+    def direct(text: str) -> list[str]:
+        done = subprocess.run(["qmd", "--index", direct_index, "search", "--format", "json", "-n", str(LIMIT), text],
+                              env=environ, capture_output=True, text=True, timeout=engines.STEP_TIMEOUT_S, check=False)
+        _checked(done, "qmd search")
+        # qmd://kb/guides/deploy.md?index=... on the command line; kb/guides/deploy.md over MCP.
+        return [hit["file"].split("?")[0].removeprefix("qmd://kb/") for hit in json.loads(done.stdout or "[]")]
+
+    return _finish(recipe, environ, work, kb, direct, engines.RECIPES / "qmd" / "keywords.yml")
+
+
 ENGINES: dict[str, Callable[[Path, Path], EngineRun]] = {
     "SQLite FTS5 (sqlite3 command)": sqlite_fts5,
     "PostgreSQL full-text search (PostGraphile, HTTP)": postgresql,
     "Xapian (Omega)": xapian,
 }
+
+MCP_SERVERS: dict[str, Callable[[Path, Path], EngineRun]] = {
+    "qmd (MCP over stdio)": qmd_mcp,
+    "qmd (MCP over Streamable HTTP)": lambda kb, work: qmd_mcp(kb, work, "qmd-mcp-http"),
+}
+"""Asked with a golden file of their own (keywords.yml), so not in the score table of ENGINES."""

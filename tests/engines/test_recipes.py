@@ -17,7 +17,7 @@ import pytest
 import pytrec_eval
 
 from scanner.foundation.errors import ExitCode
-from tests.engines.runs import ENGINES, LIMIT, EngineRun, copy_kb, postgresql, sqlite_fts5
+from tests.engines.runs import ENGINES, LIMIT, MCP_SERVERS, EngineRun, copy_kb, postgresql, sqlite_fts5
 from tests.support import engines
 
 EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
@@ -73,6 +73,13 @@ def test_the_recipe_scores_what_trec_eval_computes_from_the_engines_own_answers(
     check(ENGINES[engine](EXAMPLE_KB, tmp_path))
 
 
+@pytest.mark.parametrize("server", sorted(MCP_SERVERS))
+def test_an_mcp_servers_recipe_scores_what_trec_eval_computes_from_its_own_command_line(
+    server: str, tmp_path: Path
+) -> None:
+    check(MCP_SERVERS[server](EXAMPLE_KB, tmp_path))
+
+
 HOSTILE_GOLDEN = """queries:
   - id: apostrophe
     query: "it's the \\"rollback\\" (migration) -- C++ AND OR NOT *"
@@ -120,7 +127,8 @@ def test_every_recipe_block_the_tests_run_is_in_the_docs() -> None:
     names = set(engines.recipes())
     assert names == {
         "sqlite-fts5-index", "sqlite-fts5-search", "postgresql-index", "postgresql-serve", "postgresql-search",
-        "xapian-index", "xapian-search", "elasticsearch",  # the last one: tests/retrievers/test_elastic_spec.py
+        "xapian-index", "xapian-search", "qmd-mcp-stdio", "qmd-mcp-http",
+        "elasticsearch",  # the last one: tests/retrievers/test_elastic_spec.py
         "sqlite-fts5-both-sides",
     }
     assert all(block.strip() for block in engines.recipes().values())

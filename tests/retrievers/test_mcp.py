@@ -244,13 +244,15 @@ def test_a_stdio_server_is_started_with_the_sides_kb_folder_and_answers_every_qu
 def test_a_server_that_exits_is_refused_with_its_stderr_as_lines(kb: Path) -> None:
     refused = refusal(stdio(SERVER + " {kb}", kb), "rolling back", "!exit")
     assert "query 'q2': the server exited or closed its output while answering" in refused.message
-    assert refused.message.endswith("its stderr ends with:\nfatal: the index file vanished\nsecond line of the failure")
+    assert refused.message.endswith("; its stderr ends with:")
+    assert refused.said == ("fatal: the index file vanished", "second line of the failure")
+    assert str(refused).count("\n  | ") == 2  # each on a line of its own, not one line of \n escapes
 
 
 def test_a_server_that_exits_at_start_is_refused_with_its_words(kb: Path) -> None:
     refused = refusal(stdio(SERVER + " {kb} --exit-at-start", kb), "x")
     assert "the server exited or closed its output while starting the server" in refused.message
-    assert f"error: no such KB folder: {kb}" in refused.message
+    assert f"error: no such KB folder: {kb}" in refused.said
 
 
 def test_a_call_that_never_ends_is_refused_at_the_deadline(kb: Path) -> None:
@@ -380,5 +382,5 @@ def test_grooveseek_1_0s_search_answer_is_read_by_the_default_mapping() -> None:
 
 def test_grooveseeks_refusal_answered_as_a_success_is_an_error_in_its_words() -> None:
     refused = refusal(in_process(grooveseek_like(GROOVESEEK["error_text"])), "rollback")
-    assert "the tool answered with an error as its result: 'Search failed: no such table: chunks. Try running " \
+    assert "the service answered with an error: 'Search failed: no such table: chunks. Try running " \
            "rebuild_index first.'" in refused.message

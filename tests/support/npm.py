@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 NPM_CACHE_ROOT = Path(tempfile.gettempdir()) / "kb-eval-npm"
@@ -19,9 +19,12 @@ class NpmUnavailable(Exception):
     """What is missing, in words a skip or failure message can carry."""
 
 
-def npm_package(package: str, version: str, *, env: Mapping[str, str] | None = None) -> Path:
+def npm_package(
+    package: str, version: str, *, env: Mapping[str, str] | None = None, args: Sequence[str] = ()
+) -> Path:
     """The folder whose node_modules holds `package` at `version`. Installed into a staging folder
-    renamed into place, so a half-finished install is never taken for the cache."""
+    renamed into place, so a half-finished install is never taken for the cache. `args` go to
+    `npm install` (`--ignore-scripts`)."""
     npm, node = shutil.which("npm"), shutil.which("node")
     if npm is None or node is None:
         raise NpmUnavailable("node and npm (Debian's nodejs, npm)")
@@ -32,7 +35,8 @@ def npm_package(package: str, version: str, *, env: Mapping[str, str] | None = N
     NPM_CACHE_ROOT.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=NPM_CACHE_ROOT, prefix="staging-"))
     done = subprocess.run(
-        [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", "--no-save", f"{package}@{version}"],
+        [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund", "--no-save", *args,
+         f"{package}@{version}"],
         capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False, env={**os.environ, **(env or {})},
     )
     if done.returncode != 0:

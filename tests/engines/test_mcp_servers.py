@@ -1,0 +1,74 @@
+"""The MCP retriever against real MCP servers that search a folder of Markdown, installed from npm
+(qmd) or PyPI (basic-memory): what they answer when kb-eval is set up wrong, in their own words.
+The recipes' scores are checked in test_recipes.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scanner.cli.main import execute
+from scanner.foundation.errors import ExitCode
+from tests.engines.runs import copy_kb
+from tests.support import mcp_servers
+
+EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
+KEYWORDS = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "qmd" / "keywords.yml"
+LEX = '{"searches": [{"type": "lex", "query": "{query}"}], "limit": {limit}, "rerank": false}'
+
+
+@pytest.fixture
+def qmd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """examples/kb copied, with qmd and Node.js 22 first on PATH and HOME in the test's folder."""
+    monkeypatch.setenv("PATH", mcp_servers.qmd_path())
+    monkeypatch.setenv("HOME", str(mcp_servers.isolated_home(tmp_path)))
+    return copy_kb(EXAMPLE_KB, tmp_path)
+
+
+def qmd_run(kb: Path, *extra: str) -> list[str]:
+    return ["--kb-path", str(kb), "--golden", str(KEYWORDS), "--no-history", "--score-level", "document",
+            "--index-command", "qmd --index {work}/qmd collection add {kb} --name kb",
+            "--mcp-command", "qmd --index {work}/qmd mcp", "--path-field", "file", "--path-prefix-strip", "kb/",
+            *extra]
+
+
+def test_qmd_asked_for_a_tool_it_does_not_offer_is_exit_2_naming_the_tools_it_does(qmd: Path) -> None:
+    result = execute(qmd_run(qmd, "--mcp-arguments", LEX))  # the default tool, `search`
+    assert result.exit_code == ExitCode.BAD_INPUT, result.stderr_text
+    assert "the server offers no tool 'search'; it offers query, get, multi_get, status" in result.stderr_text
+    # The near miss: its search tool answers, and every query is measured.
+    result = execute(qmd_run(qmd, "--mcp-tool", "query", "--mcp-arguments", LEX, "--format", "json"))
+    assert result.exit_code == ExitCode.OK, result.stderr_text
+    report = json.loads(result.stdout_text)
+    assert any(row["top_k"] for row in report["per_query"])
+
+
+def test_qmd_given_an_argument_its_schema_refuses_answers_with_its_own_error(qmd: Path) -> None:
+    # `searches` items need a type of lex, vec or hyde: qmd's validation error reaches the user.
+    bad = '{"searches": [{"type": "keyword", "query": "{query}"}], "limit": {limit}}'
+    result = execute(qmd_run(qmd, "--mcp-tool", "query", "--mcp-arguments", bad))
+    assert result.exit_code == ExitCode.BAD_INPUT, result.stderr_text
+    assert "query 'rollback-migration'" in result.stderr_text
+    assert "keyword" in result.stderr_text or "lex" in result.stderr_text
+
+
+# --- basic-memory (PyPI; Python 3.12+) -----------------------------------------------------------
+
+
+def test_basic_memory_over_stdio_answers_search_notes_as_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    program = mcp_servers.basic_memory()
+    kb = copy_kb(EXAMPLE_KB, tmp_path)
+    monkeypatch.setenv("HOME", str(mcp_servers.isolated_home(tmp_path)))
+    result = execute([
+        "--kb-path", str(kb), "--golden", str(KEYWORDS), "--no-history", "--score-level", "document",
+        "--format", "json",
+        "--index-command", f"{program} project add kb-eval {{kb}}",
+        "--mcp-command", f"{program} mcp --project kb-eval", "--mcp-tool", "search_notes",
+        "--mcp-arguments", '{"query": "{query}", "page_size": {limit}, "output_format": "json"}',
+        "--path-field", "file_path",
+    ])
+    assert result.exit_code == ExitCode.OK, result.stderr_text
+    report = json.loads(result.stdout_text)
+    assert any(row["top_k"] for row in report["per_query"])
