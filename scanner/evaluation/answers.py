@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.golden.file import DEFAULT_GOLDEN_NAMES, ExpectedEntry, GoldenSet
+from scanner.golden.headings import closest_shown, heading_forms
+from scanner.golden.labels import quoted_heading
+from scanner.golden.similarity import Guesses
 from scanner.retrievers.base import AnswerNote, Hit, NoteKind
 from scanner.retrievers.mapping import redact_url
 
@@ -65,14 +68,18 @@ def check_answers(
     diagnostics: Diagnostics,
     golden_name: str | None = None,
     words: Callable[[str], str] = str,
+    headings: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """Warn about (or refuse) answers that cannot be scored as they are. `lists` follows
     `golden.queries`; `golden_name` is the golden file's name when it is not a default one; `words`
     names each `--flag` as the interface the settings came from does (the refusal is reworded by the
-    CLI, like every other)."""
+    CLI, like every other); `headings` holds, for the returned documents whose hits name a heading,
+    every heading the document has (returned_heading_paths says which; None: not checked)."""
     warnings = Diagnostics()
     try:
         _check_answers(golden, lists, corpus_paths, source, score_level, warnings, golden_name)
+        if headings is not None and score_level is ScoreLevel.SECTION:
+            _warn_headings_not_in_documents(lists, headings, warnings)
     finally:
         diagnostics.items.extend(
             Diagnostic(item.code, words(item.message), item.file, item.line) for item in warnings.items
@@ -206,6 +213,72 @@ def _warn_headings_never_returned(
         "pin one and can never be found: score documents with --score-level document, or point "
         "--heading-field at the hits' section heading",
     )
+
+
+def returned_heading_paths(golden: GoldenSet, lists: Sequence[Sequence[Hit]], corpus_paths: AbstractSet[str]) -> set[str]:
+    """The corpus documents whose headings the returned-heading check needs: those a hit names
+    with a heading. None is needed when no golden entry pins a heading: a hit's heading then
+    decides nothing."""
+    if not any(member.heading is not None for query in golden.queries for entry in query.expected
+               for member in entry.members):
+        return set()
+    return {hit.path for hits in lists for hit in hits if hit.heading and hit.path in corpus_paths}
+
+
+def _warn_headings_not_in_documents(
+    lists: Sequence[Sequence[Hit]], headings: Mapping[str, Sequence[str]], diagnostics: Diagnostics
+) -> None:
+    """One warning naming the returned headings that no section of their document has, as the
+    reader sees headings (the rule scoring uses), each (path, heading) once, with the closest
+    headings the document has for the few shown. Such a hit can never find an entry that pins a
+    heading: a --heading-field pointing at the page title, or an engine's own breadcrumb, reads
+    as a search that missed."""
+    returned: Counter[tuple[str, str]] = Counter()
+    for hits in lists:
+        for hit in hits:
+            if hit.heading and hit.path in headings:
+                returned[hit.path, hit.heading] += 1
+    documents: dict[str, dict[str, str]] = {}
+    missing: list[tuple[str, str, int]] = []
+    for (path, heading), count in returned.items():
+        shown = documents.get(path)
+        if shown is None:
+            shown = documents[path] = _forms_of(headings[path])
+        # The scoring rule (metrics.measures): a form of the hit's heading is a form of a section's.
+        if not any(form in shown for form in heading_forms(heading)):
+            missing.append((path, heading, count))
+    if not missing:
+        return
+    missing.sort(key=lambda item: (-item[2], item[0], item[1]))
+    guesses = Guesses()
+    examples = []
+    for path, heading, count in missing[:EXAMPLES_SHOWN]:
+        shown = documents[path]
+        near = list(dict.fromkeys(closest_shown(heading, shown, guesses=guesses) or ())) if shown else []
+        there = (
+            f"closest headings there: {', '.join(map(quoted_heading, near))}" if near
+            else "it has no heading" if not shown
+            else f"it has {len(shown)} headings"
+        )
+        times = f"{count} hits, " if count > 1 else ""
+        examples.append(f"{quoted_heading(heading)} in {path!r} ({times}{there})")
+    more = f" and {len(missing) - EXAMPLES_SHOWN} more" if len(missing) > EXAMPLES_SHOWN else ""
+    diagnostics.warn(
+        DiagnosticCode.RETURNED_HEADING_NOT_IN_DOCUMENT,
+        f"{len(missing)} returned heading(s) are no section of their document and can never match an entry's "
+        f"`heading:`: {'; '.join(examples)}{more}; point --heading-field at the hit's section heading as the "
+        "page shows it, or score documents with --score-level document",
+    )
+
+
+def _forms_of(headings: Sequence[str]) -> dict[str, str]:
+    """Every form a reader may write a document's headings in -> the heading as first written."""
+    forms: dict[str, str] = {}
+    for heading in headings:
+        if heading:
+            for form in heading_forms(heading):
+                forms.setdefault(form, heading)
+    return forms
 
 
 def expected_for_scoring(expected: Sequence[ExpectedEntry], score_level: ScoreLevel) -> tuple[ExpectedEntry, ...]:

@@ -36,6 +36,7 @@ class DiagnosticCode(StrEnum):
     HITS_OUTSIDE_CORPUS = "hits-outside-corpus"
     OWN_FILE_RETURNED = "own-file-returned"
     ANSWERS_WITHOUT_HEADINGS = "answers-without-headings"
+    RETURNED_HEADING_NOT_IN_DOCUMENT = "returned-heading-not-in-document"
     PARTIAL_RESULTS = "partial-results"
     SCORE_NOT_NUMBER = "score-not-number"
     SERVICE_ERRORS = "service-errors"
@@ -75,6 +76,7 @@ _TITLES: dict[DiagnosticCode, str] = {
     DiagnosticCode.HITS_OUTSIDE_CORPUS: "returned paths not in the corpus",
     DiagnosticCode.OWN_FILE_RETURNED: "kb-eval's own file returned as a hit",
     DiagnosticCode.ANSWERS_WITHOUT_HEADINGS: "answers without headings",
+    DiagnosticCode.RETURNED_HEADING_NOT_IN_DOCUMENT: "returned heading not in the document",
     DiagnosticCode.PARTIAL_RESULTS: "partial results",
     DiagnosticCode.SCORE_NOT_NUMBER: "score not a number",
     DiagnosticCode.SERVICE_ERRORS: "the search service reported errors",

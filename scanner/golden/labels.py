@@ -37,7 +37,8 @@ SHOWN_CHARS = 120
 of megabytes, and a warning reaches the log, an annotation and the summary)."""
 
 
-def _named(text: str) -> str:
+def quoted_heading(text: str) -> str:
+    """A heading as a warning quotes it: repr'd, cut to SHOWN_CHARS."""
     return repr(text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…")
 
 
@@ -168,7 +169,7 @@ def check_headings(
             headings = document.shown
             suggested += 1
             closest = closest_shown(member.heading, headings, guesses=guesses) if suggested <= MAX_CLOSEST_HEADINGS else None
-            near = ", ".join(_named(h) for h in closest or ())
+            near = ", ".join(quoted_heading(h) for h in closest or ())
             there = (
                 f"closest headings there: {near}" if near
                 else "the document has no heading: remove `heading:` to count the page" if not headings
@@ -177,7 +178,7 @@ def check_headings(
             warnings.append(
                 Diagnostic(
                     DiagnosticCode.HEADING_NOT_IN_DOCUMENT,
-                    f"query {query.id!r} expects heading {_named(member.heading)} in {member.path!r}, which has no "
+                    f"query {query.id!r} expects heading {quoted_heading(member.heading)} in {member.path!r}, which has no "
                     f"such section ({there}); headings compare as the page shows them, whatever the case "
                     f"(field: {field}.heading)",
                     golden.path, member.line,
@@ -188,7 +189,7 @@ def check_headings(
             warnings.append(
                 Diagnostic(
                     DiagnosticCode.SECTION_TITLE_ONLY,
-                    f"query {query.id!r} expects heading {_named(member.heading)} in {member.path!r}: that section "
+                    f"query {query.id!r} expects heading {quoted_heading(member.heading)} in {member.path!r}: that section "
                     "holds nothing but the page's title, which the built-in search scores with every section of "
                     f"the page, so no hit is that section (field: {field}.heading); add `subsections: true` to "
                     "count the sections under it, or remove `heading:` to count any section of the page",
@@ -202,9 +203,9 @@ def check_headings(
         warnings.append(
             Diagnostic(
                 DiagnosticCode.HEADING_NOT_IN_DOCUMENT,
-                f"query {query.id!r} expects heading {_named(member.heading)} under {_named(member.parent)} in "
+                f"query {query.id!r} expects heading {quoted_heading(member.heading)} under {quoted_heading(member.parent)} in "
                 f"{member.path!r}, but no such section is under that heading (headings above "
-                f"{_named(member.heading)} there: {', '.join(_named(p) for p in above[:CLOSEST_PARENTS])}) "
+                f"{quoted_heading(member.heading)} there: {', '.join(quoted_heading(p) for p in above[:CLOSEST_PARENTS])}) "
                 f"(field: {field}.parent)",
                 golden.path, member.line,
             )

@@ -23,6 +23,7 @@ from scanner.evaluation.answers import (
     ScoreLevel,
     check_answers,
     expected_for_scoring,
+    returned_heading_paths,
     warn_answer_notes,
 )
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
@@ -235,9 +236,14 @@ def answer(
         lists = retriever.search_all(plan.requests)
     warn_answer_notes(retriever.notes(), diagnostics, words)
     costs = retriever.costs()
+    # The built-in search returns the index's own sections: only another's headings are looked up.
+    builtin = options.retriever.kind is RetrieverKind.BUILTIN
+    named = set() if builtin or options.score_level is not ScoreLevel.SECTION else returned_heading_paths(
+        plan.golden, lists, index.paths)
     check_answers(
         plan.golden, lists, index.paths, _answer_source(retriever.describe()), options.score_level, diagnostics,
         golden_name=PurePosixPath(plan.golden.path.replace("\\", "/")).name, words=words,
+        headings={path: [row[0] for row in rows] for path, rows in index.sections(named).items()} if named else None,
     )
     clock.lap("search")
     returned = {q.id: hits[: plan.limit] for q, hits in zip(plan.golden.queries, lists)}

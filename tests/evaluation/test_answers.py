@@ -12,8 +12,13 @@ from pathlib import Path
 import pytest
 
 from scanner.cli.main import execute
-from scanner.foundation.diagnostics import DiagnosticCode
+from scanner.evaluation import answers as answers_module
+from scanner.evaluation.answers import EXAMPLES_SHOWN, AnswerSource, ScoreLevel, check_answers
+from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
 from scanner.foundation.errors import ExitCode
+from scanner.golden.file import load_golden
+from scanner.golden.headings import heading_forms
+from scanner.retrievers.base import Hit
 
 EXAMPLE_KB = Path(__file__).parents[2] / "examples" / "kb"
 GOLDEN = """queries:
@@ -168,6 +173,66 @@ def test_one_hit_with_a_heading_makes_no_headings_warning(kb: Path) -> None:
     _, _, document = run_command(kb, answers)
     assert DiagnosticCode.ANSWERS_WITHOUT_HEADINGS not in codes(document)
     assert "score_level" not in document["fingerprint"]  # type: ignore[index]
+
+
+def test_a_returned_heading_no_section_of_its_document_has_is_named_once_with_the_closest(kb: Path) -> None:
+    answers = {"deploy": [{"path": "guides/deploy.md", "heading": "Databse"}, {"path": "guides/search.md", "heading": "Overview"}],
+               "search": [{"path": "guides/deploy.md", "heading": "Databse"}]}
+    code, stderr, document = run_command(kb, answers)
+    assert code == ExitCode.OK
+    assert codes(document).count(DiagnosticCode.RETURNED_HEADING_NOT_IN_DOCUMENT) == 1
+    # Each (path, heading) once: 'Databse' came back for both queries.
+    assert "2 returned heading(s) are no section of their document" in stderr
+    assert "'Databse' in 'guides/deploy.md' (2 hits, closest headings there: 'Database'" in stderr
+    assert "'Overview' in 'guides/search.md' (" in stderr
+    assert "--heading-field" in stderr
+
+
+@pytest.mark.parametrize("written", ["Database", "database", "**Database**", "`Database`", "  Database "])
+def test_a_returned_heading_written_as_the_page_shows_it_raises_nothing(kb: Path, written: str) -> None:
+    answers = {"deploy": [{"path": "guides/deploy.md", "heading": written}], "search": [{"path": "guides/search.md"}]}
+    code, _, document = run_command(kb, answers)
+    assert code == ExitCode.OK and codes(document) == []
+    assert document is not None and document["per_query"][0]["metrics"]["reciprocal_rank"] == 1.0  # type: ignore[index]
+
+
+def test_returned_headings_are_not_checked_where_headings_are_not_scored(kb: Path) -> None:
+    answers = {"deploy": [{"path": "guides/deploy.md", "heading": "Databse"}], "search": [{"path": "guides/search.md"}]}
+    _, _, document = run_command(kb, answers, "--score-level", "document")
+    assert DiagnosticCode.RETURNED_HEADING_NOT_IN_DOCUMENT not in codes(document)
+    (kb / ".kb-eval.yml").write_text(GOLDEN.replace("        heading: Database\n", ""))
+    _, _, document = run_command(kb, answers)
+    assert DiagnosticCode.RETURNED_HEADING_NOT_IN_DOCUMENT not in codes(document)
+
+
+def test_past_the_examples_shown_the_wrong_headings_are_counted(kb: Path) -> None:
+    wrong = [{"path": "guides/deploy.md", "heading": f"Step {n}"} for n in range(EXAMPLES_SHOWN + 2)]
+    _, stderr, _ = run_command(kb, {"deploy": wrong, "search": []}, "--limit", "10")
+    assert f"{EXAMPLES_SHOWN + 2} returned heading(s)" in stderr and " and 2 more;" in stderr
+
+
+def test_the_heading_check_reads_each_distinct_heading_once_however_often_it_is_returned(
+    kb: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counted: list[str] = []
+
+    def counting(text: str) -> tuple[str, ...]:
+        counted.append(text)
+        return heading_forms(text)
+
+    monkeypatch.setattr(answers_module, "heading_forms", counting)
+    golden = load_golden(kb / ".kb-eval.yml")
+    documents = {"guides/deploy.md": ["Build", "Rollback", "Database"]}
+    reads = []
+    for repeats in (10, 10_000):
+        counted.clear()
+        lists = [[Hit(1, "guides/deploy.md", "Databse", None)] * repeats, [Hit(1, "guides/deploy.md", "Rollback", None)] * repeats]
+        warnings = Diagnostics()
+        check_answers(golden, lists, set(documents), AnswerSource("command"), ScoreLevel.SECTION, warnings,
+                      headings=documents)
+        assert [item.code for item in warnings.items] == [DiagnosticCode.RETURNED_HEADING_NOT_IN_DOCUMENT]
+        reads.append(len(counted))
+    assert reads[0] == reads[1] == 3 + 2  # the document's three headings, the two distinct returned
 
 
 # --- notes become warnings -----------------------------------------------------------------------
