@@ -273,18 +273,22 @@ def _annotations(result: RunResult, inputs: ActionInputs, notes: list[Annotation
     elif result.report is not None and (missed := base_not_compared_annotation(result.report)) is not None:
         always.append(missed)
     elif result.exit_code == ExitCode.INTERNAL:
-        always.append(
-            Annotation(
-                AnnotationKind.ERROR,
-                "kb-eval stopped on an internal error (a bug, not your input); the log above has the details.",
-                AnnotationProperties(title="kb-eval: internal error"),
-            )
-        )
+        always.append(internal_error_annotation())
     content = report_annotations(result.report, inputs.kb_path) if inputs.annotations and result.report else []
     if not content or inputs.max_annotations == 0:
         return always
     # The operational ones first, so the budget never cuts them.
     return budget_annotations(always + content, inputs.max_annotations)
+
+
+def internal_error_annotation() -> Annotation:
+    """The one annotation of exit 3, whether the run caught its bug (the CLI printed it) or this
+    process did (its traceback is printed just before)."""
+    return Annotation(
+        AnnotationKind.ERROR,
+        "kb-eval stopped on an internal error (a bug, not your input); the log above has the details.",
+        AnnotationProperties(title="kb-eval: internal error"),
+    )
 
 
 def main(environ: Mapping[str, str] | None = None) -> int:
@@ -294,14 +298,5 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         return run_action(environ, sys.stdout, sys.stderr)
     except Exception:  # noqa: BLE001 - a bug must not pass for bad input or for success
         echo_untrusted(sys.stdout, "kb-eval: internal error (please report this):\n" + traceback.format_exc())
-        write_annotations(
-            sys.stdout,
-            [
-                Annotation(
-                    AnnotationKind.ERROR,
-                    "kb-eval stopped on an internal error (a bug, not your input); the log above has the traceback.",
-                    AnnotationProperties(title="kb-eval: internal error"),
-                )
-            ],
-        )
+        write_annotations(sys.stdout, [internal_error_annotation()])
         return ExitCode.INTERNAL

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from scanner.cli.parser import Parser
 from scanner.compare.runs import DEFAULT_COMPARE_ALPHA, NamedRun, compare_named_runs, tags_of
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.render.runs_table import render_runs_markdown, render_runs_text
@@ -28,13 +29,6 @@ MAX_RUNS = 20
 """Columns past this stop fitting a terminal or a summary; compare them in groups."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"kb-eval compare: error: {message}\n")
-        raise SystemExit(ExitCode.BAD_INPUT)
-
-
 def _alpha(text: str) -> float:
     try:
         parsed: float = values.float_in(0.0, 1.0, low_open=True, high_open=False, example="0.05")(text)
@@ -44,7 +38,7 @@ def _alpha(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="kb-eval compare",
         description=(
             "Compare the JSON reports of several kb-eval runs (e.g. of several search configurations on one golden\n"

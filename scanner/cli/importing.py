@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from scanner.cli.init import create_exclusively
+from scanner.cli.parser import Parser
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.foundation.untrusted_text import defused
 from scanner.golden.imports.quepid import import_quepid
@@ -26,15 +27,8 @@ from scanner.golden.imports.trec import import_trec
 from scanner.golden.imports.write import golden_text
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"kb-eval import: error: {message}\n")
-        raise SystemExit(ExitCode.BAD_INPUT)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="kb-eval import",
         description="Write a golden file from TREC qrels and their queries, or from Quepid's ratings CSV.",
         epilog=(

@@ -25,6 +25,7 @@ from typing import TextIO
 
 import yaml
 
+from scanner.cli.parser import Parser
 from scanner.corpus.documents import Document
 from scanner.corpus.kb_files import check_kb_folder
 from scanner.corpus.reader import read_corpus
@@ -143,7 +144,7 @@ jobs:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="kb-eval init",
         description=(
             f"Write a starter golden file ({GOLDEN_NAME}) into an existing knowledge base, and with\n"
@@ -367,10 +368,3 @@ def _starter_count(text: str) -> int:
     if not 1 <= value <= MAX_STARTERS:
         raise argparse.ArgumentTypeError(f"{value} is not between 1 and {MAX_STARTERS}")
     return value
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"kb-eval init: error: {message}\n")
-        raise SystemExit(ExitCode.BAD_INPUT)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from scanner import __version__
+from scanner.cli.parser import Parser
 from scanner.compare.comparison import BaseRequest
 from scanner.compare.gate import gate_cannot_run
 from scanner.compare.report import Report
@@ -36,14 +37,6 @@ from scanner.report.history import DEFAULT_HISTORY_NAME
 from scanner.settings.arguments import add_arguments, read_cli
 from scanner.settings.declaration import Interface, RunSettings, in_interface_words
 from scanner.settings.retriever import answers_per_side, choose_kind, retriever_builder
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"kb-eval: error: {message}\n")
-        raise SystemExit(ExitCode.BAD_INPUT)
-
 
 EPILOG = """\
 commands:
@@ -71,7 +64,7 @@ examples:
 
 def build_parser() -> argparse.ArgumentParser:
     """The CLI's parser: every flag comes from scanner/settings/declaration.py's declarations."""
-    parser = _Parser(
+    parser = Parser(
         prog="kb-eval",
         description="Measure a Markdown knowledge base's search against a golden query set.",
         epilog=EPILOG,

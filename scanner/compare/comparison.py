@@ -310,9 +310,7 @@ def no_previous(
     revision: BaseRevision | None = None,
 ) -> Comparison:
     """A comparison that did not happen because there was nothing to compare with."""
-    return Comparison(
-        ComparisonStatus.NO_PREVIOUS, (reason,), source, None, (), (), (), (), None, revision, cause, hint
-    )
+    return _not_compared(ComparisonStatus.NO_PREVIOUS, (reason,), source, revision, cause, hint)
 
 
 def compare_with_history(current: RunRecord, runs: Sequence[RunRecord]) -> Comparison:
@@ -448,9 +446,19 @@ def newly_above(current: QueryRecord, previous: QueryRecord, rank_after: int | N
 
 
 def _incomparable(reasons: list[str], source: Source, revision: BaseRevision | None = None) -> Comparison:
+    return _not_compared(
+        ComparisonStatus.INCOMPARABLE, tuple(reasons), source, revision, NotComparedCause.INCOMPARABLE, None
+    )
+
+
+def _not_compared(
+    status: ComparisonStatus, reasons: tuple[str, ...], source: Source | None, revision: BaseRevision | None,
+    cause: NotComparedCause, hint: str | None,
+) -> Comparison:
+    """A comparison with nothing compared: no previous run, no deltas, no corpus change."""
     return Comparison(
-        ComparisonStatus.INCOMPARABLE, tuple(reasons), source, None, (), (), (), (), None,
-        revision, NotComparedCause.INCOMPARABLE,
+        status=status, reasons=reasons, source=source, previous=None, metric_deltas=(), query_deltas=(),
+        only_in_current=(), only_in_previous=(), corpus=None, revision=revision, cause=cause, hint=hint,
     )
 
 

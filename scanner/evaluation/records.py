@@ -109,6 +109,12 @@ class RunRecord:
         tokenization = self._retriever_setting("tokenization")
         return str(tokenization) if tokenization else None
 
+    def missed_queries(self) -> list[QueryRecord]:
+        """The counted queries whose recall at the largest k is below 1, in golden order: what the
+        text report and the summary list under "missed"."""
+        largest = self.largest_k
+        return [q for q in self.queries or () if q.metrics.counted and q.metrics.recall_at_k[largest] < 1.0]
+
     def _retriever_setting(self, key: str) -> JsonValue:
         # The fingerprint is read by key here and only here: a record read back from an older or
         # foreign file may lack any key, and every reader gets the same answer for that.

@@ -403,7 +403,7 @@ def trend_labels(timestamps: Sequence[str]) -> list[str]:
 def details_section(report: Report) -> list[str]:
     run = report.run
     largest = run.largest_k
-    missed = [q for q in run.queries or () if q.metrics.counted and q.metrics.recall_at_k[largest] < 1.0]
+    missed = run.missed_queries()
     lines: list[str] = []
     summary = phrases.missed_headline(len(missed), largest) if missed else phrases.all_found(largest)
     if missed:

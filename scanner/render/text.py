@@ -79,7 +79,7 @@ def render_text(report: Report) -> str:
                 phrase = phrases.quoted_phrase(quoted, known)
                 out.append(f"    {shown(quoted.query_id)} ({phrase}), {location.field} line {location.line}")
     largest = run.largest_k
-    missed = [q for q in run.queries or () if q.metrics.counted and q.metrics.recall_at_k[largest] < 1.0]
+    missed = run.missed_queries()
     if missed:
         out.append("")
         out.append(phrases.missed_headline(len(missed), largest) + ":")
