@@ -138,7 +138,7 @@ def locate_hit_list(
             _refuse_with_service_words(body, request, where)
             raise _refuse(
                 f"answer to query {request.query_id!r} is neither a JSON list nor an object "
-                f"with {DEFAULT_HITS_KEY!r}",
+                f"with {DEFAULT_HITS_KEY!r} ({_shape(body, where)})",
                 where,
                 hint="say where the hit list is with --hits-path (e.g. hits.hits)",
             )
@@ -463,6 +463,21 @@ def _map_one_hit(
         shown = _shortened(repr(score_value)) if isinstance(score_value, str) else f"a {_json_type(score_value)}"
         where.note(NoteKind.SCORE_NOT_NUMBER, request, f"hit {index}: {scrub_and_cut(shown, where.secrets, 60)}")
     return Hit(rank=index + 1, path=path, heading=heading, score=score)
+
+
+SHAPE_KEYS_SHOWN = 10
+"""Keys of an answer named when no hit list is found in it: enough to spot the list's name."""
+
+
+def _shape(body: object, where: ErrorContext) -> str:
+    """What the answer is, for a refusal that found no hit list: an object's keys, else its type."""
+    if not isinstance(body, dict):
+        return f"it is a {_json_type(body)}"
+    if not body:
+        return "it is an empty object"
+    keys = [repr(scrub_and_cut(str(key), where.secrets, 40)) for key in list(body)[:SHAPE_KEYS_SHOWN]]
+    more = f" and {len(body) - SHAPE_KEYS_SHOWN} more" if len(body) > SHAPE_KEYS_SHOWN else ""
+    return "its keys are " + ", ".join(keys) + more
 
 
 def _single(value: object) -> object:

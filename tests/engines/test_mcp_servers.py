@@ -10,12 +10,18 @@ from pathlib import Path
 import pytest
 
 from scanner.cli.main import execute
-from scanner.foundation.errors import ExitCode
+from scanner.foundation.errors import ExitCode, InputError
+from scanner.retrievers.base import SearchRequest
+from scanner.retrievers.mapping import ResponseMapping
+from scanner.retrievers.mcp import McpRetriever
+from scanner.retrievers.mcp_settings import McpSettings
+from scanner.retrievers.templates import SideSlots
 from tests.engines.runs import copy_kb
 from tests.support import mcp_servers
 
 EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 KEYWORDS = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "qmd" / "keywords.yml"
+REQUEST = SearchRequest("deploy", "**/deploy*", 10)
 LEX = '{"searches": [{"type": "lex", "query": "{query}"}], "limit": {limit}, "rerank": false}'
 
 
@@ -52,6 +58,26 @@ def test_qmd_given_an_argument_its_schema_refuses_answers_with_its_own_error(qmd
     assert result.exit_code == ExitCode.BAD_INPUT, result.stderr_text
     assert "query 'rollback-migration'" in result.stderr_text
     assert "keyword" in result.stderr_text or "lex" in result.stderr_text
+
+
+def test_a_server_of_the_protocol_before_2026_is_reached_through_the_initialize_handshake(tmp_path: Path) -> None:
+    # The reference filesystem server (TypeScript SDK 1.x) answers `server/discover` with "method not
+    # found"; the SDK falls back to `initialize`, and the session lists its tools and calls one.
+    kb = copy_kb(EXAMPLE_KB, tmp_path)
+    server = mcp_servers.filesystem_server()
+    settings = McpSettings(command=f"{server} {{kb}}", timeout_s=60)
+    with pytest.raises(InputError) as refused:
+        McpRetriever(settings, ResponseMapping(), slots=SideSlots(kb, tmp_path)).search_all([REQUEST])
+    assert "the server offers no tool 'search'; it offers " in refused.value.message
+    assert "search_files" in refused.value.message
+    # Its search_files answers (structuredContent {"content": "<paths>"}): not a hit list, and the
+    # refusal names what the answer holds.
+    settings = McpSettings(command=f"{server} {{kb}}", tool="search_files",
+                           arguments='{"path": "{kb}", "pattern": "{query}"}', timeout_s=60)
+    with pytest.raises(InputError) as refused:
+        McpRetriever(settings, ResponseMapping(), slots=SideSlots(kb, tmp_path)).search_all([REQUEST])
+    assert "is neither a JSON list nor an object with 'results' (its keys are 'content')" in refused.value.message
+    assert any("Secure MCP Filesystem Server" in line for line in refused.value.said)  # its stderr, as lines
 
 
 # --- basic-memory (PyPI; Python 3.12+) -----------------------------------------------------------

@@ -50,6 +50,19 @@ def test_an_object_without_results_and_no_hits_path_is_refused() -> None:
     assert "--hits-path" in refusal({"hits": []})
 
 
+def test_the_refusal_names_the_keys_the_answer_has_so_the_list_can_be_found() -> None:
+    assert "(its keys are 'content', 'total')" in refusal({"content": "/kb/a.md", "total": 1})
+    assert "(its keys are 'k0', 'k1'," in refusal({f"k{n}": n for n in range(12)})
+    assert "and 2 more)" in refusal({f"k{n}": n for n in range(12)})
+    assert "(it is an empty object)" in refusal({})
+    assert "(it is a string)" in refusal("a.md")
+    # A key that holds a secret is not shown in the clear.
+    secret = ErrorContext(source="test", secrets=("tok-123",))
+    with pytest.raises(InputError) as caught:
+        map_response({"tok-123": 1}, ResponseMapping(), SearchRequest("q7", "t", 10), secret)
+    assert "tok-123" not in str(caught.value) and "***" in str(caught.value)
+
+
 def test_a_dotted_hits_path_and_fields_read_an_elasticsearch_answer() -> None:
     body = {"hits": {"hits": [{"_score": 2, "_source": {"file": "a.md", "section": {"title": "T"}}}]}}
     mapping = ResponseMapping("hits.hits", "_source.file", "_source.section.title", "_score")

@@ -1,7 +1,8 @@
 """Real MCP servers that search a folder of Markdown, for the MCP retriever's tests and recipes:
 qmd (npm @tobilu/qmd: BM25 over SQLite FTS5, MCP over stdio and Streamable HTTP) under the Node.js 22
 it needs (npm `node`, whose package carries the binary), both installed once into the shared npm
-cache; basic-memory (PyPI), when it is on PATH.
+cache; the reference filesystem server (npm, the protocol before 2026-07-28); basic-memory (PyPI),
+when it is on PATH.
 
 Without them the tests skip, unless KB_EVAL_REQUIRE_MCP=1 (set by .ci/run, which installs qmd),
 where a missing qmd is a failure. basic-memory needs Python 3.12 or later, which Debian 12, PyPI and
@@ -25,6 +26,9 @@ REQUIRE_BASIC_MEMORY_ENV = "KB_EVAL_REQUIRE_BASIC_MEMORY"
 NODE_VERSION = "22.23.3"
 """qmd 2.8 declares Node.js >= 22 (its better-sqlite3 13 crashes under Debian 12's Node.js 20)."""
 QMD_VERSION = "2.8.3"
+FILESYSTEM_VERSION = "2026.8.31"
+"""@modelcontextprotocol/server-filesystem, built on the TypeScript SDK 1.x: a server of the protocol
+before 2026-07-28, which knows no `server/discover` and is reached through the `initialize` handshake."""
 
 
 def missing(what: str, require: str = REQUIRE_MCP_ENV) -> NoReturn:
@@ -47,6 +51,15 @@ def qmd_path() -> str:
     if not all((folder / name).exists() for folder, name in zip(bins, ("node", "qmd"), strict=True)):
         missing(f"qmd {QMD_VERSION} under Node.js {NODE_VERSION} (installed without its programs)")
     return os.pathsep.join([*(str(folder) for folder in bins), os.environ.get("PATH", "")])
+
+
+def filesystem_server() -> str:
+    """The reference filesystem server's program (Node.js 20 runs it)."""
+    try:
+        folder = npm_package("@modelcontextprotocol/server-filesystem", FILESYSTEM_VERSION)
+    except NpmUnavailable as unavailable:
+        missing(f"@modelcontextprotocol/server-filesystem {FILESYSTEM_VERSION} ({unavailable})")
+    return str(folder / "node_modules" / ".bin" / "mcp-server-filesystem")
 
 
 def basic_memory() -> str:
