@@ -417,6 +417,10 @@ def _map_one_hit(
             hint="point --path-field at a field holding one document path",
         )
     if path_value is _MISSING or path_value is None or path_value == "":
+        failed = answered_error(raw)
+        if failed is not None:
+            # `[{"error": "Search failed: ..."}]`: the list held the error, not a hit without a path.
+            raise _service_refusal(failed, request, where)
         raise _refuse(
             f"{position} has no path ({mapping.path_field!r})",
             where,

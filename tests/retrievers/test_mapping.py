@@ -273,6 +273,14 @@ def test_an_error_beside_hits_is_a_note_and_the_hits_are_kept() -> None:
     assert [(note.kind, note.detail) for note in notes] == [(NoteKind.SERVICE_ERRORS, "1 of 3 indexes unavailable")]
 
 
+def test_a_list_holding_an_error_in_place_of_a_hit_is_refused_in_the_services_words() -> None:
+    shown = refusal([{"error": "Search failed: connection refused", "query": "t"}])
+    assert "the service answered with an error: 'Search failed: connection refused'" in shown
+    # The near miss: a hit without a path that says no error is the --path-field refusal.
+    shown = refusal([{"error": None, "title": "a"}])
+    assert "hit 0 has no path ('path')" in shown and "answered with an error" not in shown
+
+
 def test_an_error_answered_as_success_never_shows_a_secret() -> None:
     with pytest.raises(InputError) as caught:
         map_response({"results": [], "error": {"reason": "key s3cret refused"}}, ResponseMapping(), REQUEST,
