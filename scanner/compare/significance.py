@@ -72,8 +72,6 @@ class SignFlipResult:
     """Number of pairs whose difference is not zero (the n the test runs on)."""
     samples: int | None
     """Random patterns drawn (monte-carlo), or None when exact."""
-    mean_difference: float
-    """Observed mean of current - previous over all pairs (0 when there are none)."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -111,11 +109,10 @@ def sign_flip_test(
             # Values come from validated run records; a non-finite one is a bug upstream.
             raise ValueError("sign-flip test needs finite differences")
     pairs = len(differences)
-    mean = math.fsum(differences) / pairs if pairs else 0.0
     nonzero = [d for d in differences if d != 0.0]
     n = len(nonzero)
     if n == 0:
-        return SignFlipResult(1.0, "exact", pairs, 0, None, mean)
+        return SignFlipResult(1.0, "exact", pairs, 0, None)
 
     total = math.fsum(nonzero)
     observed = abs(total)
@@ -133,13 +130,13 @@ def sign_flip_test(
 
     if n <= EXACT_MAX_NONZERO:
         count = sum(1 for pattern in range(1 << n) if is_extreme(pattern))
-        return SignFlipResult(count / (1 << n), "exact", pairs, n, None, mean)
+        return SignFlipResult(count / (1 << n), "exact", pairs, n, None)
 
     if samples < 1:
         raise ValueError("samples must be at least 1")
     rng = random.Random(seed)
     count = sum(1 for _ in range(samples) if is_extreme(rng.getrandbits(n)))
-    return SignFlipResult((count + 1) / (samples + 1), "monte-carlo", pairs, n, samples, mean)
+    return SignFlipResult((count + 1) / (samples + 1), "monte-carlo", pairs, n, samples)
 
 
 def _partial_sum_tables(values: Sequence[float]) -> list[list[float]]:

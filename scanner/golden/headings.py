@@ -292,8 +292,3 @@ class PathGuesser:
             cleaned, [p for p in candidates[:MAX_TYPO_CANDIDATES] if len(p) <= 1.5 * len(cleaned) + 2], 1, 0.8
         )
         return near[0] if near else None
-
-
-def closest_path(wanted: str, paths: Iterable[str]) -> str | None:
-    """PathGuesser(paths).guess(wanted), for one path."""
-    return PathGuesser(paths).guess(wanted)

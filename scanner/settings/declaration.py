@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -704,6 +704,3 @@ def convert(setting: Setting, text: str, interface: Interface) -> Any:
         raise refusal(setting, interface, text, refused) from None
 
 
-def run_settings_attributes() -> frozenset[str]:
-    """RunSettings' value attributes (what `SETTINGS` must declare)."""
-    return frozenset(f.name for f in fields(RunSettings)) - {"given", "interface"}

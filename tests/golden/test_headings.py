@@ -8,7 +8,7 @@ import pytest
 
 from scanner.foundation.errors import InputError
 from scanner.golden.file import ExpectedEntry, GoldenQuery, GoldenSet, load_golden
-from scanner.golden.headings import closest, closest_path, reader_heading
+from scanner.golden.headings import PathGuesser, closest, reader_heading
 from scanner.golden.labels import SectionInfo, check_headings
 from tests.support.counting import CallCounter
 
@@ -57,11 +57,11 @@ def test_closest_headings_are_named_best_first_or_the_first_ones_when_none_is_cl
     ],
 )
 def test_a_path_close_to_one_indexed_path_gets_it_suggested(written: str, meant: str) -> None:
-    assert closest_path(written, {"cli.md", "guide/setup.md", "faq.md"}) == meant
+    assert PathGuesser({"cli.md", "guide/setup.md", "faq.md"}).guess(written) == meant
 
 
 def test_a_path_close_to_none_gets_no_suggestion() -> None:
-    assert closest_path("changelog.md", {"cli.md", "guide/setup.md"}) is None
+    assert PathGuesser({"cli.md", "guide/setup.md"}).guess("changelog.md") is None
 
 
 def write(tmp_path: Path, expected: str) -> Path:

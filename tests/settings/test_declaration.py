@@ -7,6 +7,7 @@ interfaces, and refusals worded for the interface the value came from.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,6 @@ from scanner.settings.declaration import (
     RunSettings,
     default_settings,
     display_name,
-    run_settings_attributes,
     setting,
 )
 from tests.conftest import REPO
@@ -64,6 +64,11 @@ BAD_VALUES = {
     "score-level": "chunk",
 }
 """A value each checked setting refuses."""
+
+
+def run_settings_attributes() -> frozenset[str]:
+    """RunSettings' value attributes (what `SETTINGS` must declare)."""
+    return frozenset(f.name for f in dataclasses.fields(RunSettings)) - {"given", "interface"}
 
 
 def action(tmp_path: Path, **inputs: str) -> RunSettings:
