@@ -219,6 +219,8 @@ def echo_log(stdout: IO[str], result: RunResult) -> None:
             echo_untrusted(stdout, console.regression_line(report.gate))
         if report.floors.failed:
             echo_untrusted(stdout, f"kb-eval: {phrases.floors_failed(report.floors)}\n")
+        if report.costs.failed:
+            echo_untrusted(stdout, f"kb-eval: {phrases.costs_failed(report.costs)}\n")
 
 
 def settings_text(run: RunRecord) -> str:
@@ -251,6 +253,14 @@ def _annotations(result: RunResult, inputs: ActionInputs, notes: list[Annotation
     always = list(notes)
     if result.input_error is not None:
         always.append(input_error_annotation(result.input_error))
+    elif result.exit_code == ExitCode.REGRESSION and result.report is not None and result.report.costs.failed:
+        always.append(
+            Annotation(
+                AnnotationKind.ERROR,
+                phrases.costs_failed(result.report.costs) + ".",
+                AnnotationProperties(title="kb-eval: an answer over its budget"),
+            )
+        )
     elif result.exit_code == ExitCode.REGRESSION and result.report is not None and result.report.floors.failed:
         always.append(
             Annotation(

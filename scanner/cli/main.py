@@ -18,6 +18,7 @@ from typing import TextIO
 from scanner import __version__
 from scanner.cli.parser import Parser
 from scanner.compare.comparison import BaseRequest
+from scanner.compare.cost_budgets import CostBudgets
 from scanner.compare.gate import gate_cannot_run
 from scanner.compare.report import Report
 from scanner.corpus.kb_files import check_kb_folder
@@ -185,6 +186,9 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
     if outcome.report.floors.failed:
         stderr.write(f"kb-eval: {phrases.floors_failed(outcome.report.floors)}\n")
         code = ExitCode.REGRESSION
+    if outcome.report.costs.failed:
+        stderr.write(f"kb-eval: {phrases.costs_failed(outcome.report.costs)}\n")
+        code = ExitCode.REGRESSION
     return finished(code, outcome)
 
 
@@ -264,6 +268,7 @@ def plan_from_args(args: RunSettings) -> RunPlan:
         export_trec=args.export_trec,
         fail_on_regression=args.fail_on_regression,
         floors=args.fail_under,
+        cost_budgets=CostBudgets(time=args.latency_budget.time, size=args.answer_budget.size),
     )
 
 

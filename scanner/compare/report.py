@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scanner.compare.comparison import Comparison
+from scanner.compare.cost_budgets import CostResult
 from scanner.compare.findings import FindingAtBase
 from scanner.compare.floors import FloorResult
 from scanner.compare.gate import GateResult
@@ -27,6 +28,8 @@ class Report:
     was not compared with a git revision it could evaluate."""
     floors: FloorResult = field(default_factory=FloorResult)
     """The `--fail-under` floors held against this run's means; none checked when none was set."""
+    costs: CostResult = field(default_factory=CostResult)
+    """The `--latency-budget` and `--answer-budget` budgets held against this run's answers."""
 
     def findings_at_base_by_path(self) -> dict[str, FindingAtBase]:
         """`findings_at_base` keyed by the finding's path (empty when not compared with a base):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scanner.compare.comparison import BaseRequest, Comparison, Source, compare_runs, compare_with_history, no_previous
+from scanner.compare.cost_budgets import CostBudgets, evaluate_cost_budgets
 from scanner.compare.findings import FindingAtBase, findings_at_base
 from scanner.compare.floors import Floors, evaluate_floors
 from scanner.compare.gate import (
@@ -82,6 +83,8 @@ class RunPlan:
     """A tripped gate fails the step; recorded in the gate's result."""
     floors: Floors = field(default_factory=Floors)
     """`--fail-under`: a mean below its floor fails the step (scanner/compare/floors.py)."""
+    cost_budgets: CostBudgets = field(default_factory=CostBudgets)
+    """`--latency-budget`, `--answer-budget`: an answer spread over its budget fails the step."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +125,10 @@ def run_pipeline(options: EvalOptions, plan: RunPlan, diagnostics: Diagnostics) 
     if history_plan is not None and history_plan.warnings:
         run = dataclasses.replace(run, warnings=run.warnings + history_plan.warnings)
     findings_at_base = findings_against(evaluation.run, base, comparison, options.kb_path)
-    report = Report(run, comparison, gate, findings_at_base, evaluate_floors(plan.floors, run))
+    report = Report(
+        run, comparison, gate, findings_at_base, evaluate_floors(plan.floors, run),
+        evaluate_cost_budgets(plan.cost_budgets, run.answers),
+    )
     document = report_document(report)
     validate(document)
     json_text = serialise(document)

@@ -165,6 +165,10 @@ def headline(report: Report, context: SummaryContext) -> list[str]:
         lines += ["", f"**{phrases.floors_failed(report.floors, text)}.**"]
     elif report.floors.checks:
         lines += ["", phrases.floors_held(report.floors, text)]
+    if report.costs.failed:
+        lines += ["", f"**{phrases.costs_failed(report.costs)}.**"]
+    elif report.costs.checks:
+        lines += ["", phrases.costs_held(report.costs)]
     fell_unjudged = falling_pools_with_unjudged(report)
     if fell_unjudged:
         lines += ["", text(phrases.verdict_rests_on_unjudged(fell_unjudged))]

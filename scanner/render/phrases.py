@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from scanner.compare.comparison import Comparison, ComparisonStatus, Source
+from scanner.compare.cost_budgets import CostCheck, CostKind, CostResult
 from scanner.compare.findings import FindingAtBase
 from scanner.compare.floors import FloorCheck, FloorResult
 from scanner.compare.gate import GateResult, RegressionBudget, budget_words, dropped_names, gate_cannot_run
@@ -320,6 +321,28 @@ def answers_sentence(current: AnswerCosts, previous: AnswerCosts | None) -> str:
     if current.bytes is not None:
         parts.append(part("answer size", current.bytes, previous.bytes if previous else None, size))
     return "; ".join(parts) + f", over {current.queries} queries."
+
+
+def _cost_label(check: CostCheck) -> str:
+    return f"answer {check.kind.value} {check.statistic}"
+
+
+def _cost_value(check: CostCheck, value: float) -> str:
+    return duration(value) if check.kind is CostKind.TIME else size(value)
+
+
+def costs_failed(costs: CostResult) -> str:
+    """`answer time p95 1.2 s is over its budget 800 ms by 400 ms`."""
+    return "; ".join(
+        f"{_cost_label(c)} {_cost_value(c, c.value)} is over its budget {_cost_value(c, c.budget)} "
+        f"by {_cost_value(c, c.value - c.budget)}"
+        for c in costs.failed
+    )
+
+
+def costs_held(costs: CostResult) -> str:
+    held = ", ".join(f"{_cost_label(c)} {_cost_value(c, c.value)} <= {_cost_value(c, c.budget)}" for c in costs.checks)
+    return f"Answer budgets held: {held}."
 
 
 def detectable_sentence(gate: GateResult, largest_k: int) -> str | None:

@@ -100,6 +100,10 @@ def render_text(report: Report) -> str:
         out.append(phrases.floors_failed(report.floors))
     elif report.floors.checks:
         out.append(phrases.floors_held(report.floors))
+    if report.costs.failed:
+        out.append(phrases.costs_failed(report.costs))
+    elif report.costs.checks:
+        out.append(phrases.costs_held(report.costs))
     return "\n".join(out) + "\n"
 
 

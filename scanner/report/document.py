@@ -40,10 +40,10 @@ from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
 
 SCHEMA_VERSION = 1
-SCHEMA_MINOR = 6
+SCHEMA_MINOR = 7
 """Additions to version 1 that a reader of version 1 can ignore: 1 added grades, the standard
 measures (precision, success, MAP, judged) and the intervals; 2 the label keys; 3 the gate's
-`enforced`; 4 the gate's per-tag verdicts (`tag`); 5 answer time and size; 6 the fail-under `floors`.
+`enforced`; 4 the gate's per-tag verdicts (`tag`); 5 answer time and size; 6 the fail-under `floors`; 7 the `answer_budgets`.
 Every added key is optional in
 the schema, so a report or history written before it still reads."""
 SCHEMA_ID = "https://kb-eval.github.io/schema/report-v1.json"
@@ -93,6 +93,11 @@ def report_document(report: Report) -> Document:
             {"metric": check.label, "tag": check.tag, "floor": check.floor, "value": check.value,
              "shortfall": check.shortfall, "below": check.below}
             for check in report.floors.checks
+        ],
+        "answer_budgets": [
+            {"measure": check.kind.value, "statistic": check.statistic, "budget": check.budget, "value": check.value,
+             "over": check.over}
+            for check in report.costs.checks
         ],
     }
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from scanner.compare.comparison import BaseRequest
+from scanner.compare.cost_budgets import CostBudgets
 from scanner.compare.floors import Floors
 from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, RegressionBudget
 from scanner.evaluation.answers import ScoreLevel
@@ -224,6 +225,8 @@ _OWN_INDEX = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND, RetrieverKind
 _SERVED = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND, RetrieverKind.MCP})
 _HTTP_AND_MCP = frozenset({RetrieverKind.HTTP, RetrieverKind.MCP})
 _MCP = frozenset({RetrieverKind.MCP})
+_MEASURED = frozenset({RetrieverKind.HTTP, RetrieverKind.COMMAND, RetrieverKind.MCP})
+"""The retrievers whose answers are timed and sized (the built-in search and run files answer inside kb-eval)."""
 _BUILTIN = frozenset({RetrieverKind.BUILTIN})
 _PATH_NOTE = "Relative to the repository root."
 
@@ -360,6 +363,19 @@ SETTINGS: tuple[Setting, ...] = (
         "(recall@10=0.6; recall=0.6 for every k), tag:metric=value for a tag's mean (ops:mrr=0.5)",
         parse.floors, Floors(), "", default_note="none", metavar="METRIC=VALUE[,TAG:METRIC=VALUE...]",
         action_note="Empty sets no floor; exit 1 fails the step.",
+    ),
+    Setting(
+        "latency-budget", "latency_budget", Group.HISTORY,
+        "exit 1 when an answer time is over its budget: statistic=duration pairs over the run's queries "
+        "(p95=800ms,max=2s; p50, p95 or max; ms or s)",
+        parse.latency_budget, CostBudgets(), "", default_note="none", retrievers=_MEASURED,
+        metavar="STAT=DURATION[,...]", action_note="Empty sets no budget; exit 1 fails the step.",
+    ),
+    Setting(
+        "answer-budget", "answer_budget", Group.HISTORY,
+        "exit 1 when an answer's size is over its budget: statistic=size pairs (max=64KiB; B, KB, KiB, MB, MiB)",
+        parse.answer_budget, CostBudgets(), "", default_note="none", retrievers=_MEASURED,
+        metavar="STAT=SIZE[,...]", action_note="Empty sets no budget; exit 1 fails the step.",
     ),
     Setting(
         "alpha", "alpha", Group.HISTORY,
@@ -623,6 +639,8 @@ class RunSettings:
     regression_threshold: RegressionBudget
     """The single number and any `metric=drop` pairs (`--regression-threshold`)."""
     fail_under: Floors
+    latency_budget: CostBudgets
+    answer_budget: CostBudgets
     """The `metric=value` floors (`--fail-under`)."""
     alpha: float | None
     retriever: RetrieverKind | None

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from scanner.compare.cost_budgets import STATISTICS, CostBudgets
 from scanner.compare.floors import Floors
 from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, MetricSelector, RegressionBudget
 from scanner.foundation.errors import InputError
@@ -170,6 +172,38 @@ def floors(text: str) -> Floors:
         except Refused:
             raise Refused(f"gives {name} the floor {value!r}, not a number in [0, 1]", _FLOORS_EXAMPLE) from None
     return Floors(tuple(pairs))
+
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(ms|s)")
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(B|KB|KiB|MB|MiB)")
+_SIZE_UNITS = {"B": 1, "KB": 1000, "KiB": 1024, "MB": 1000**2, "MiB": 1024**2}
+
+
+def _cost_pairs(text: str, unit: re.Pattern[str], scale: Callable[[str], float], example: str) -> tuple[tuple[str, float], ...]:
+    pairs: list[tuple[str, float]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        statistic, sign, value = (piece.strip() for piece in item.partition("="))
+        if not sign or statistic not in STATISTICS:
+            raise Refused(f"{item!r} is not statistic=value with a statistic of {', '.join(STATISTICS)}", example)
+        if any(existing == statistic for existing, _ in pairs):
+            raise Refused(f"names {statistic} twice", example)
+        matched = unit.fullmatch(value)
+        if matched is None:
+            raise Refused(f"gives {statistic} {value!r}, not a number with its unit", example)
+        pairs.append((statistic, float(matched[1]) * scale(matched[2])))
+    return tuple(pairs)
+
+
+def latency_budget(text: str) -> CostBudgets:
+    """`p95=800ms,max=2s`: seconds per statistic (the unit is required: 800 alone could mean either)."""
+    return CostBudgets(time=_cost_pairs(text, _DURATION, lambda u: 0.001 if u == "ms" else 1.0, "p95=800ms,max=2s"))
+
+
+def answer_budget(text: str) -> CostBudgets:
+    """`max=64KiB`: bytes per statistic (KB = 1000 bytes, KiB = 1024)."""
+    return CostBudgets(size=_cost_pairs(text, _SIZE, lambda u: float(_SIZE_UNITS[u]), "max=64KiB"))
 
 
 def choice(values: Sequence[str]) -> Callable[[str], str]:

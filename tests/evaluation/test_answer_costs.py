@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanner.cli.main import execute
+from scanner.compare.cost_budgets import CostBudgets, evaluate_cost_budgets
 from scanner.evaluation.costs import nearest_rank, summarise
-from scanner.foundation.errors import ExitCode
+from scanner.foundation.errors import ExitCode, InputError
 from scanner.golden.file import find_golden, load_golden
 from scanner.render import phrases
 from scanner.report.document import run_document, validation_errors
@@ -47,15 +49,20 @@ def test_a_spread_is_a_value_some_query_had_and_missing_costs_are_not_a_spread()
     assert sized is not None and sized.bytes is None and sized.seconds.max == 0.7
 
 
-def test_a_command_retrievers_answers_are_timed_and_sized_per_query_and_outside_the_fingerprint(
-    tmp_path: Path,
-) -> None:
+def ranked_command(tmp_path: Path) -> str:
+    """The fake search answering each golden query with its expected paths."""
     golden = load_golden(find_golden(KB, None))
     rankings = tmp_path / "rankings.json"
     rankings.write_text(json.dumps({
         query.text: [{"path": entry.path} for entry in query.expected] for query in golden.queries
     }))
-    command = COMMAND.replace("search ", f"search --rankings {shlex.quote(str(rankings))} ", 1)
+    return COMMAND.replace("search ", f"search --rankings {shlex.quote(str(rankings))} ", 1)
+
+
+def test_a_command_retrievers_answers_are_timed_and_sized_per_query_and_outside_the_fingerprint(
+    tmp_path: Path,
+) -> None:
+    command = ranked_command(tmp_path)
     result = execute(["--kb-path", str(KB), "--no-history", "--format", "json", "--command", command])
     assert result.exit_code == ExitCode.OK, result.stderr_text
     report = json.loads(result.stdout_text)
@@ -108,3 +115,50 @@ def keys_in(value: object) -> set[str]:
     if isinstance(value, list):
         return {key for item in value for key in keys_in(item)}
     return set()
+
+
+# --- budgets ---------------------------------------------------------------------------------------
+
+
+def test_budgets_parse_with_their_units_and_refuse_what_they_cannot_measure() -> None:
+    from scanner.settings import values
+
+    assert values.latency_budget("p95=800ms, max=2s").time == (("p95", 0.8), ("max", 2.0))
+    assert values.answer_budget("max=64KiB").size == (("max", 65536.0),)
+    assert values.answer_budget("p50=64KB").size == (("p50", 64000.0),)
+    for wrong in ("p95=800", "p99=1s", "p95=1s,p95=2s", "p95"):
+        with pytest.raises(values.Refused):
+            values.latency_budget(wrong)
+
+
+def test_a_budget_equal_to_its_value_holds_and_one_over_it_fails() -> None:
+    answers = summarise([AnswerCost(0.5, 100), AnswerCost(0.8, 200)])
+    held = evaluate_cost_budgets(CostBudgets(time=(("max", 0.8),), size=(("max", 200.0),)), answers)
+    assert held.checks and not held.failed
+    over = evaluate_cost_budgets(CostBudgets(time=(("p95", 0.79),)), answers)
+    assert [check.statistic for check in over.failed] == ["p95"]
+    assert phrases.costs_failed(over) == "answer time p95 800 ms is over its budget 790 ms by 10 ms"
+
+
+def test_a_budget_on_answers_nobody_timed_is_refused_not_passed() -> None:
+    with pytest.raises(InputError, match="not timed"):
+        evaluate_cost_budgets(CostBudgets(time=(("p95", 1.0),)), None)
+    result = execute(["--kb-path", str(KB), "--no-history", "--latency-budget", "p95=1s"])
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "--latency-budget does not apply to --retriever builtin" in result.stderr_text
+
+
+def test_an_answer_over_its_budget_fails_the_step_and_says_by_how_much(tmp_path: Path) -> None:
+    command = ranked_command(tmp_path)
+    summary = tmp_path / "summary.md"
+    base = ["--kb-path", str(KB), "--no-history", "--format", "json", "--command", command, "--summary", str(summary)]
+    held = execute([*base, "--latency-budget", "max=1000s", "--answer-budget", "max=1MiB"])
+    assert held.exit_code == ExitCode.OK, held.stderr_text
+    assert [b["over"] for b in json.loads(held.stdout_text)["answer_budgets"]] == [False, False]
+    assert "Answer budgets held" in summary.read_text()
+    over = execute([*base, "--answer-budget", "max=1B"])
+    assert over.exit_code == ExitCode.REGRESSION
+    [budget] = json.loads(over.stdout_text)["answer_budgets"]
+    assert budget["over"] and budget["value"] == max(row["answer"]["bytes"] for row in json.loads(over.stdout_text)["per_query"])
+    assert "answer size max" in over.stderr_text and "is over its budget 1 B" in over.stderr_text
+    assert "**answer size max" in summary.read_text()

@@ -52,6 +52,8 @@ BAD_VALUES = {
     "http-retries": "-1",
     "command-timeout": "nan",
     "index-timeout": "-1",
+    "latency-budget": "p95=800",
+    "answer-budget": "max=64",
     "serve-timeout": "inf",
     "mcp-timeout": "-1",
     "command-env": "KB_TOKEN=x",
@@ -98,6 +100,7 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "summary_file",
         # Added after the argparse era, named as the flag is.
         "relevance_level", "export_trec", "index_command", "index_timeout", "serve_command", "serve_timeout",
+        "latency_budget", "answer_budget",
         "mcp_command", "mcp_url", "mcp_tool", "mcp_arguments", "mcp_timeout", "fail_under",
     }
     assert run_settings_attributes() == historic
@@ -201,7 +204,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
         "http-header": "A: b", "http-timeout": "2", "http-retries": "1", "concurrency": "3", "hits-path": "h",
         "path-field": "p", "heading-field": "t", "score-field": "s", "path-prefix-strip": "/kb",
         "index-command": "make-index {kb}", "index-timeout": "30", "serve-command": "serve {port}",
-        "serve-timeout": "40",
+        "serve-timeout": "40", "latency-budget": "p95=800ms", "answer-budget": "max=64KiB",
         "annotations": "false", "max-annotations": "3", "summary": "false", "comment": "true",
         "github-token": "t-123",
     }
@@ -228,6 +231,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
         "h", "p", "t", "s", ("/kb",))
     assert (run.index_command, run.index_timeout, run.serve_command, run.serve_timeout) == (
         "make-index {kb}", 30.0, "serve {port}", 40.0)
+    assert (run.latency_budget.time, run.answer_budget.size) == ((("p95", 0.8),), (("max", 65536.0),))
     assert (inputs.annotations, inputs.max_annotations, inputs.summary, inputs.comment, inputs.github_token) == (
         False, 3, False, CommentMode.ALWAYS, "t-123")
     assert run.interface is Interface.ACTION

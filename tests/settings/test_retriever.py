@@ -61,6 +61,8 @@ SAMPLE_VALUES: Mapping[str, str] = {
     "mcp-tool": "find",
     "mcp-arguments": '{"q": "{query}"}',
     "mcp-timeout": "5",
+    "latency-budget": "p95=800ms",
+    "answer-budget": "max=64KiB",
 }
 """A value each retriever's setting accepts (a new retriever setting needs one here)."""
 
