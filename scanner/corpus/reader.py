@@ -114,7 +114,7 @@ def read_documents(
     sections = 0
     refused_entries = 0
 
-    def collect(results: Iterable[_ReadResult]) -> Iterator[Document]:
+    def collect(results: Iterable[_ReadResult | _WorkerResult]) -> Iterator[Document]:
         # Consumed as they arrive: holding every worker's payload until the end would double
         # the peak memory of reading a large KB.
         nonlocal sections, refused_entries
@@ -250,23 +250,37 @@ class _Packed(NamedTuple):
 _ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None, bool, str | None]
 """(document or None, its warnings, its cache entry (key, JSON; the JSON "" when no cache needs it)
 or None, whether a cache entry was refused, its git blob id when the parse memo needs it)."""
-_WORKER_CACHE: list[object] = []
+_WorkerResult = tuple[_Packed | None, list[Diagnostic], tuple[str, str] | None, bool, str | None]
+"""A _ReadResult as a worker sends it: the document packed."""
+
+
+class _WorkerState(NamedTuple):
+    """What a worker process reads every file with, set once when the worker starts."""
+
+    connection: sqlite3.Connection | None
+    keyed: bool
+    packing: bool
+    blobbing: bool
+
+
+_WORKER = [_WorkerState(None, False, False, False)]
+"""The worker's state (one per process: set by _open_worker_cache in each worker)."""
 
 
 def _open_worker_cache(cache: ParseCache | None, keyed: bool, packing: bool, blobbing: bool) -> None:
-    _WORKER_CACHE[:] = [cache.open_for_reading() if cache is not None else None, keyed, packing, blobbing]
+    _WORKER[0] = _WorkerState(cache.open_for_reading() if cache is not None else None, keyed, packing, blobbing)
 
 
-def _read_in_worker(item: tuple[str, Path]) -> _ReadResult:
-    connection, keyed, packing, blobbing = _WORKER_CACHE or [None, False, False, False]
+def _read_in_worker(item: tuple[str, Path]) -> _WorkerResult:
+    state = _WORKER[0]
     document, warnings, entry, refused, blob = _read_one(
-        item[0], item[1], connection, bool(keyed), bool(packing), bool(blobbing)  # type: ignore[arg-type]
+        item[0], item[1], state.connection, state.keyed, state.packing, state.blobbing
     )
     # Dataclasses travel back to the parent as the cache's JSON: pickling slotted dataclasses cost
     # as much as parsing (measured: ~5 s to pickle and load 51 MB of documents).
     if document is None:
         return None, warnings, entry, refused, blob
-    return _Packed.of(document, entry), warnings, entry, refused, blob  # type: ignore[return-value]
+    return _Packed.of(document, entry), warnings, entry, refused, blob
 
 
 def _read_one(
@@ -416,7 +430,7 @@ def _walk(
         )
 
 
-def _walk_error(root: Path, diagnostics: Diagnostics):  # type: ignore[no-untyped-def]
+def _walk_error(root: Path, diagnostics: Diagnostics) -> Callable[[OSError], None]:
     def record(error: OSError) -> None:
         name = shown(os.path.relpath(error.filename, root).replace(os.sep, "/")) if error.filename else str(root)
         diagnostics.warn(DiagnosticCode.FOLDER_SKIPPED, f"folder cannot be read ({error.strerror}); its files are not indexed", name)
