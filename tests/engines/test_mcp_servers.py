@@ -5,6 +5,9 @@ The recipes' scores are checked in test_recipes.py."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -98,3 +101,67 @@ def test_basic_memory_over_stdio_answers_search_notes_as_json(tmp_path: Path, mo
     assert result.exit_code == ExitCode.OK, result.stderr_text
     report = json.loads(result.stdout_text)
     assert any(row["top_k"] for row in report["per_query"])
+
+
+# --- both sides of a pull request ---------------------------------------------------------------
+
+
+def git(repo: Path, *argv: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), "-c", "user.email=kb-eval@example.invalid", "-c", "user.name=kb-eval",
+                           *argv], capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout.strip()
+
+
+SERVED = {
+    "stdio": ["--mcp-command", "qmd --index {work}/qmd mcp"],
+    "streamable-http": ["--serve-command", "qmd --index {work}/qmd mcp --http --host 127.0.0.1 --port {port}",
+                        "--mcp-url", "http://127.0.0.1:{port}/mcp"],
+}
+
+
+@pytest.mark.parametrize("transport", [
+    "stdio", pytest.param("streamable-http", marks=pytest.mark.slow),  # a server per side: the slow twin
+])
+def test_qmd_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_on_git_archive_of_it(
+    transport: str, qmd: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed (.ci/run installs it)")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    shutil.copytree(qmd, repo / "kb")
+    shutil.copyfile(KEYWORDS, repo / "kb" / ".kb-eval.yml")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    # The pull request renames a word the golden file asks for: the head's index no longer finds it.
+    onboarding = repo / "kb" / "guides" / "onboarding.md"
+    onboarding.write_text(re.sub("[Ll]aptop", "workstation", onboarding.read_text(encoding="utf-8")), encoding="utf-8")
+    git(repo, "commit", "-qam", "head")
+    monkeypatch.chdir(repo)
+    settings = ["--no-history", "--score-level", "document", "--format", "json",
+                "--index-command", "qmd --index {work}/qmd collection add {kb} --name kb",
+                *SERVED[transport], "--mcp-tool", "query", "--mcp-arguments", LEX,
+                "--path-field", "file", "--path-prefix-strip", "kb/"]
+    pull_request = execute(["--kb-path", "kb", "--baseline-ref", base, *settings])
+    assert pull_request.exit_code == ExitCode.OK, pull_request.stderr_text
+    report = json.loads(pull_request.stdout_text)
+    assert report["comparison"]["status"] == "compared"
+    # The base, independently: its tree from `git archive`, evaluated alone with the same search.
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    tar = subprocess.run(["git", "-C", str(repo), "archive", base], capture_output=True, timeout=60, check=True)
+    subprocess.run(["tar", "-x", "-C", str(archive)], input=tar.stdout, timeout=60, check=True)
+    alone = execute(["--kb-path", str(archive / "kb"), *settings])
+    assert alone.exit_code == ExitCode.OK, alone.stderr_text
+    independent = json.loads(alone.stdout_text)
+    # The base's record keeps the means (its confidence intervals are the head's alone to show).
+    base_means = report["previous"]["aggregate"]
+    assert base_means == {key: value for key, value in independent["aggregate"].items() if key in base_means}
+    assert {"mrr", "recall_at_k", "ndcg_at_k"} <= set(base_means)
+    assert [row["top_k"] for row in report["previous"]["per_query"]] == [row["top_k"] for row in independent["per_query"]]
+    # The near miss: the head answered from its own index, so the renamed word is found at the base only.
+    assert report["aggregate"]["mrr"] < independent["aggregate"]["mrr"]
+    laptop = {row["id"]: row["top_k"] for row in report["per_query"]}["laptop"]
+    assert laptop == [] and {row["id"]: row["top_k"] for row in independent["per_query"]}["laptop"]
