@@ -33,7 +33,7 @@ RUN printf '%s\n' \
 # - nothing else byte-compiles the standard library without the `python3`
 #   package, so it is done here (else every step compiles what it imports).
 # - no git: baseline-ref and a pull request's base commit are read from the
-#   checkout's history by dulwich, in Python (scanner/git/base.py); git would
+#   checkout's history by dulwich, in Python (scanner/git/); git would
 #   bring perl and run nothing the action needs.
 # One RUN rather than a build stage and a runtime stage: the same image, but
 # one apt-get update instead of two (measured in docs/release.md).

@@ -1,5 +1,6 @@
 """What the docs name in the code exists: a constant written `module.NAME` (docs/limits-and-safety.md
-names every cap so) is defined in a module or package of that name, and a `scanner/...` path is a file."""
+names every cap so) is defined in a module or package of that name, and a file of scanner/, bench/ or
+tests/ named in the docs or in the code's comments is there."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 CONSTANT = re.compile(r"`([a-z_]+)\.([A-Z][A-Z0-9_]{3,})`")
-PATH = re.compile(r"`(scanner/[A-Za-z0-9_/]+\.py)`")
+PATH = re.compile(r"\b((?:scanner|bench|tests)/[A-Za-z0-9_/]+\.py)\b")
+"""A file of the project named in prose or a comment (`scanner/git/tree.py`)."""
+SOURCES = [*sorted((ROOT / "scanner").rglob("*.py")), *sorted((ROOT / "bench").glob("*.py")), ROOT / "Dockerfile"]
+"""The code whose comments name files (tests are left out: they plant made-up paths on purpose)."""
 
 
 def module_level_names() -> dict[str, set[str]]:
@@ -46,9 +50,16 @@ def test_a_constant_named_in_a_module_that_no_longer_holds_it_is_seen() -> None:
     assert missing_constants("the cap (`markdown.MAX_SECTIONS_PER_DOCUMENT`)", defined) == []
 
 
-def test_every_scanner_path_the_docs_name_is_a_file() -> None:
+def test_every_file_the_docs_and_the_code_name_is_there() -> None:
     missing = {
-        document.name: [path for path in PATH.findall(document.read_text(encoding="utf-8")) if not (ROOT / path).is_file()]
-        for document in DOCUMENTS
+        source.relative_to(ROOT).as_posix(): [
+            path for path in PATH.findall(source.read_text(encoding="utf-8")) if not (ROOT / path).is_file()
+        ]
+        for source in [*DOCUMENTS, *SOURCES]
     }
     assert {name: paths for name, paths in missing.items() if paths} == {}
+
+
+def test_a_file_that_moved_would_be_seen() -> None:
+    text = "read by dulwich (scanner/git/base.py), cut by scanner/corpus/markdown.py"
+    assert [path for path in PATH.findall(text) if not (ROOT / path).is_file()] == ["scanner/git/base.py"]

@@ -83,7 +83,7 @@ def post(api: GitHubApi) -> bool:
 
 
 def writes(server: LoopbackServer) -> list[tuple[str, str]]:
-    """The comment writes (the identity probe's reaction aside: tests/github/test_comment_tokens.py)."""
+    """The comment writes (the identity probe's reaction aside: tests/action/test_comment.py)."""
     return [(r.method, r.path) for r in server.received if r.method != "GET" and not r.path.startswith(REACTIONS)]
 
 
