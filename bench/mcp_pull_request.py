@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.screenshots import github_css, page_height, screenshot, stable, to_html  # noqa: E402
-from tests.support.mcp_servers import qmd_path  # noqa: E402
+from bench.screenshots import github_css, page_height, screenshot, stable, to_html
+from tests.support.mcp_servers import qmd_path
 
 OUT = ROOT / "docs" / "screenshots" / "runs"
 GOLDEN = ROOT / "docs" / "recipes" / "qmd" / "keywords.yml"
