@@ -43,6 +43,7 @@ from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
 from scanner.retrievers.command import command_environment
+from scanner.retrievers.http_settings import DEFAULT_MAX_RESPONSE_BYTES
 from scanner.retrievers.mapping import (
     SERVICE_WORDS_CHARS,
     ErrorContext,
@@ -74,6 +75,9 @@ STDERR_TAIL_BYTES = 2048
 """Enough for a traceback's last frames and the error line, short enough for a CI log."""
 SNIPPET_CHARS = 200
 CLIENT_NAME = "kb-eval"
+MAX_ANSWER_BYTES = DEFAULT_MAX_RESPONSE_BYTES
+"""The HTTP retriever's cap: a search answer of `limit` hits is kilobytes; megabytes mean another tool
+or whole documents. Checked once the SDK has the result (it reads a message whole)."""
 
 _SDK_LOG: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("kb_eval_mcp_log", default=None)
 """What the SDK logged during the current session (a line the server printed that is not JSON-RPC)."""
@@ -186,6 +190,8 @@ class McpRetriever:
                 anyio.run(session.run)
             finally:
                 _SDK_LOG.reset(token)
+            if session.bug is not None:
+                raise session.bug
             if session.refusal is not None:
                 raise self._with_server_words(session.refusal, stderr, log)
         answers = session.answers
@@ -302,6 +308,9 @@ class _Session:
         self._stderr = stderr
         self.answers: list[tuple[list[Hit], AnswerCost]] = []
         self.refusal: InputError | None = None
+        self.bug: BaseException | None = None
+        """An exception of kb-eval's own reading of an answer: re-raised after the session closes,
+        so that a bug is exit 3, never passed off as the server's fault."""
         self._stage = "starting the server and negotiating the protocol"
 
     async def run(self) -> None:
@@ -413,13 +422,23 @@ class _Session:
                 failures[index] = self._translate(exc, request.query_id)
                 return
             seconds = time.perf_counter() - started
-        # The tool result as JSON (the answer's `result`, re-serialised compactly by the SDK): what an
-        # MCP client holds and caps, without the JSON-RPC framing, which the SDK does not hand over.
-        size = len(result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
         try:
+            # The tool result as JSON (the answer's `result`, re-serialised compactly by the SDK): what
+            # an MCP client holds and caps, without the JSON-RPC framing, which the SDK does not hand over.
+            size = len(result.model_dump_json(by_alias=True, exclude_none=True).encode("utf-8"))
+            if size > MAX_ANSWER_BYTES:
+                raise self._owner.refuse(
+                    f"the tool's answer is {size} bytes, over the {MAX_ANSWER_BYTES}-byte cap",
+                    "check that --mcp-tool is the search tool and --mcp-arguments asks for {limit} hits",
+                    request.query_id,
+                )
             hits = map_response(_body(result, self._owner, request), self._owner._mapping, request, self._owner.context())
         except InputError as refusal:
             failures[index] = refusal
+            return
+        except Exception as bug:  # noqa: BLE001 - kept apart from the server's failures, re-raised after
+            self.bug = bug
+            failures[index] = self._owner.refuse("(not the server's doing)", "", request.query_id)
             return
         results[index] = (hits, AnswerCost(seconds, size))
 

@@ -384,3 +384,25 @@ def test_grooveseeks_refusal_answered_as_a_success_is_an_error_in_its_words() ->
     refused = refusal(in_process(grooveseek_like(GROOVESEEK["error_text"])), "rollback")
     assert "the service answered with an error: 'Search failed: no such table: chunks. Try running " \
            "rebuild_index first.'" in refused.message
+
+
+def test_an_answer_over_the_cap_is_refused_naming_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    import scanner.retrievers.mcp as mcp_module
+
+    monkeypatch.setattr(mcp_module, "MAX_ANSWER_BYTES", 400)
+    answer = '{"results": [' + ",".join(['{"path": "a.md"}'] * 30) + "]}"
+    refused = refusal(in_process(text_server(lambda q, n: answer)), "x")
+    assert "over the 400-byte cap" in refused.message
+    # The near miss: an answer under the cap is read.
+    assert len(ask(in_process(text_server(lambda q, n: '{"results": [{"path": "a.md"}]}')), "x")[0]) == 1
+
+
+def test_a_bug_in_reading_an_answer_is_not_passed_off_as_the_servers_fault(monkeypatch: pytest.MonkeyPatch) -> None:
+    import scanner.retrievers.mcp as mcp_module
+
+    def broken(*_args: object) -> list[Hit]:
+        raise KeyError("a bug of kb-eval's")
+
+    monkeypatch.setattr(mcp_module, "map_response", broken)
+    with pytest.raises(KeyError, match="a bug of kb-eval's"):
+        ask(in_process(text_server(lambda q, n: '{"results": []}')), "x")
