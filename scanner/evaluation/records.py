@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scanner.evaluation.costs import AnswerCosts, summarise
+from scanner.evaluation.health import GoldenHealth
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.golden.file import ExpectedEntry
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics
@@ -72,6 +73,8 @@ class RunRecord:
     """None: a history entry written before per-query rows were kept."""
     findings: tuple[LocatedFinding, ...]
     warnings: tuple[Diagnostic, ...]
+    health: GoldenHealth | None = None
+    """What the golden set cannot test (evaluation/health.py); None for a run read back from a file."""
 
     @property
     def ks(self) -> tuple[int, ...]:

@@ -41,6 +41,8 @@ class DiagnosticCode(StrEnum):
     SCORE_NOT_NUMBER = "score-not-number"
     SERVICE_ERRORS = "service-errors"
     TAGS_CAPPED = "tags-capped"
+    DUPLICATE_WORDING = "duplicate-wording"
+    TITLE_QUERY = "title-query"
 
     @property
     def annotation_title(self) -> str:
@@ -81,6 +83,8 @@ _TITLES: dict[DiagnosticCode, str] = {
     DiagnosticCode.SCORE_NOT_NUMBER: "score not a number",
     DiagnosticCode.SERVICE_ERRORS: "the search service reported errors",
     DiagnosticCode.TAGS_CAPPED: "too many tags to aggregate each",
+    DiagnosticCode.DUPLICATE_WORDING: "golden queries with the same wording",
+    DiagnosticCode.TITLE_QUERY: "golden query that tests only a title",
 }
 _KB_RELATIVE = frozenset({
     DiagnosticCode.FILE_SKIPPED, DiagnosticCode.SYMLINK_SKIPPED, DiagnosticCode.FOLDER_SKIPPED,

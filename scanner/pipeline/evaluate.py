@@ -26,6 +26,7 @@ from scanner.evaluation.answers import (
     returned_heading_paths,
     warn_answer_notes,
 )
+from scanner.evaluation.health import answer_paths, golden_health, health_diagnostics
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.evaluation.tags import aggregate_by_tag, with_tag_intervals
 from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
@@ -105,6 +106,9 @@ class Side:
     folder: Path | None = None
     """The folder a retriever with its own index reads for this side (`{kb}` in its templates):
     the checkout's KB, or the base commit's KB written out; None: the same as `kb_path`."""
+    warns_golden: bool = True
+    """Warn about the golden set's health (scanner/evaluation/health.py): the head does; the base
+    shares the golden set, and its warnings would repeat the head's."""
 
 
 def head_side(options: EvalOptions, memo: ParseMemo | None = None, *, keep_analysis: bool = False) -> Side:
@@ -283,6 +287,12 @@ def judge(
     )
     timestamp = side.timestamp or options.timestamp or datetime.now(UTC)
     by_tag = aggregate_by_tag(queries, ks, diagnostics)  # before the warnings are taken: it may warn
+    with index.read_snapshot():
+        titles = index.titles_and_headings(answer_paths(golden.queries))
+    top_k = ([hit.path for hit in q.hits] for q in queries)
+    health = golden_health(golden.queries, top_k, index.paths, titles, ks[-1])
+    if side.warns_golden:
+        diagnostics.items.extend(health_diagnostics(health, golden.path))
     run = RunRecord(
         tool_version=__version__,
         timestamp=timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -293,6 +303,7 @@ def judge(
         queries=queries,
         findings=tuple(located),
         warnings=tuple(diagnostics.items),
+        health=health,
     )
     clock.lap("report")
     return EvalOutcome(run, golden, clock.seconds)

@@ -122,6 +122,7 @@ def render_summary(report: Report, context: SummaryContext) -> str:
         unjudged_section(report),
         findings_section(report.run.findings, context, report.findings_at_base),
         trend_section(report, context),
+        golden_health_section(report),
         details_section(report),
         footer(context),
     ]
@@ -402,6 +403,34 @@ def trend_labels(timestamps: Sequence[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         unique.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
     return unique
+
+
+MAX_HEALTH_ROWS = 20
+"""Title queries, duplicated wordings and unreached documents shown; the JSON report has every one."""
+
+
+def golden_health_section(report: Report) -> list[str]:
+    """What the golden set cannot test, folded: a reviewer opens it when the headline says so."""
+    health = report.run.health
+    if health is None:
+        return []
+    lines: list[str] = []
+    for duplicate in health.duplicates[:MAX_HEALTH_ROWS]:
+        lines.append(f"- same wording: {', '.join(text(i) for i in duplicate.ids)}: {text(duplicate.wording)}")
+    for title in health.title_queries[:MAX_HEALTH_ROWS]:
+        lines.append(
+            f"- only a title: {text(title.query_id)} is {text(title.path)}'s {text(title.title)} "
+            f"(similarity {title.similarity:.2f})"
+        )
+    cover = health.coverage
+    if cover.unreached:
+        shown_paths = ", ".join(text(path) for path in cover.unreached[:MAX_HEALTH_ROWS])
+        more = cover.unreached_count - min(len(cover.unreached), MAX_HEALTH_ROWS)
+        lines.append(f"- not in any query's top {cover.k}: {shown_paths}" + (f" and {more} more" if more else ""))
+    headline = text(phrases.golden_health_headline(health))
+    if not lines:  # nothing to list: the sentence alone, not an empty fold
+        return [headline + "."]
+    return [f"<details><summary>{headline}</summary>", "", *lines, "", "</details>"]
 
 
 def details_section(report: Report) -> list[str]:

@@ -20,6 +20,7 @@ from scanner.compare.gate import GateResult, RegressionBudget, budget_words, dro
 from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.evaluation.costs import AnswerCosts, Spread
+from scanner.evaluation.health import GoldenHealth
 from scanner.evaluation.records import LocatedFinding, displacing_first
 from scanner.foundation.untrusted_text import shown
 from scanner.golden.file import ExpectedEntry
@@ -481,3 +482,21 @@ def floors_held(floors: FloorResult, tag_shown: Callable[[str], str] = shown) ->
 
 def _floor_label(check: FloorCheck, tag_shown: Callable[[str], str]) -> str:
     return check.metric_label if check.tag is None else f"{tag_shown(check.tag)}:{check.metric_label}"
+
+
+# --- the golden set's health ----------------------------------------------------------------
+
+def golden_health_headline(health: GoldenHealth) -> str:
+    """One line: how much of the KB the labels reach, and what the golden set cannot test."""
+    cover = health.coverage
+    parts = [
+        f"{cover.answers} of {cover.documents} documents ({cover.answer_share:.0%}) are some query's answer",
+        (f"{cover.unreached_count} {'is' if cover.unreached_count == 1 else 'are'} in no query's top {cover.k}"
+         if cover.unreached_count else f"every one is in some query's top {cover.k}"),
+    ]
+    if health.duplicates:
+        parts.append(f"{len(health.duplicates)} wording{'s' if len(health.duplicates) != 1 else ''} used by more than one query")
+    if health.title_queries:
+        count = len(health.title_queries)
+        parts.append(f"{count} {'query tests' if count == 1 else 'queries test'} only a title")
+    return "Golden set: " + "; ".join(parts)

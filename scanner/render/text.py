@@ -92,6 +92,8 @@ def render_text(report: Report) -> str:
             )
             out.append(f"    expected: {want}")
             out.append(f"    got:      {got}")
+    if run.health is not None:
+        out.append(phrases.golden_health_headline(run.health) + " (the JSON report's golden_health lists them)")
     out.append("")
     out.extend(comparison_lines(report))
     if report.gate.evaluated:

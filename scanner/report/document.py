@@ -28,6 +28,7 @@ from scanner.compare.gate import Detectable, GateResult, MetricVerdict
 from scanner.compare.pooling import RBO_PERSISTENCE
 from scanner.compare.report import Report
 from scanner.evaluation.costs import AnswerCosts, Spread
+from scanner.evaluation.health import GoldenHealth
 from scanner.evaluation.records import LocatedFinding, QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic
 from scanner.golden.file import ExpectedEntry
@@ -40,10 +41,11 @@ from scanner.scan.quotes import CHECK_NAME
 from scanner.search.index import CorpusSnapshot
 
 SCHEMA_VERSION = 1
-SCHEMA_MINOR = 7
+SCHEMA_MINOR = 8
 """Additions to version 1 that a reader of version 1 can ignore: 1 added grades, the standard
 measures (precision, success, MAP, judged) and the intervals; 2 the label keys; 3 the gate's
-`enforced`; 4 the gate's per-tag verdicts (`tag`); 5 answer time and size; 6 the fail-under `floors`; 7 the `answer_budgets`.
+`enforced`; 4 the gate's per-tag verdicts (`tag`); 5 answer time and size; 6 the fail-under `floors`; 7 the `answer_budgets`; 8
+the `golden_health` of the golden set.
 Every added key is optional in
 the schema, so a report or history written before it still reads."""
 SCHEMA_ID = "https://kb-eval.github.io/schema/report-v1.json"
@@ -99,6 +101,31 @@ def report_document(report: Report) -> Document:
              "over": check.over}
             for check in report.costs.checks
         ],
+        "golden_health": golden_health_document(report.run.health),
+    }
+
+
+def golden_health_document(health: GoldenHealth | None) -> Document | None:
+    """None only for a run read back from an older file; a fresh run always has every key."""
+    if health is None:
+        return None
+    cover = health.coverage
+    return {
+        "duplicate_wordings": [
+            {"wording": d.wording, "ids": list(d.ids), "lines": list(d.lines)} for d in health.duplicates
+        ],
+        "title_queries": [
+            {"id": t.query_id, "line": t.line, "path": t.path, "title": t.title, "similarity": t.similarity}
+            for t in health.title_queries
+        ],
+        "coverage": {
+            "documents": cover.documents,
+            "answers": cover.answers,
+            "answer_share": cover.answer_share,
+            "k": cover.k,
+            "unreached_count": cover.unreached_count,
+            "unreached": list(cover.unreached),
+        },
     }
 
 

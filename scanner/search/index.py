@@ -405,6 +405,25 @@ class Index:
         return found
 
 
+    def titles_and_headings(self, paths: Iterable[str]) -> dict[str, list[str]]:
+        """path -> the page's title as written (the breadcrumb's first part), then each heading of
+        the page that differs from it, in order. Only the paths asked for are read."""
+        wanted = sorted(set(paths))
+        found: dict[str, list[str]] = {}
+        for start in range(0, len(wanted), _SQL_BATCH):
+            batch = wanted[start : start + _SQL_BATCH]
+            marks = ",".join("?" * len(batch))
+            rows = self.connection.execute(
+                f"SELECT path, heading, breadcrumb, breadcrumb_part_lengths FROM chunks WHERE path IN ({marks}) ORDER BY id",
+                batch,
+            )
+            for path, heading, crumb, lengths in rows:
+                texts = found.setdefault(path, [crumb[: int(lengths.split(",")[0])]])
+                if heading and heading not in texts:
+                    texts.append(heading)
+        return found
+
+
 _SQL_BATCH = 500
 """Paths per `IN (...)`: under SQLite's bound-parameter limit."""
 

@@ -77,7 +77,7 @@ def test_only_a_tag_with_enough_counted_queries_is_bootstrapped() -> None:
 def test_a_golden_file_of_many_tags_gives_a_report_of_the_capped_tags(tmp_path: Path) -> None:
     lines = ["queries:"]
     for n in range(MAX_TAGS_AGGREGATED + 20):
-        lines += [f"  - id: q{n}", '    query: "alpha beta"', "    expected: [a.md]", f"    tags: [t{n:04}]"]
+        lines += [f"  - id: q{n}", f'    query: "alpha beta {n}"', "    expected: [a.md]", f"    tags: [t{n:04}]"]
     kb = write_tree(tmp_path / "kb", {"a.md": "# Alpha\nalpha beta\n", ".kb-eval.yml": "\n".join(lines) + "\n"})
     result = run_cli("--kb-path", kb, "--no-history", "--format", "json")
     assert result.code == 0, result.stderr

@@ -53,6 +53,7 @@ def _drop_new_keys(node: dict[str, Any]) -> None:
     for key in (
         "map", "average_precision", "precision_at_k", "success_at_k", "judged_at_k", "grade", "schema_minor",
         "interval_95", "detectable_drop", "thresholds", "pooling", "enforced", "answer", "answers", "answer_budgets", "floors",
+        "golden_health",
     ):
         node.pop(key, None)
     if "over_threshold" in node:  # each gate verdict's own budget and tag, beside the one threshold
