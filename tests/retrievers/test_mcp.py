@@ -406,3 +406,17 @@ def test_a_bug_in_reading_an_answer_is_not_passed_off_as_the_servers_fault(monke
     monkeypatch.setattr(mcp_module, "map_response", broken)
     with pytest.raises(KeyError, match="a bug of kb-eval's"):
         ask(in_process(text_server(lambda q, n: '{"results": []}')), "x")
+
+
+def test_a_stdio_server_gets_none_of_kb_evals_other_variables(kb: Path, tmp_path: Path) -> None:
+    # The server is a shell one-liner: it prints its environment's names to stderr, then exits.
+    script = tmp_path / "env-server.sh"
+    script.write_text("#!/bin/sh\nenv | cut -d= -f1 | sort | tr '\\n' ' ' >&2\nexit 1\n", encoding="utf-8")
+    script.chmod(0o755)
+    environ = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "INPUT_GITHUB-TOKEN": "ghs_secret",
+               "ACTIONS_RUNTIME_TOKEN": "t", "KB_TOKEN": "kb-secret"}
+    retriever = McpRetriever(McpSettings(command=str(script), env_names=("KB_TOKEN",)), ResponseMapping(),
+                             env=environ, slots=SideSlots(kb, tmp_path))
+    said = " ".join(refusal(retriever, "x").said).split()
+    assert "KB_TOKEN" in said and "PATH" in said and "HOME" in said
+    assert "INPUT_GITHUB-TOKEN" not in said and "ACTIONS_RUNTIME_TOKEN" not in said
