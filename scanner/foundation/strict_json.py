@@ -19,6 +19,24 @@ answer of `limit` hits has tens; a 32 MiB history (10 runs of ~1,950 queries, 10
 ~300,000. Peak memory at the cap, per reader: docs/limits-and-safety.md (bench/parser_rss.py)."""
 
 
+def json_type(value: object) -> str:
+    """A parsed value's JSON type, as a message names it: null, boolean, number, string, array,
+    object; the Python type's name for anything JSON cannot hold."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
 class NotJson(ValueError):
     """A document that is not one strict JSON value; `reason` says why, `line` where (1-based)."""
 

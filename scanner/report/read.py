@@ -26,6 +26,7 @@ from typing import Any, TypeGuard
 
 from scanner.evaluation.records import QueryRecord, RunRecord
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
+from scanner.foundation.strict_json import json_type
 from scanner.golden.file import DEFAULT_GRADE, ExpectedEntry
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics
 from scanner.retrievers.base import AnswerCost, Hit
@@ -181,17 +182,9 @@ def _top_k_problems(hits: object, where: str) -> list[str]:
 
 
 def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
+    """`a boolean`, `an object`, `null`: the JSON type as the refusal's sentence reads it."""
+    name = json_type(value)
+    return name if name == "null" else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
 KB_MCP_FINGERPRINT_ALIASES = ("golden_hash", "k_values", "model", "reranker", "fts_query_version")

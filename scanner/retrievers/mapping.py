@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scanner.foundation.errors import InputError
+from scanner.foundation.strict_json import json_type
 from scanner.retrievers.base import AnswerNote, Hit, NoteKind, SearchRequest
 
 DEFAULT_HITS_KEY = "results"
@@ -497,19 +498,9 @@ def _refuse(message: str, where: ErrorContext, hint: str | None = None) -> Input
 
 
 def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    # A service's answer holds a "list" of hits in the words its users read (docs/retrievers.md).
+    name = json_type(value)
+    return "list" if name == "array" else name
 
 
 _MASK = "\uffff"
