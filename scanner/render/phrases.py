@@ -16,7 +16,7 @@ from scanner.compare.comparison import Comparison, ComparisonStatus, Source
 from scanner.compare.cost_budgets import CostCheck, CostKind, CostResult
 from scanner.compare.findings import FindingAtBase
 from scanner.compare.floors import FloorCheck, FloorResult
-from scanner.compare.gate import GateResult, RegressionBudget, budget_words, dropped_names, gate_cannot_run
+from scanner.compare.gate import GateResult, MetricVerdict, gate_cannot_run
 from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.evaluation.costs import AnswerCosts, Spread
@@ -149,7 +149,7 @@ class Verdict(enum.Enum):
     REGRESSED = "regressed"
     """The gate tripped."""
     WORSE = "worse"
-    """A metric fell, within the gate's threshold."""
+    """A metric fell, and the gate did not trip (within the threshold, or chance explains it)."""
     MIXED = "mixed"
     IMPROVED = "improved"
     UNCHANGED = "unchanged"
@@ -177,7 +177,7 @@ def verdict(report: Report) -> Verdict:
 
 VERDICT_WORDS = {
     Verdict.REGRESSED: "Regressed",
-    Verdict.WORSE: "Worse, within the threshold",
+    Verdict.WORSE: "Worse, not a regression",
     Verdict.MIXED: "Mixed",
     Verdict.IMPROVED: "Improved",
     Verdict.UNCHANGED: "Unchanged",
@@ -273,13 +273,39 @@ def gate_line(gate: GateResult) -> str:
     return ("REGRESSION: " if gate.tripped else "Regression gate: ") + gate.reason
 
 
+def _p_value(verdict: MetricVerdict) -> float:
+    return verdict.significance.p_value if verdict.significance is not None else 1.0
+
+
 def gate_headline(gate: GateResult) -> str:
-    """Why the gate decided what it did, without query ids (outputs that list the queries themselves)."""
-    if gate.tripped:
-        counted = [v for v in gate.verdicts if v.counts]
-        budget = gate.budget or RegressionBudget(gate.threshold)
-        return f"dropped by more than {budget_words(budget, counted)}: {dropped_names(counted, budget)}"
-    return gate.reason
+    """Why the gate decided what it did, in plain words and without query ids (the summary lists
+    the queries): the measure that fell the most past its budget, how many queries changed, and
+    whether chance explains it. The JSON's `gate.reason` and `gate.metrics` have every measure."""
+    budgeted = [v for v in gate.verdicts if v.over_threshold]
+    counted = [v for v in budgeted if v.counts]
+    if not budgeted:
+        return gate.reason
+    # The drop that failed the gate, worst first; else its closest call (the smallest p).
+    worst = counted[0] if counted else min(budgeted, key=lambda v: (_p_value(v), v.delta))
+    fell = f"{worst.label} fell by {-worst.delta:.3f}, more than {worst.threshold:g}"
+    others = len(counted or budgeted) - 1
+    also = f" ({others} other {'measure' if others == 1 else 'measures'} too)" if others else ""
+    test = worst.significance
+    if test is None or gate.alpha is None:
+        return fell + also
+    changed = f"{test.nonzero} of {test.pairs} {'query' if test.pairs == 1 else 'queries'} changed"
+    if counted:
+        return f"{fell}{also}, and {changed}: more than chance explains (p = {test.p_value:.2g})"
+    hopeless = 2.0 / 2.0 ** min(test.pairs, 1023) >= gate.alpha
+    if hopeless:
+        return (
+            f"{fell}{also}, but with {test.pairs} queries no change can be told from chance "
+            f"(the gate fails at p < {gate.alpha:g}): add queries"
+        )
+    return (
+        f"{fell}{also}, but only {changed}, which chance explains "
+        f"(p = {test.p_value:.2g}; the gate fails at p < {gate.alpha:g})"
+    )
 
 
 STANDARD_MEASURES = "Precision, success and judged (the share of the top k some label judges) at each k"

@@ -33,7 +33,7 @@ from typing import Any, cast
 from scanner.compare.comparison import BaseRequest
 from scanner.compare.cost_budgets import CostBudgets
 from scanner.compare.floors import Floors
-from scanner.compare.gate import DEFAULT_REGRESSION_THRESHOLD, RegressionBudget
+from scanner.compare.gate import DEFAULT_ALPHA, DEFAULT_REGRESSION_THRESHOLD, RegressionBudget
 from scanner.evaluation.answers import ScoreLevel
 from scanner.foundation.errors import InputError
 from scanner.git.revision import is_revision_name
@@ -379,9 +379,9 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "alpha", "alpha", Group.HISTORY,
-        "count a drop only when a paired sign-flip test over the queries gives p < alpha",
-        parse.float_in(0.0, 1.0, low_open=True, high_open=False, example="0.05"), None,
-        default_note="none (the threshold alone)", metavar="A",
+        "count a drop past the threshold only when a paired sign-flip test over the queries gives p < alpha "
+        "(more queries fell than chance explains); off: the threshold alone",
+        parse.alpha, DEFAULT_ALPHA, f"{DEFAULT_ALPHA:g}", metavar="A|off",
     ),
     # --- the retriever
     Setting(

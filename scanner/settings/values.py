@@ -79,6 +79,16 @@ def int_in(low: int, high: int, example: int) -> Callable[[str], int]:
     return parse
 
 
+def alpha(text: str) -> float | None:
+    """`--alpha`: a level in (0, 1], or `off` (the threshold alone decides)."""
+    if text.strip().casefold() == "off":
+        return None
+    try:
+        return float_in(0.0, 1.0, low_open=True, high_open=False, example="0.05")(text)
+    except Refused:
+        raise Refused("not a number in (0, 1], nor off", "0.05") from None
+
+
 def float_in(low: float, high: float, *, low_open: bool, high_open: bool, example: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:

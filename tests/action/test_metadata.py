@@ -35,7 +35,7 @@ RELEASED_INPUTS = {
     "cache-dir": "",
     "fail-on-regression": "false",
     "regression-threshold": "0.05",
-    "alpha": "",
+    "alpha": "0.05",
     "annotations": "true",
     "max-annotations": "10",
     "summary": "true",

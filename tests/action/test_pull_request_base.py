@@ -41,7 +41,9 @@ def report_of(layout: RunnerLayout) -> dict[str, Any]:
 
 def test_a_pull_request_is_compared_with_its_base_commit_by_default(launch: Launch, tmp_path: Path) -> None:
     layout, base = pull_request_checkout(tmp_path)
-    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": "kb", "fail-on-regression": "true"})))
+    # The threshold alone (`alpha: off`): the fixture's few queries cannot be told from chance.
+    gated = {"kb-path": "kb", "fail-on-regression": "true", "alpha": "off"}
+    observed = observe(run_entrypoint(launch, layout, action_inputs(gated)))
     assert observed.returncode == 1  # the gate, against the base commit
     report = report_of(layout)
     assert report["comparison"]["source"] == "git"
@@ -133,7 +135,7 @@ def test_a_search_served_per_side_is_compared_with_the_base_in_action_mode(launc
     server = Path(__file__).parents[1] / "support" / "folder_search_server.py"
     layout, base = pull_request_checkout(tmp_path)
     inputs = {
-        "kb-path": "kb", "fail-on-regression": "true", "score-level": "document",
+        "kb-path": "kb", "fail-on-regression": "true", "alpha": "off", "score-level": "document",
         "serve-command": f"{sys.executable} {server} {{kb}} {{port}}", "http-url": "http://127.0.0.1:{port}/search",
     }
     run = run_entrypoint(launch, layout, action_inputs(inputs))

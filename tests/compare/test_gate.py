@@ -110,7 +110,8 @@ def test_with_alpha_one_query_flipping_on_five_does_not_trip_but_reports_p() -> 
     for verdict in result.verdicts:
         assert verdict.over_threshold and not verdict.counts
         assert verdict.significance is not None and verdict.significance.p_value == 1.0
-    assert "not significant at alpha 0.05" in result.reason
+    assert "drops past 0.05 that chance explains (the gate needs p < 0.05)" in result.reason
+    assert "(1 of 5 queries moved, p = 1)" in result.reason
     assert gate_document(result)["metrics"][0]["p_value"] == 1.0
 
 

@@ -106,7 +106,8 @@ def test_the_base_commit_is_evaluated_and_a_regression_against_it_fails_the_gate
     repo = new_repo(tmp_path / "repo")
     base = commit(repo, BASE_KB, "base")
     commit(repo, REGRESSING_CHANGE, "head")
-    result, report = run(repo / "kb", "--baseline-ref=HEAD~1", "--fail-on-regression")
+    # The threshold alone (`--alpha off`): one query of three cannot be told from chance.
+    result, report = run(repo / "kb", "--baseline-ref=HEAD~1", "--fail-on-regression", "--alpha", "off")
     assert result.exit_code == ExitCode.REGRESSION
     assert report["comparison"] == {
         "status": "compared", "source": "git", "reasons": [], "cause": None, "hint": None, "findings_at_base": [],

@@ -111,6 +111,15 @@ def labels_to_fix(folder: Path) -> RunOutcome:
     return _run(kb, folder / "history.json", GATE, "--regression-threshold", "0.5")
 
 
+def regressed(folder: Path) -> RunOutcome:
+    """A pull request moves the guides into another folder and the golden file still names the old
+    paths: six of the nine queries lose their answer, more than chance explains."""
+    kb = fresh_kb(folder)
+    _run(kb, folder / "history.json")
+    (kb / "guides").rename(kb / "handbook")
+    return _run(kb, folder / "history.json", GATE)
+
+
 def improved(folder: Path) -> RunOutcome:
     """The reverse: the pushy note is deleted."""
     kb = fresh_kb(folder)
@@ -207,7 +216,7 @@ STATES = {
     "unchanged": unchanged,
     "worse": lambda folder: pushed_down(folder, "--regression-threshold", "0.5"),
     "improved": improved,
-    "regressed": lambda folder: pushed_down(folder, GATE, "--regression-threshold", "0.01"),
+    "regressed": regressed,
     "gate-without-previous": gate_without_previous,
     "many-changed": many_changed,
     "pull-request-findings": pull_request_findings,

@@ -46,7 +46,7 @@ def first_line(markdown: str) -> str:
     [
         ("first-run", "Not compared"),
         ("unchanged", "Unchanged"),
-        ("worse", "Worse, within the threshold"),
+        ("worse", "Worse, not a regression"),
         ("improved", "Improved"),
         ("regressed", "Regressed"),
     ],
@@ -57,7 +57,7 @@ def test_the_first_line_is_the_verdict_and_the_kb_path(outcomes: dict[str, RunOu
 
 def test_the_verdict_comes_before_any_table(outcomes: dict[str, RunOutcome]) -> None:
     markdown = summary(outcomes, "regressed")
-    assert markdown.index("Regressed") < markdown.index("| metric |") < markdown.index("### 2 queries changed")
+    assert markdown.index("Regressed") < markdown.index("| metric |") < markdown.index("### 6 queries changed")
 
 
 def test_the_summary_says_what_it_compared_with(outcomes: dict[str, RunOutcome]) -> None:
@@ -99,7 +99,7 @@ def test_a_gate_that_could_not_run_is_said_and_silent_only_when_not_asked(outcom
 
 
 def test_a_tripped_gate_is_bold_and_a_passed_one_is_not(outcomes: dict[str, RunOutcome]) -> None:
-    failed = "**Regression gate failed, so the step fails (fail-on-regression is true): dropped by more than 0.01: "
+    failed = "**Regression gate failed, so the step fails (fail-on-regression is true): recall@10 fell by 0.667"
     assert failed in summary(outcomes, "regressed")
     passed = summary(outcomes, "worse", enforced=True)
     assert "Regression gate passed" in passed and "**Regression" not in passed

@@ -122,6 +122,8 @@ def after(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     argv = [
         "--kb-path", KB, "--run", RUN_FILE, "--history", str(folder / "history.json"),
         "--save-baseline", str(folder / "baseline.json"), "--output", str(folder / "report.json"), "--format", "json",
+        # The settings the files before were written with: the gate's test was off by default then.
+        "--alpha", "off",
     ]
     import io
 

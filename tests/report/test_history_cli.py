@@ -60,7 +60,8 @@ def test_a_renamed_document_trips_the_gate_names_metric_and_query_and_still_save
     assert run_json(kb)[0].code == ExitCode.OK
     (kb / "ops/rollback.md").rename(kb / "ops/rollback-old.md")
 
-    result, report = run_json(kb, "--fail-on-regression")
+    # The threshold alone (`--alpha off`): one query of a few cannot be told from chance.
+    result, report = run_json(kb, "--fail-on-regression", "--alpha", "off")
 
     assert result.code == ExitCode.REGRESSION
     assert "regression" in result.stderr and "MRR" in result.stderr and "rollback" in result.stderr
@@ -74,7 +75,7 @@ def test_the_same_drop_without_fail_on_regression_exits_0_with_the_delta(tmp_pat
     kb = kb_with_answers(tmp_path / "kb")
     run_json(kb)
     (kb / "ops/rollback.md").rename(kb / "ops/rollback-old.md")
-    result, report = run_json(kb)
+    result, report = run_json(kb, "--alpha", "off")
     assert result.code == ExitCode.OK
     assert report["diff"]["aggregate"]["mrr"]["delta"] < -0.05
     assert report["gate"]["tripped"] is True  # reported, not enforced
@@ -179,7 +180,7 @@ def test_a_saved_baseline_is_compared_instead_of_the_history(tmp_path: Path) -> 
     assert run_json(kb, "--no-history", "--save-baseline", baseline)[0].code == ExitCode.OK
     (kb / "ops/rollback.md").rename(kb / "ops/rollback-old.md")
     run_json(kb)  # a worse run lands in the history; the baseline stays fixed
-    result, report = run_json(kb, "--baseline", baseline, "--fail-on-regression")
+    result, report = run_json(kb, "--baseline", baseline, "--fail-on-regression", "--alpha", "off")
     assert result.code == ExitCode.REGRESSION
     assert report["comparison"]["source"] == "baseline" and report["previous"]["source"] == "baseline"
 
