@@ -262,7 +262,8 @@ def gate_sentence(gate: GateResult, comparison: Comparison) -> tuple[str, bool] 
     if state is GateState.FAILED:
         return f"Regression gate failed, so the step fails (fail-on-regression is true): {why}.", True
     if state is GateState.ADVICE_TRIPPED:
-        return f"Regression: {why}. The step passes: fail-on-regression is off.", True
+        # Said of the gate alone: a fail-under floor may still fail the step.
+        return f"Regression: {why}. The gate does not fail the step: fail-on-regression is off.", True
     if state is GateState.PASSED:
         return f"Regression gate passed: {why}.", False
     return f"No regression: {why} (fail-on-regression is off).", False

@@ -28,7 +28,7 @@ CLAIMS = {
     "passed": re.compile(r"gate passed", re.IGNORECASE),
     "not run": re.compile(r"(could not|cannot) run", re.IGNORECASE),
     "step fails": re.compile(r"step fails", re.IGNORECASE),
-    "step passes": re.compile(r"step passes", re.IGNORECASE),
+    "gate lets the step pass": re.compile(r"does not fail the step", re.IGNORECASE),
     "no regression": re.compile(r"\bno regression\b|gate passed", re.IGNORECASE),
     "regression": re.compile(r"^## kb-eval: Regressed|^\*\*Regression", re.MULTILINE),
     "not compared": re.compile(r"\bnot compared\b|\bno comparison\b", re.IGNORECASE),
@@ -51,10 +51,10 @@ def true_claims(report: Report) -> set[str]:
         true.add("passed")
     if gate.enforced and not gate.evaluated:
         true.add("not run")
-    if gate.enforced and (gate.tripped or (not gate.evaluated and fixable)):
+    if gate.enforced and (gate.tripped or (not gate.evaluated and fixable)) or report.floors.failed:
         true.add("step fails")
     if not gate.enforced and gate.tripped:
-        true.add("step passes")  # a regression nobody enforces says what the step did
+        true.add("gate lets the step pass")  # a regression nobody enforces says what the gate did
     if gate.evaluated and not gate.tripped:
         true.add("no regression")
     if gate.tripped:
