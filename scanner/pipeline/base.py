@@ -217,7 +217,6 @@ def evaluate_base(
             side = Side(
                 kb_path=options.kb_path, source=source, memo=memo, unchanged=unchanged,
                 reuse=head if memo is not None else None, refuse_impossible=False, timestamp=base.committed_at,
-                warns_golden=False,
             )
             outcome = evaluate_side(options, base_plan, side, diagnostics)
         else:
@@ -228,7 +227,7 @@ def evaluate_base(
                 write_out(folder, capped(folder, source(diagnostics)))
                 side = Side(
                     kb_path=folder, memo=memo, unchanged=unchanged, refuse_impossible=False,
-                    timestamp=base.committed_at, warns_golden=False,
+                    timestamp=base.committed_at,
                 )
                 outcome = evaluate_side(options, base_plan, side, diagnostics)
     except GitFailed as error:

@@ -106,9 +106,6 @@ class Side:
     folder: Path | None = None
     """The folder a retriever with its own index reads for this side (`{kb}` in its templates):
     the checkout's KB, or the base commit's KB written out; None: the same as `kb_path`."""
-    warns_golden: bool = True
-    """Warn about the golden set's health (scanner/evaluation/health.py): the head does; the base
-    shares the golden set, and its warnings would repeat the head's."""
 
 
 def head_side(options: EvalOptions, memo: ParseMemo | None = None, *, keep_analysis: bool = False) -> Side:
@@ -291,8 +288,7 @@ def judge(
         titles = index.titles_and_headings(answer_paths(golden.queries))
     top_k = ([hit.path for hit in q.hits] for q in queries)
     health = golden_health(golden.queries, top_k, index.paths, titles, ks[-1])
-    if side.warns_golden:
-        diagnostics.items.extend(health_diagnostics(health, golden.path))
+    diagnostics.items.extend(health_diagnostics(health, golden.path))
     run = RunRecord(
         tool_version=__version__,
         timestamp=timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -112,3 +112,13 @@ def test_health_is_in_the_text_report_and_folded_in_the_summary_and_never_fails_
     text = summary.read_text()
     assert "<details><summary>Golden set: 1 of 3 documents \\(33%\\) are some query's answer;" in text
     assert "1 wording used by more than one query; 2 queries test only a title</summary>" in text
+
+
+
+def test_a_starter_query_keeps_its_own_warning_and_gets_no_second_one(tmp_path: Path) -> None:
+    starter = "queries:\n  - {id: s, query: Deploy Guide, expected: [deploy.md], tags: [starter]}\n"
+    code, report, _ = run(tmp_path, starter + "  - {id: t, query: Deploy Guide!, expected: [deploy.md]}\n", DOCS)
+    codes = [w["code"] for w in report["warnings"]]
+    assert code == ExitCode.OK and codes.count("starter-placeholder") == 1
+    # The near miss: the same title without the starter tag is warned as a title query.
+    assert [t["id"] for t in report["golden_health"]["title_queries"]] == ["t"] and codes.count("title-query") == 1
