@@ -79,7 +79,7 @@ def check_answers(
     try:
         _check_answers(golden, lists, corpus_paths, source, score_level, warnings, golden_name)
         if headings is not None and score_level is ScoreLevel.SECTION:
-            _warn_headings_not_in_documents(lists, headings, warnings)
+            _warn_headings_not_in_documents(lists, headings, source, warnings)
     finally:
         diagnostics.items.extend(
             Diagnostic(item.code, words(item.message), item.file, item.line) for item in warnings.items
@@ -226,7 +226,8 @@ def returned_heading_paths(golden: GoldenSet, lists: Sequence[Sequence[Hit]], co
 
 
 def _warn_headings_not_in_documents(
-    lists: Sequence[Sequence[Hit]], headings: Mapping[str, Sequence[str]], diagnostics: Diagnostics
+    lists: Sequence[Sequence[Hit]], headings: Mapping[str, Sequence[str]], source: AnswerSource,
+    diagnostics: Diagnostics,
 ) -> None:
     """One warning naming the returned headings that no section of their document has, as the
     reader sees headings (the rule scoring uses), each (path, heading) once, with the closest
@@ -263,11 +264,14 @@ def _warn_headings_not_in_documents(
         times = f"{count} hits, " if count > 1 else ""
         examples.append(f"{quoted_heading(heading)} in {path!r} ({times}{there})")
     more = f" and {len(missing) - EXAMPLES_SHOWN} more" if len(missing) > EXAMPLES_SHOWN else ""
+    fix = (
+        "write each hit's heading as its section's heading (a TREC docid is path#heading)" if source.kind == "run"
+        else "point --heading-field at the hit's section heading as the page shows it"
+    )
     diagnostics.warn(
         DiagnosticCode.RETURNED_HEADING_NOT_IN_DOCUMENT,
         f"{len(missing)} returned heading(s) are no section of their document and can never match an entry's "
-        f"`heading:`: {'; '.join(examples)}{more}; point --heading-field at the hit's section heading as the "
-        "page shows it, or score documents with --score-level document",
+        f"`heading:`: {'; '.join(examples)}{more}; {fix}, or score documents with --score-level document",
     )
 
 

@@ -188,6 +188,13 @@ def test_a_returned_heading_no_section_of_its_document_has_is_named_once_with_th
     assert "--heading-field" in stderr
 
 
+def test_a_run_files_wrong_heading_is_named_with_the_run_files_fix(kb: Path) -> None:
+    code, stderr, document = run_with(kb, {"deploy": [{"path": "guides/deploy.md", "heading": "Databse"}], "search": []})
+    assert code == ExitCode.OK
+    assert DiagnosticCode.RETURNED_HEADING_NOT_IN_DOCUMENT in codes(document)
+    assert "path#heading" in stderr and "--heading-field" not in stderr
+
+
 @pytest.mark.parametrize("written", ["Database", "database", "**Database**", "`Database`", "  Database "])
 def test_a_returned_heading_written_as_the_page_shows_it_raises_nothing(kb: Path, written: str) -> None:
     answers = {"deploy": [{"path": "guides/deploy.md", "heading": written}], "search": [{"path": "guides/search.md"}]}
