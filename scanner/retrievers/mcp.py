@@ -52,6 +52,7 @@ from scanner.retrievers.mapping import (
     map_response,
     redact_url,
     scrub_and_cut,
+    service_error_words,
 )
 from scanner.retrievers.mcp_settings import McpSettings
 from scanner.retrievers.templates import (
@@ -74,6 +75,10 @@ TOOLS_SHOWN = 30
 STDERR_TAIL_BYTES = 2048
 """Enough for a traceback's last frames and the error line, short enough for a CI log."""
 SNIPPET_CHARS = 200
+SNIPPET_BYTES = 64 * 1024
+"""Of an HTTP error's body, read for the service's words in it."""
+_SDK_HTTP_STAND_INS = frozenset({"Server returned an error response", "Not Found", "Session terminated"})
+"""The messages the SDK's Streamable HTTP client puts in place of an HTTP error status (mcp 2.3)."""
 CLIENT_NAME = "kb-eval"
 MAX_ANSWER_BYTES = DEFAULT_MAX_RESPONSE_BYTES
 """The HTTP retriever's cap: a search answer of `limit` hits is kilobytes; megabytes mean another tool
@@ -140,11 +145,8 @@ class McpRetriever:
             self._source = f"mcp server {shown!r}"
         else:
             assert settings.url is not None  # exactly one of command and url, checked above
-            if settings.env_names:
-                raise InputError(
-                    "--command-env applies to a server started with --mcp-command, not to --mcp-url",
-                    field="--command-env", hint="pass authorisation to --mcp-url with --http-header",
-                )
+            # --command-env is left to the index and serve commands (sides.py): a server reached by
+            # URL gets nothing of kb-eval's environment from here.
             self._reach_http(fill_side(settings.url, slots, "--mcp-url") if slots is not None else settings.url, environ)
             self._source = f"mcp {redact_url(settings.url)}"
         self._secrets = sorted({secret for secret in self._secrets if len(secret) >= 4}, key=len, reverse=True)
@@ -309,9 +311,14 @@ class _Session:
         self.answers: list[tuple[list[Hit], AnswerCost]] = []
         self.refusal: InputError | None = None
         self.bug: BaseException | None = None
+        self._http_error: tuple[int, bytes] | None = None
+        """The last HTTP error answer's status and the start of its body (Streamable HTTP)."""
         """An exception of kb-eval's own reading of an answer: re-raised after the session closes,
         so that a bug is exit 3, never passed off as the server's fault."""
-        self._stage = "starting the server and negotiating the protocol"
+        self._stage = (
+            "starting the server and negotiating the protocol" if owner._settings.url is None
+            else "connecting and negotiating the protocol"
+        )
 
     async def run(self) -> None:
         timeout = self._settings.timeout_s
@@ -376,6 +383,7 @@ class _Session:
             return
         async with httpx2.AsyncClient(
             headers=owner._headers, timeout=httpx2.Timeout(self._settings.timeout_s),
+            event_hooks={"response": [self._note_http_error]},
         ) as http:
             transport = streamable_http_client(owner._url, http_client=http)
             async with Client(
@@ -383,6 +391,18 @@ class _Session:
                 client_info=info,
             ) as client:
                 yield client
+
+    async def _note_http_error(self, response: httpx2.Response) -> None:
+        """The status and body of an HTTP error answer, which the SDK replaces with a JSON-RPC
+        stand-in ("Server returned an error response"): kept to show in the server's words. The
+        body is read here (an error body is small; the SDK reads the cached copy after)."""
+        if response.status_code < 400:
+            return
+        try:
+            body = await response.aread()
+        except httpx2.HTTPError:
+            body = b""
+        self._http_error = (response.status_code, body[:SNIPPET_BYTES])
 
     def _check_tool(self, offered: Sequence[mcp_types.Tool]) -> mcp_types.Tool | None:
         wanted = self._settings.tool
@@ -462,6 +482,18 @@ class _Session:
                 "run the server's command by hand to see why it stops" if stdio else "check the server's log",
                 query_id,
             )
+        if isinstance(cause, MCPError) and cause.message in _SDK_HTTP_STAND_INS and self._http_error is not None:
+            status, body = self._http_error
+            try:
+                words = service_error_words(loads_strict(body))
+            except NotJson:
+                words = None
+            said = repr(owner.words(words)) if words is not None else owner.snippet(body.decode("utf-8", errors="replace"))
+            hint = (
+                "check --http-header and that its ${ENV} variable holds a valid token" if status in (401, 403)
+                else "check --mcp-url (the server's MCP endpoint, often /mcp)"
+            )
+            return owner.refuse(f"HTTP {status} from the server: {said}", hint, query_id)
         if isinstance(cause, MCPError):
             data = f" ({owner.words(str(cause.data))})" if cause.data not in (None, "", {}, []) else ""
             return owner.refuse(

@@ -37,4 +37,5 @@ class McpSettings:
     concurrency: int = 1
     """Tool calls in flight at once, all in the one session."""
     env_names: tuple[str, ...] = ()
-    """Variables passed from kb-eval's environment to the stdio server; refused with `url`."""
+    """Variables passed from kb-eval's environment to the stdio server (with `url`, they are the index
+    and serve commands' alone)."""

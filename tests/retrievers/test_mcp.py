@@ -325,6 +325,7 @@ def test_a_url_nothing_listens_on_is_refused_naming_it() -> None:
     refused = refusal(McpRetriever(McpSettings(url=f"http://127.0.0.1:{free_port()}/mcp", timeout_s=5),
                                    ResponseMapping(), env={}), "x")
     assert refused.message.startswith("mcp http://127.0.0.1:")
+    assert "could not talk to the server" in refused.message or "while connecting" in refused.message
 
 
 # --- from the settings --------------------------------------------------------------------------
@@ -420,3 +421,36 @@ def test_a_stdio_server_gets_none_of_kb_evals_other_variables(kb: Path, tmp_path
     said = " ".join(refusal(retriever, "x").said).split()
     assert "KB_TOKEN" in said and "PATH" in said and "HOME" in said
     assert "INPUT_GITHUB-TOKEN" not in said and "ACTIONS_RUNTIME_TOKEN" not in said
+
+
+def test_the_header_reaches_an_http_server_and_its_401_names_the_header_setting() -> None:
+    from tests.support.loopback_server import Received, Reply, running
+
+    def refuse(_request: Received) -> Reply:
+        return Reply(status=401, body={"error": "invalid_token"})
+
+    with running(refuse) as server:
+        retriever = McpRetriever(
+            McpSettings(url=server.url + "/mcp", headers=(HeaderSpec("Authorization", "Bearer ${KB_TOKEN}"),),
+                        timeout_s=10),
+            ResponseMapping(), env={"KB_TOKEN": "tok-123456"},
+        )
+        refused = refusal(retriever, "x")
+    assert server.received and server.received[0].headers["Authorization"] == "Bearer tok-123456"
+    assert "HTTP 401 from the server: 'invalid_token'" in refused.message and refused.hint is not None and "--http-header" in refused.hint
+    assert "tok-123456" not in str(refused)
+    # The fingerprint names the header, never its value.
+    assert retriever.describe()["header_names"] == ["Authorization"] and "tok-123456" not in str(retriever.describe())
+
+
+def test_a_url_that_is_not_the_mcp_endpoint_is_refused_with_the_status_and_the_url_hint() -> None:
+    from tests.support.loopback_server import Received, Reply, running
+
+    def not_here(_request: Received) -> Reply:
+        return Reply(status=404, body={"detail": "no route /search"})
+
+    with running(not_here) as server:
+        refused = refusal(McpRetriever(McpSettings(url=server.url + "/search", timeout_s=10), ResponseMapping(),
+                                       env={}), "x")
+    assert """HTTP 404 from the server: '{"detail": "no route /search"}'""" in refused.message
+    assert refused.hint is not None and "--mcp-url" in refused.hint
