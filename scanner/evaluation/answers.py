@@ -69,14 +69,17 @@ def check_answers(
     golden_name: str | None = None,
     words: Callable[[str], str] = str,
     headings: Mapping[str, Sequence[str]] | None = None,
+    notes: Sequence[AnswerNote] = (),
 ) -> None:
     """Warn about (or refuse) answers that cannot be scored as they are. `lists` follows
     `golden.queries`; `golden_name` is the golden file's name when it is not a default one; `words`
     names each `--flag` as the interface the settings came from does (the refusal is reworded by the
     CLI, like every other); `headings` holds, for the returned documents whose hits name a heading,
-    every heading the document has (returned_heading_paths says which; None: not checked)."""
+    every heading the document has (returned_heading_paths says which; None: not checked); `notes`
+    are the retriever's (what a program said when it answered nothing)."""
     warnings = Diagnostics()
     try:
+        check_empty_answers(golden, lists, source, notes, warnings)
         _check_answers(golden, lists, corpus_paths, source, score_level, warnings, golden_name)
         if headings is not None and score_level is ScoreLevel.SECTION:
             _warn_headings_not_in_documents(lists, headings, source, warnings)
@@ -84,6 +87,49 @@ def check_answers(
         diagnostics.items.extend(
             Diagnostic(item.code, words(item.message), item.file, item.line) for item in warnings.items
         )
+
+
+ANSWERS_OWN_SEARCH = frozenset({"builtin", "run"})
+"""Retrievers whose empty answer is an answer: the built-in search finds nothing for words the
+corpus lacks, and a run file is what it is. Any other is a program or a service, whose empty
+answer may be a failure it did not report (an index not built, a crash it printed and exited 0)."""
+
+
+_RETRIEVER_FLAG = {"command": "--command", "http": "--http-url"}
+"""The setting that names a program or service, for a refusal of what it answered."""
+
+
+def check_empty_answers(
+    golden: GoldenSet, lists: Sequence[Sequence[Hit]], source: AnswerSource, notes: Sequence[AnswerNote],
+    diagnostics: Diagnostics,
+) -> None:
+    """A program or service that answered no query with a hit is refused (exit 2), with what it said
+    on stderr; one that left some queries without a hit is a warning counting them. Scored as they
+    are, empty answers are zeros that say nothing of the search: a command printing nothing (and
+    300 MB on stderr) for every query gave all-zero metrics and exit 0."""
+    if source.kind in ANSWERS_OWN_SEARCH or not lists:
+        return
+    empty = [query.id for query, hits in zip(golden.queries, lists, strict=True) if not hits]
+    if not empty:
+        return
+    if len(empty) == len(lists):
+        said = next((note.detail for note in reversed(notes) if note.kind is NoteKind.EMPTY), None)
+        raise InputError(
+            f"the {source.kind} retriever answered none of the {len(lists)} queries with a hit"
+            + ("; its stderr ends with:" if said is not None else ""),
+            field=_RETRIEVER_FLAG.get(source.kind, "--retriever"),
+            said=tuple(said.splitlines()) if said is not None else (),
+            hint="run the search by hand for one golden query: an index not built, a wrong database "
+            "path or an error the program prints but does not exit with all look like this",
+        )
+    shown = ", ".join(repr(query_id) for query_id in empty[:EXAMPLES_SHOWN])
+    more = f" and {len(empty) - EXAMPLES_SHOWN} more" if len(empty) > EXAMPLES_SHOWN else ""
+    diagnostics.warn(
+        DiagnosticCode.EMPTY_ANSWERS,
+        f"{len(empty)} of {len(lists)} queries came back from the {source.kind} retriever with no hit "
+        f"({shown}{more}): they score 0 on every metric; a search that needs every word (AND) answers "
+        "few natural-language questions",
+    )
 
 
 def _check_answers(
@@ -314,7 +360,8 @@ def warn_answer_notes(notes: Sequence[AnswerNote], diagnostics: Diagnostics, wor
 def _warn_answer_notes(notes: Sequence[AnswerNote], diagnostics: Diagnostics) -> None:
     by_kind: dict[NoteKind, list[AnswerNote]] = {}
     for note in notes:
-        by_kind.setdefault(note.kind, []).append(note)
+        if note.kind is not NoteKind.EMPTY:  # counted from the answers by check_empty_answers
+            by_kind.setdefault(note.kind, []).append(note)
     for kind, items in by_kind.items():
         queries = sorted({note.query_id for note in items})
         shown = "; ".join(f"{note.query_id!r}: {note.detail}" for note in items[:EXAMPLES_SHOWN])

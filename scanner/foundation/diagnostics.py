@@ -43,6 +43,7 @@ class DiagnosticCode(StrEnum):
     TAGS_CAPPED = "tags-capped"
     DUPLICATE_WORDING = "duplicate-wording"
     TITLE_QUERY = "title-query"
+    EMPTY_ANSWERS = "empty-answers"
 
     @property
     def annotation_title(self) -> str:
@@ -85,6 +86,7 @@ _TITLES: dict[DiagnosticCode, str] = {
     DiagnosticCode.TAGS_CAPPED: "too many tags to aggregate each",
     DiagnosticCode.DUPLICATE_WORDING: "golden queries with the same wording",
     DiagnosticCode.TITLE_QUERY: "golden query that tests only a title",
+    DiagnosticCode.EMPTY_ANSWERS: "queries answered with no hit",
 }
 _KB_RELATIVE = frozenset({
     DiagnosticCode.FILE_SKIPPED, DiagnosticCode.SYMLINK_SKIPPED, DiagnosticCode.FOLDER_SKIPPED,

@@ -243,7 +243,7 @@ def answer(
         plan.golden, lists, index.paths)
     check_answers(
         plan.golden, lists, index.paths, _answer_source(retriever.describe()), options.score_level, diagnostics,
-        golden_name=PurePosixPath(plan.golden.path.replace("\\", "/")).name, words=words,
+        golden_name=PurePosixPath(plan.golden.path.replace("\\", "/")).name, words=words, notes=retriever.notes(),
         headings={path: [row[0] for row in rows] for path, rows in index.sections(named).items()} if named else None,
     )
     clock.lap("search")

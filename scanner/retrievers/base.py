@@ -66,6 +66,9 @@ class NoteKind(enum.Enum):
     retriever's scores change no metric (the list order ranks), so this never stops a run."""
     SERVICE_ERRORS = "errors"
     """Hits came back beside error words (a GraphQL `errors` list next to `data`)."""
+    EMPTY = "empty"
+    """No hit came back; the detail is what the program said on stderr meanwhile (its last lines),
+    for the refusal when no query got a hit (scanner/evaluation/answers.py)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, NoteKind, SearchRequest
 from scanner.retrievers.concurrency import map_in_order
 from scanner.retrievers.costs import CostLog
 from scanner.retrievers.mapping import (
@@ -203,7 +203,10 @@ class CommandRetriever:
                 or "run the command by hand with this query to see why it fails",
             )
         if not finished.stdout.strip():
-            # `sqlite3 -json` and many tools print nothing at all for zero rows: no hits, not an error.
+            # `sqlite3 -json` and many tools print nothing at all for zero rows: no hits, not an
+            # error for one query; for every query it is (scanner/evaluation/answers.py), and what
+            # the program said on stderr is kept to show then.
+            self._notes.add(AnswerNote(NoteKind.EMPTY, request.query_id, self._tail(finished.stderr_tail, finished.stderr_bytes)))
             return []
         try:
             body = loads_strict(finished.stdout)
@@ -217,7 +220,10 @@ class CommandRetriever:
                 "diagnostics to stderr",
             ) from None
         context = ErrorContext(self._source, secrets=tuple(self._secrets), notes=self._notes)
-        return map_response(body, self._mapping, request, context)
+        hits = map_response(body, self._mapping, request, context)
+        if not hits:
+            self._notes.add(AnswerNote(NoteKind.EMPTY, request.query_id, self._tail(finished.stderr_tail, finished.stderr_bytes)))
+        return hits
 
     def _service_words(self, stdout: bytes) -> str | None:
         try:

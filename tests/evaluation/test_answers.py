@@ -116,9 +116,33 @@ def test_every_hit_in_the_corpus_makes_no_warning(kb: Path) -> None:
     assert code == ExitCode.OK and codes(document) == []
 
 
-def test_no_hits_at_all_is_a_search_that_found_nothing_not_a_wrong_path(kb: Path) -> None:
-    code, _, document = run_command(kb, {"deploy": [], "search": []})
-    assert code == ExitCode.OK and codes(document) == []
+def test_no_hit_for_any_query_from_a_command_is_exit_2_with_what_it_said_on_stderr(kb: Path) -> None:
+    # Scored, it was all zeros and exit 0: the program's stderr (here: its index is missing) unseen.
+    script = "import sys; sys.stderr.write('e' * 300_000 + '\\nfatal: index not built\\n')"
+    template = f"{shlex.quote(sys.executable)} -c {shlex.quote(script)} {{query}}"
+    result = execute(["--kb-path", str(kb), "--command", template, "--no-history"])
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "answered none of the 2 queries with a hit" in result.stderr_text
+    assert "fatal: index not built" in result.stderr_text and "--command" in result.stderr_text
+    assert len(result.stderr_text) < 5_000  # the tail, not the 300 KB
+
+
+def test_an_empty_json_answer_for_every_query_is_exit_2_too_and_not_a_wrong_path(kb: Path) -> None:
+    code, stderr, document = run_command(kb, {"deploy": [], "search": []})
+    assert code == ExitCode.BAD_INPUT and document is None
+    assert "answered none of the 2 queries" in stderr and "not a document of the corpus" not in stderr
+
+
+def test_some_queries_without_a_hit_are_a_warning_counting_them(kb: Path) -> None:
+    code, stderr, document = run_command(kb, {"deploy": [], "search": [{"path": "guides/search.md"}]}, "--score-level", "document")
+    assert code == ExitCode.OK and codes(document) == [DiagnosticCode.EMPTY_ANSWERS]
+    assert "1 of 2 queries came back from the command retriever with no hit ('deploy')" in stderr
+
+
+def test_a_run_file_with_no_hit_is_the_run_it_is(kb: Path) -> None:
+    # The near miss: a run file is what some system returned, empty lists included; no warning.
+    code, _, document = run_with(kb, {"deploy": [], "search": [{"path": "guides/search.md"}]})
+    assert code == ExitCode.OK and DiagnosticCode.EMPTY_ANSWERS not in codes(document)
 
 
 def test_kb_evals_own_files_returned_as_hits_are_named(kb: Path) -> None:
