@@ -20,7 +20,10 @@ where they part).
   minus the rank plus one: trec_eval orders by score and breaks ties by docno, and the
   retriever's own scores may tie, so the rank is written as the score.
 - Query ids and docnos are percent-encoded where they hold whitespace, `%` or a non-ASCII
-  character (the formats split on whitespace): `notes/on call.md` is `notes/on%20call.md`.
+  character (the formats split on whitespace): `notes/on call.md` is `notes/on%20call.md`. In a
+  docno, the characters that join its parts (`#`, `<`, `*`, `@`, `|`, `:`) are encoded too where a
+  path or a heading holds them, so two different judgments never share a docno: the section
+  `y.md` of `x.md` is `x.md#y.md`, the note named `x.md#y.md` is `x.md%23y.md`.
 
 Queries left out of the aggregates (no relevant entry) are left out of both files; `-c` makes
 trec_eval average over every query of the qrels, as kb-eval does (a query that returned
@@ -55,20 +58,30 @@ class TrecFiles:
     run: str
 
 
+_JOINERS = "#<*@|:"
+"""What joins a docno's parts: encoded inside a part, so a docno reads back one way only."""
+_PART_SAFE = "".join(c for c in _SAFE if c not in _JOINERS)
+
+
 def trec_id(text: str) -> str:
     """`text` as one whitespace-free TREC field (percent-encoded UTF-8 where needed)."""
     return urllib.parse.quote(text, safe=_SAFE) or "%00"
+
+
+def _part(text: str) -> str:
+    """A path or heading inside a docno: as trec_id, with the joining characters encoded too."""
+    return urllib.parse.quote(text, safe=_PART_SAFE) or "%00"
 
 
 def entry_docno(entry: ExpectedEntry) -> str:
     if entry.any_of:
         return "any:" + "|".join(entry_docno(member) for member in entry.any_of)
     if entry.heading is None:
-        return trec_id(entry.path)
-    docno = f"{entry.path}#{reader_heading(entry.heading)}"
+        return _part(entry.path)
+    docno = f"{_part(entry.path)}#{_part(reader_heading(entry.heading))}"
     if entry.parent is not None:
-        docno += f"<{reader_heading(entry.parent)}"
-    return trec_id(docno + ("/*" if entry.subsections else ""))
+        docno += f"<{_part(reader_heading(entry.parent))}"
+    return docno + ("/*" if entry.subsections else "")
 
 
 def trec_files(run: RunRecord) -> TrecFiles:
@@ -99,9 +112,9 @@ def run_docnos(query: QueryRecord, judged: set[str]) -> Sequence[str]:
         if entry is not None:
             docno = entry_docno(entry)
         else:
-            docno = trec_id(hit.path)
+            docno = _part(hit.path)
             if docno in judged or docno in used:
-                docno = trec_id(f"{hit.path}@{position}")
+                docno = f"{_part(hit.path)}@{position}"
         used.add(docno)
         docnos.append(docno)
     return docnos

@@ -14,7 +14,8 @@ import pytest
 import pytrec_eval
 
 from scanner.foundation.errors import ExitCode
-from scanner.report.trec import trec_id
+from scanner.golden.file import ExpectedEntry
+from scanner.report.trec import entry_docno, trec_id
 from tests.conftest import run_cli, write_tree
 
 KS = (1, 3, 5)
@@ -156,3 +157,45 @@ def _by_query(text: str) -> dict[str, list[list[str]]]:
         parts = line.split()
         groups.setdefault(parts[0], []).append(parts)
     return groups
+
+
+AMBIGUOUS = {
+    "x.md": "# X\nintro words\n## y.md\nsection words about the hash\n",
+    "x.md#y.md": "# Hash note\nnote words about the hash\n",
+    "a@2.md": "# At\nat words about the hash\n",
+}
+AMBIGUOUS_GOLDEN = """\
+queries:
+  - id: section
+    query: section words about the hash
+    expected:
+      - {path: x.md, heading: y.md}
+  - id: note
+    query: note words about the hash
+    expected:
+      - {path: "x.md#y.md"}
+"""
+
+
+def test_a_heading_and_a_file_name_that_spell_one_docno_stay_two_and_trec_eval_agrees(tmp_path: Path) -> None:
+    # The section `y.md` of `x.md` and the note `x.md#y.md` shared the docno `x.md#y.md`: the note,
+    # returned for the section's query, counted there as the section, and trec_eval disagreed.
+    kb = write_tree(tmp_path / "kb", {**AMBIGUOUS, ".kb-eval.yml": AMBIGUOUS_GOLDEN})
+    out = tmp_path / "trec"
+    result = run_cli("--kb-path", kb, "--no-history", "--format", "json", "--k", "1,3", "--export-trec", out)
+    assert result.code == ExitCode.OK, result.stderr
+    report = result.json()
+    qrels, run = read_trec(out)
+    assert qrels["section"] == {"x.md#y.md": 1} and qrels["note"] == {"x.md%23y.md": 1}
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank", "recall.1,3"}).evaluate(run)
+    for row in report["per_query"]:
+        assert row["metrics"]["reciprocal_rank"] == pytest.approx(theirs[row["id"]]["recip_rank"], abs=1e-12)
+        assert row["metrics"]["recall_at_k"]["3"] == pytest.approx(theirs[row["id"]]["recall_3"], abs=1e-12)
+
+def test_every_joining_character_in_a_path_or_heading_is_encoded_and_plain_names_are_not() -> None:
+    # A hit's own `@rank` suffix, a group's `any:` and `|`, a parent's `<`, `subsections`' `/*`.
+    assert entry_docno(ExpectedEntry("a@2.md", None, 1)) == "a%402.md"
+    assert entry_docno(ExpectedEntry("any:b|c.md", None, 1)) == "any%3Ab%7Cc.md"
+    assert entry_docno(ExpectedEntry("x*.md", "a<b", 1, parent="p#q", subsections=True)) == "x%2A.md#a%3Cb<p%23q/*"
+    # The near miss: paths and headings without them read as they always did.
+    assert entry_docno(ExpectedEntry("notes/tags.md", "Naming", 1)) == "notes/tags.md#naming"
