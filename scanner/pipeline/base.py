@@ -252,7 +252,8 @@ def moved_findings(run: RunRecord, base: BaseEvaluation, kb_path: Path) -> dict[
     if not base.quoted_by_content:
         return {}
     moved: dict[str, tuple[str, ...]] = {}
-    for located in run.findings:
+    claimed: set[str] = set()
+    for located in sorted(run.findings, key=lambda found: found.finding.path):
         path = located.finding.path
         if path in base.quoted or path in base.unchanged:
             continue
@@ -260,8 +261,11 @@ def moved_findings(run: RunRecord, base: BaseEvaluation, kb_path: Path) -> dict[
             data = read_capped(kb_path / path, MAX_DOCUMENT_BYTES, LinkPolicy.FOLLOW)
         except FileRefused:
             continue  # gone or changed since it was indexed: nothing to tell it by
-        ids = base.quoted_by_content.get(blob_id(data))
-        if ids is not None:
+        blob = blob_id(data)
+        ids = base.quoted_by_content.get(blob)
+        # One page moved is one page: its copies (the first by path keeps the standing) are new.
+        if ids is not None and blob not in claimed:
+            claimed.add(blob)
             moved[path] = ids
     return moved
 

@@ -154,3 +154,15 @@ def test_a_page_the_pull_request_moves_without_editing_keeps_its_standing(tmp_pa
     [at_base] = report["comparison"]["findings_at_base"]
     # The same bytes under a new name were at the base; an edited page is the pull request's own.
     assert at_base["present_at_base"] is (not edited)
+
+
+def test_a_deleted_page_copied_into_three_files_keeps_its_standing_once(tmp_path: Path) -> None:
+    # All three byte-identical copies counted as "already at the base commit", annotated by none.
+    repo = new_repo(tmp_path / "repo")
+    commit(repo, BASE, "base")
+    (repo / "kb" / "eval-notes.md").unlink()
+    copies = {f"copy-{n}/eval-notes.md": BASE["eval-notes.md"] for n in range(3)}
+    commit(repo, copies, "the pull request copies the page three times")
+    _, report = run(repo / "kb", "--baseline-ref=HEAD~1")
+    at_base = {item["path"]: item["present_at_base"] for item in report["comparison"]["findings_at_base"]}
+    assert at_base == {"copy-0/eval-notes.md": True, "copy-1/eval-notes.md": False, "copy-2/eval-notes.md": False}
