@@ -29,13 +29,27 @@ def is_invisible(char: str) -> bool:
     return category == "Cf" or (category == "Mn" and "VARIATION SELECTOR" in unicodedata.name(char, ""))
 
 
+_LINE_CONTROLS = frozenset("\t\n\r")
+"""Control characters each renderer handles itself (a summary's `<br>`, an annotation's `%0A`)."""
+
+
+def is_control(char: str) -> bool:
+    """A C0 or C1 control character other than tab and line breaks: ESC starts the ANSI sequences
+    a log viewer obeys (`\\x1b[2K` erases the line before it, colours disguise text), and the
+    C1 CSI (U+009B) does the same in one character."""
+    return unicodedata.category(char) == "Cc" and char not in _LINE_CONTROLS
+
+
 def visible(text: str) -> str:
     """The one rule for untrusted text a person reads (summary, PR comment, annotations, log):
-    every invisible character is spelled as its escape (`\\u202e`), so what a reviewer reads is
-    what is there. Plain text is returned unchanged."""
-    if text.isascii():
+    every invisible character is spelled as its escape (`\\u202e`), and every control character
+    but tab and line breaks too (`\\x1b`), so what a reviewer reads is what is there and no
+    terminal sequence reaches a log. Plain text is returned unchanged."""
+    if text.isascii() and (text.isprintable() or not any(is_control(char) for char in text)):
         return text
-    return "".join(_spelled(char) if is_invisible(char) else char for char in text)
+    return "".join(
+        f"\\x{ord(char):02x}" if is_control(char) else _spelled(char) if is_invisible(char) else char for char in text
+    )
 
 
 def _spelled(char: str) -> str:

@@ -18,7 +18,7 @@ from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, displacing_first
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
-from scanner.foundation.untrusted_text import visible
+from scanner.foundation.untrusted_text import is_control, visible
 from scanner.github.workflow import Annotation, AnnotationKind, AnnotationProperties, annotation_file
 from scanner.render import phrases
 from scanner.scan.quotes import CHECK_NAME, MIN_QUOTED_QUERIES
@@ -30,8 +30,12 @@ def repository_path(path: str, base: str = ".") -> str | None:
     """`path` (relative to `base`, itself relative to the repository root) as the runner wants it.
 
     None when it cannot be placed in the repository (it would point outside,
-    or is the root itself): the annotation then goes out without a file.
+    or is the root itself), or holds a control character (an ANSI escape in a file name would reach
+    the log's command line raw; spelled out, it names no file): the annotation then goes out
+    without a file, its message naming the file spelled out.
     """
+    if any(is_control(char) for char in path):
+        return None
     try:
         return annotation_file(posixpath.join(base, path))
     except ValueError:

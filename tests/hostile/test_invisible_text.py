@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from scanner.evaluation.records import LocatedFinding
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.untrusted_text import defused, is_invisible, shown, visible
 from scanner.github.workflow import escape_markdown_text, format_annotation
-from scanner.render.annotations import diagnostic_annotation
+from scanner.render.annotations import diagnostic_annotation, finding_annotation
+from scanner.scan.quotes import Finding, QuotedQuery, QuoteLocation
 from tests.conftest import write_tree
 from tests.hostile.support import ANSWER, GOLDEN, run
 
@@ -71,3 +73,39 @@ def test_a_file_name_with_an_override_is_spelled_out_in_the_run_output(tmp_path:
     result = run(kb, "--no-history")
     assert "\u202e" not in result.stdout + result.stderr
     assert "invoice\\u202efdp.md" in result.stderr  # the skip warning names the file, visibly
+
+
+CONTROLS = ["\x1b", "\x07", "\x08", "\x0b", "\x0c", "\x7f", "\x9b", "\x85"]
+"""ESC (an ANSI sequence's start), BEL, backspace, the vertical tab and form feed, DEL, and the C1
+CSI and NEL: each a terminal or a log viewer obeys."""
+
+
+@pytest.mark.parametrize("char", CONTROLS, ids=[f"0x{ord(c):02X}" for c in CONTROLS])
+def test_every_renderer_escapes_a_control_character_in_a_file_name(char: str) -> None:
+    # A file name holding an ANSI escape reached the annotation line and the step summary raw.
+    name = f"a{char}[2Kb.md"
+    spelled = f"\\x{ord(char):02x}"
+    assert visible(name) == f"a{spelled}[2Kb.md"
+    markdown = escape_markdown_text(name)
+    assert char not in markdown and spelled.replace("\\", "\\\\") in markdown
+    for annotation in (
+        diagnostic_annotation(Diagnostic(DiagnosticCode.FILE_SKIPPED, f"links to {name}", name, 1), "."),
+        finding_annotation(_finding_in(name), "."),
+    ):
+        line = format_annotation(annotation)
+        assert char not in line and spelled in line  # on the command's line, properties included
+        assert annotation.properties.file is None  # a name spelled out names no file
+
+
+def test_tabs_and_line_breaks_are_left_to_each_renderer_and_plain_names_are_placed() -> None:
+    # The near miss: a summary turns a line break into <br>, an annotation into %0A; a plain name
+    # keeps its place on the file.
+    assert visible("a\tb\nc\r\n") == "a\tb\nc\r\n"
+    assert escape_markdown_text("a\nb") == "a<br>b"
+    annotation = finding_annotation(_finding_in("notes/plain.md"), ".")
+    assert annotation.properties.file == "notes/plain.md"
+
+
+def _finding_in(path: str) -> LocatedFinding:
+    quoted = tuple(QuotedQuery(f"q{n}", None, 0, "body", None, None) for n in range(2))
+    return LocatedFinding(Finding(path, quoted), tuple(QuoteLocation("body", 1, 1) for _ in quoted))
