@@ -151,28 +151,38 @@ def echo_untrusted(stdout: IO[str], text: str) -> None:
             writer.write(text)
 
 
+def _refused(error: InputError, environ: Mapping[str, str], stdout: IO[str]) -> int:
+    """An input refused before the run: said in the log, the summary and an annotation; exit 2."""
+    echo_untrusted(stdout, f"kb-eval: error: {error}\n")
+    if _bool_or(environ, "summary", True) and environ.get("GITHUB_STEP_SUMMARY"):
+        append_summary(environ["GITHUB_STEP_SUMMARY"], render_input_error(str(error)))
+    write_annotations(stdout, [input_error_annotation(error)])
+    return ExitCode.BAD_INPUT
+
+
 def run_action(environ: Mapping[str, str], stdout: IO[str], stderr: IO[str]) -> int:
     """Action mode from start to finish; returns the exit code (the CLI's)."""
     workspace = Path(environ.get("GITHUB_WORKSPACE") or os.getcwd())
     try:
         inputs = read_inputs(environ, workspace)
     except InputError as error:
-        echo_untrusted(stdout, f"kb-eval: error: {error}\n")
-        if _bool_or(environ, "summary", True) and environ.get("GITHUB_STEP_SUMMARY"):
-            append_summary(environ["GITHUB_STEP_SUMMARY"], render_input_error(str(error)))
-        write_annotations(stdout, [input_error_annotation(error)])
-        return ExitCode.BAD_INPUT
+        return _refused(error, environ, stdout)
 
     # Paths are workspace-relative, as under the runner's --workdir /github/workspace.
     os.chdir(workspace)
     notes: list[Annotation] = []
-    written_paths = [p for p in (inputs.report, inputs.save_baseline, inputs.history) if p is not None]
+    named = [(p, name) for p, name in ((inputs.report, "report"), (inputs.save_baseline, "save-baseline"),
+                                        (inputs.history, "history")) if p is not None]
     if inputs.history is not None:
-        written_paths.append(str(lock_path(Path(inputs.history))))  # write_history's lock file
+        named.append((str(lock_path(Path(inputs.history))), "history"))  # write_history's lock file
     if inputs.settings.cache_dir is not None:
         # The cache folder and file are written as root too; the next job restores and rewrites them.
-        written_paths.append(posixpath.join(inputs.settings.cache_dir.as_posix(), CACHE_FILE))
-    created = [folder for path in written_paths for folder in make_parent_folders(workspace, path)]
+        named.append((posixpath.join(inputs.settings.cache_dir.as_posix(), CACHE_FILE), "cache-dir"))
+    written_paths = [path for path, _ in named]
+    try:
+        created = [folder for path, name in named for folder in make_parent_folders(workspace, path, name)]
+    except InputError as error:
+        return _refused(error, environ, stdout)
     event = read_event(environ)
     result = execute(with_pull_request_base(inputs.settings, event, environ))
     echo_log(stdout, result)

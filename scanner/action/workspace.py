@@ -7,17 +7,30 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from scanner.foundation.errors import InputError
 
-def make_parent_folders(workspace: Path, relative: str) -> list[Path]:
-    """Create the missing folders above `relative`; returns those created (outermost first)."""
+
+def make_parent_folders(workspace: Path, relative: str, setting: str = "report") -> list[Path]:
+    """Create the missing folders above `relative`; returns those created (outermost first).
+
+    InputError (exit 2) naming `setting` when one cannot be made: a name on the way is a file, or a
+    link to nothing (a link is never replaced: lexists, not exists, so a dangling one is not taken
+    for a missing folder)."""
     created: list[Path] = []
     parent = (workspace / relative).parent
     missing = []
-    while not parent.exists() and parent != workspace:
+    while not os.path.lexists(parent) and parent != workspace:
         missing.append(parent)
         parent = parent.parent
     for folder in reversed(missing):
-        folder.mkdir()
+        try:
+            folder.mkdir()
+        except OSError as error:
+            raise InputError(
+                f"cannot create the folder {folder.relative_to(workspace)} for {relative} ({error.strerror})",
+                file=relative, field=setting,
+                hint=f"point {setting} at a path whose folders are folders (not files or broken links)",
+            ) from None
         created.append(folder)
     return created
 

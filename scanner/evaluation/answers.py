@@ -57,6 +57,8 @@ class AnswerSource:
     """The retriever's name (`http`, `command`, `run`, `builtin`)."""
     prefixes: tuple[str, ...] = ()
     """The `path-prefix-strip` values given (redacted), to say what to extend."""
+    file: str | None = None
+    """The file the answers were read from (a run file), for a refusal to name."""
 
 
 def check_answers(
@@ -173,6 +175,7 @@ def _check_answers(
         if inside == 0 and not own:
             raise InputError(
                 f"no hit of any query is a document of the corpus: {total} returned path(s) such as {examples}",
+                file=source.file,
                 field=_flag_for(source),
                 hint=fix or _no_fix_hint(source),
             )
@@ -184,6 +187,7 @@ def _check_answers(
     elif inside == 0 and own:
         raise InputError(
             "no hit of any query is a document of the corpus: the retriever returned only kb-eval's own files",
+            file=source.file,
             field=_flag_for(source),
             hint="leave the golden file, the history and the report out of the engine's index",
         )

@@ -44,6 +44,7 @@ from scanner.metrics.measures import (
 )
 from scanner.metrics.uncertainty import aggregate_columns, intervals
 from scanner.retrievers.base import AnswerCost, Hit, Retriever, RetrieverKind, SearchRequest
+from scanner.retrievers.runfile import RunFileRetriever
 from scanner.scan.quotes import Finding, QuoteLocation, locate, normalise, scan
 from scanner.search.index import Index, Reuse
 from scanner.search.query_compiler import compile_query
@@ -242,7 +243,9 @@ def answer(
     named = set() if builtin or options.score_level is not ScoreLevel.SECTION else returned_heading_paths(
         plan.golden, lists, index.paths)
     check_answers(
-        plan.golden, lists, index.paths, _answer_source(retriever.describe()), options.score_level, diagnostics,
+        plan.golden, lists, index.paths,
+        _answer_source(retriever.describe(), retriever.source_file if isinstance(retriever, RunFileRetriever) else None),
+        options.score_level, diagnostics,
         golden_name=PurePosixPath(plan.golden.path.replace("\\", "/")).name, words=words, notes=retriever.notes(),
         headings={path: [row[0] for row in rows] for path, rows in index.sections(named).items()} if named else None,
     )
@@ -341,12 +344,13 @@ def with_intervals(run: RunRecord) -> RunRecord:
     )
 
 
-def _answer_source(described: Mapping[str, object]) -> AnswerSource:
+def _answer_source(described: Mapping[str, object], file: str | None = None) -> AnswerSource:
     mapping = described.get("mapping")
     prefixes = mapping.get("path_prefix_strip") if isinstance(mapping, dict) else None
     return AnswerSource(
         kind=str(described.get("name", "")),
         prefixes=tuple(str(p) for p in prefixes) if isinstance(prefixes, list) else (),
+        file=file,
     )
 
 

@@ -193,6 +193,12 @@ class RunFileRetriever:
                 qid: trec_hits(lines, self._file) for qid, lines in parse_trec(text, self._file).items()
             }
 
+    @property
+    def source_file(self) -> str:
+        """The run file as given, for a refusal of its answers to name (never in the fingerprint:
+        two checkouts' copies of one run compare)."""
+        return self._file
+
     def describe(self) -> dict[str, object]:
         if self._template is not None:
             return {"name": "run", "format": self._format.value, "file": self._template}

@@ -390,6 +390,23 @@ def test_the_report_goes_where_the_input_says_in_a_new_folder_owned_by_the_works
     assert stat.S_IMODE((layout.workspace / "out/eval/report.json").stat().st_mode) == 0o644
 
 
+@pytest.mark.parametrize("planted", ["dangling link", "file"])
+def test_a_report_folder_that_is_a_dangling_link_or_under_a_file_is_exit_2_naming_the_input(
+    layout: RunnerLayout, launch: Launch, planted: str
+) -> None:
+    # Both were exit 3: the folder was taken for missing, and mkdir failed under it.
+    clean_workspace(layout.workspace)
+    if planted == "file":
+        (layout.workspace / "out").write_text("a file, not a folder")
+    else:
+        (layout.workspace / "out").symlink_to("nowhere")  # inside the workspace, to nothing
+    observed = observe(run_entrypoint(launch, layout, action_inputs({"kb-path": KB, "report": "out/eval/report.json"})))
+    assert observed.returncode == ExitCode.BAD_INPUT
+    [(kind, _, _, _, _, message)] = observed.annotations
+    assert kind == "error" and "out/eval/report.json" in message and "report" in message
+    assert os.path.lexists(layout.workspace / "out") and not (layout.workspace / "nowhere").exists()
+
+
 # --- inputs ---------------------------------------------------------------------------------
 
 

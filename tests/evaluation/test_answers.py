@@ -92,6 +92,16 @@ def test_a_prefix_one_folder_short_stops_the_run_with_the_longer_prefix(kb: Path
     assert DiagnosticCode.HITS_OUTSIDE_CORPUS not in codes(document)
 
 
+def test_a_run_file_none_of_whose_paths_is_in_the_corpus_is_refused_naming_the_file(kb: Path) -> None:
+    answers = {"deploy": [{"path": "elsewhere/deploy.md"}], "search": [{"path": "elsewhere/search.md"}]}
+    code, stderr, document = run_with(kb, answers)
+    assert code == ExitCode.BAD_INPUT and document is None
+    assert stderr.startswith(f"kb-eval: error: {kb.parent / 'run.jsonl'}: no hit of any query is a document")
+    # The near miss: a command has no file to name; the refusal names its setting.
+    code, stderr, _ = run_command(kb, answers)
+    assert code == ExitCode.BAD_INPUT and stderr.startswith("kb-eval: error: no hit of any query")
+
+
 def test_absolute_paths_without_a_prefix_get_the_prefix_computed_from_them(kb: Path) -> None:
     answers = {"deploy": [{"path": "/data/kb/guides/deploy.md"}], "search": [{"path": "/data/kb/guides/search.md"}]}
     code, stderr, _ = run_command(kb, answers)
