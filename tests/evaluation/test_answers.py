@@ -19,6 +19,7 @@ from scanner.foundation.errors import ExitCode
 from scanner.golden.file import load_golden
 from scanner.golden.headings import heading_forms
 from scanner.retrievers.base import Hit
+from tests.support.loopback_server import running, serve_rankings
 
 EXAMPLE_KB = Path(__file__).parents[2] / "examples" / "kb"
 GOLDEN = """queries:
@@ -343,3 +344,19 @@ def test_a_command_that_prints_no_hits_and_a_null_error_found_nothing(kb: Path) 
     template = printing({"results": [], "error": None}, search={"results": [{"path": "guides/search.md"}], "error": None})
     result = execute(["--kb-path", str(kb), "--command", template, "--no-history"])
     assert result.exit_code == ExitCode.OK and "the service answered with an error" not in result.stderr_text
+
+
+def run_http(kb: Path, by_id: dict[str, list[dict[str, object]]]) -> tuple[int, str]:
+    rankings = {QUERIES[qid]: hits for qid, hits in by_id.items()}
+    with running(serve_rankings(rankings)) as server:
+        result = execute(["--kb-path", str(kb), "--http-url", server.url + "/search", "--no-history", "--format", "json"])
+    return result.exit_code, result.stderr_text
+
+
+def test_an_http_service_answering_no_query_with_a_hit_is_exit_2_naming_its_url_setting(kb: Path) -> None:
+    code, stderr = run_http(kb, {"deploy": [], "search": []})
+    assert code == ExitCode.BAD_INPUT
+    assert "the http retriever answered none of the 2 queries with a hit" in stderr and "--http-url" in stderr
+    # The near miss: one answered query makes the run, with the other counted.
+    code, stderr = run_http(kb, {"deploy": [], "search": [{"path": "guides/search.md"}]})
+    assert code == ExitCode.OK and "1 of 2 queries came back from the http retriever with no hit" in stderr
