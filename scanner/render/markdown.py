@@ -264,6 +264,7 @@ def unjudged_section(report: Report) -> list[str]:
     if not with_unjudged:
         return [text(moved)] if moved else []
     lines = [f"### {phrases.unjudged_headline(with_unjudged[0].k)}", ""]
+    quoting = {located.finding.path for located in report.run.findings}
     for pool in with_unjudged[:MAX_UNJUDGED_QUERIES]:
         lines.append(
             f"- **{text(pool.query_id)}**: {text(pool.query)} — {phrases.entered_unlabelled(pool)}; "
@@ -271,12 +272,15 @@ def unjudged_section(report: Report) -> list[str]:
         )
         for document in pool.unlabelled[:MAX_UNJUDGED_PER_QUERY]:
             heading = f"{phrases.SECTION_MARK}{text(document.heading)}" if document.heading else ""
-            lines.append(f"  - rank {document.rank}: {text(document.path)}{heading}")
+            leak = f" — {phrases.QUOTES_GOLDEN_QUERIES}" if document.path in quoting else ""
+            lines.append(f"  - rank {document.rank}: {text(document.path)}{heading}{leak}")
         if len(pool.unlabelled) > MAX_UNJUDGED_PER_QUERY:
             lines.append(f"  - … {len(pool.unlabelled) - MAX_UNJUDGED_PER_QUERY} more in the JSON report")
     if len(with_unjudged) > MAX_UNJUDGED_QUERIES:
         lines.append(f"- … {len(with_unjudged) - MAX_UNJUDGED_QUERIES} more queries in the JSON report")
-    snippet = [line for pool in with_unjudged[:MAX_UNJUDGED_QUERIES] for line in phrases.golden_snippet(pool)]
+    snippet = [*phrases.SNIPPET_HOW] + [
+        line for pool in with_unjudged[:MAX_UNJUDGED_QUERIES] for line in phrases.golden_snippet(pool, quoting)
+    ]
     fence = "`" * max(3, _longest_backtick_run(snippet) + 1)
     lines += ["", "<details><summary>Golden-file lines to judge them (paste under each query's expected:)</summary>",
               "", f"{fence}yaml", *snippet, fence, "", "</details>"]

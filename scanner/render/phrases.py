@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from scanner.compare.comparison import Comparison, ComparisonStatus, Source
 from scanner.compare.cost_budgets import CostCheck, CostKind, CostResult
@@ -446,17 +446,33 @@ def rankings_moved(pools: list[QueryPool]) -> str | None:
     )
 
 
-def golden_snippet(pool: QueryPool) -> list[str]:
-    """YAML lines that judge each unlabelled document of `pool`, to paste under the query's
-    `expected:` (values JSON-quoted: a path from a pull request cannot become YAML structure)."""
+QUOTES_GOLDEN_QUERIES = f"quotes golden queries ({CHECK_NAME}): a note about the test, not an answer?"
+"""Beside an unjudged document that is also a finding: judging it relevant would make the leak the
+answer."""
+
+
+SNIPPET_HOW = (
+    "# Pasted as it is, this judges nothing. For each document you judge, remove the # before its",
+    "# lines and set its grade: 1 or more if it answers the query, 0 if it does not.",
+)
+"""Once, above the lines golden_snippet offers."""
+
+
+def golden_snippet(pool: QueryPool, quoting: Collection[str] = ()) -> list[str]:
+    """Lines to paste under the query's `expected:` that judge nothing until a person does: each
+    document's entry is commented out, with `grade: 0`, so pasted as offered it changes no score,
+    and uncommented without a thought it makes nothing relevant. A document in `quoting` (a
+    golden-queries-quoted finding) says so above its entry. Values JSON-quoted: a path from a pull
+    request cannot become YAML structure, nor end the comment's line."""
     where = f"line {pool.line}" if pool.line is not None else "the golden file"
-    lines = [f"# query {json.dumps(pool.query_id, ensure_ascii=False)} ({where}), under its expected:",
-             "# grade: 1 or more if it answers the query, 0 if it does not"]
+    lines = [f"# query {json.dumps(pool.query_id, ensure_ascii=False)} ({where}), under its expected:"]
     for document in pool.unlabelled:
-        lines.append(f"      - path: {json.dumps(document.path, ensure_ascii=False)}")
+        if document.path in quoting:
+            lines.append(f"# {json.dumps(document.path, ensure_ascii=False)} {QUOTES_GOLDEN_QUERIES}")
+        lines.append(f"#      - path: {json.dumps(document.path, ensure_ascii=False)}")
         if document.heading:
-            lines.append(f"        heading: {json.dumps(document.heading, ensure_ascii=False)}")
-        lines.append("        grade: 1")
+            lines.append(f"#        heading: {json.dumps(document.heading, ensure_ascii=False)}")
+        lines.append("#        grade: 0")
     return lines
 
 

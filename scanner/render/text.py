@@ -133,13 +133,15 @@ def comparison_lines(report: Report) -> list[str]:
 def unjudged_lines(report: Report) -> list[str]:
     pools = [pool for pool in report.comparison.pools if pool.rests_on_unjudged]
     lines: list[str] = []
+    quoting = {located.finding.path for located in report.run.findings}
     if pools:
         lines.append(f"  {phrases.unjudged_headline(pools[0].k)} (the JSON report's diff.pooling has them all):")
         for pool in pools[:MAX_IDS_LISTED]:
             lines.append(f"    {shown(pool.query_id)}: {phrases.entered_unlabelled(pool)}; {phrases.overlap_phrase(pool)}")
             for document in pool.unlabelled[:MAX_IDS_LISTED]:
                 heading = f"{phrases.SECTION_MARK}{shown(document.heading)}" if document.heading else ""
-                lines.append(f"      rank {document.rank}: {shown(document.path)}{heading}")
+                leak = f" ({phrases.QUOTES_GOLDEN_QUERIES})" if document.path in quoting else ""
+                lines.append(f"      rank {document.rank}: {shown(document.path)}{heading}{leak}")
     moved = phrases.rankings_moved(list(report.comparison.pools))
     if moved:
         lines.append(f"  {shown(moved)}")
