@@ -202,7 +202,10 @@ def test_each_query_has_its_latency_and_answer_size_recorded_in_request_order() 
     retriever = in_process(text_server(answer), concurrency=2)
     retriever.search_all([SearchRequest("q1", "slow", 1), SearchRequest("q2", "fast", 40)])
     slow, fast = retriever.costs()
-    assert isinstance(slow, AnswerCost) and slow.bytes is not None and fast.bytes is not None and slow.seconds >= 0.2 > fast.seconds
+    # In request order whatever finished first (the sizes tell them apart); the slow one's time holds
+    # its server's 0.2 s, a lower bound no busy machine can break.
+    assert isinstance(slow, AnswerCost) and slow.bytes is not None and fast.bytes is not None
+    assert slow.seconds >= 0.2
     # Forty hits answer with more bytes than one, by about 39 hits' worth of JSON.
     assert fast.bytes - slow.bytes >= 39 * len('{"path": "a.md"}')
 
