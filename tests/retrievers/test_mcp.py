@@ -457,3 +457,18 @@ def test_a_url_that_is_not_the_mcp_endpoint_is_refused_with_the_status_and_the_u
                                        env={}), "x")
     assert """HTTP 404 from the server: '{"detail": "no route /search"}'""" in refused.message
     assert refused.hint is not None and "--mcp-url" in refused.hint
+
+
+def test_an_argument_a_closed_schema_does_not_take_is_named_with_the_ones_it_does() -> None:
+    from mcp_types import Tool
+
+    from scanner.retrievers.mcp import _arguments_problem
+
+    closed = Tool(name="search", input_schema={"type": "object", "properties": {"q": {}, "k": {}},
+                                               "required": ["q"], "additionalProperties": False})
+    assert _arguments_problem(closed, {"q": "x", "limit": 5}) == "takes no 'limit' (it takes 'q', 'k')"
+    assert _arguments_problem(closed, {"query": "x"}) == "requires 'q', which --mcp-arguments does not give"
+    # The near misses: the names it takes, and an open schema that says nothing of others.
+    assert _arguments_problem(closed, {"q": "x", "k": 5}) is None
+    open_schema = Tool(name="search", input_schema={"type": "object", "properties": {"q": {}}, "required": ["q"]})
+    assert _arguments_problem(open_schema, {"q": "x", "limit": 5}) is None
