@@ -472,3 +472,14 @@ def test_an_argument_a_closed_schema_does_not_take_is_named_with_the_ones_it_doe
     assert _arguments_problem(closed, {"q": "x", "k": 5}) is None
     open_schema = Tool(name="search", input_schema={"type": "object", "properties": {"q": {}}, "required": ["q"]})
     assert _arguments_problem(open_schema, {"q": "x", "limit": 5}) is None
+
+
+def test_a_list_wrapped_by_the_python_sdk_is_read_with_hits_path_result() -> None:
+    app: MCPServer[Any] = MCPServer("t")
+
+    @app.tool()
+    def search(query: str, limit: int = 10) -> list[dict[str, Any]]:
+        return [HIT]
+
+    assert "(its keys are 'result')" in refusal(in_process(app), "x").message
+    assert ask(in_process(app, mapping=ResponseMapping(hits_path="result")), "x") == [[Hit(1, "a.md", "A", 1.0)]]
