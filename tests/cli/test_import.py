@@ -138,6 +138,9 @@ def test_negative_grades_are_read_as_zero_and_said(tmp_path: Path) -> None:
         ("1 0 ../a.md 1\n", "1\tq\n", 1, "docno", "contains `..`"),
         ("1 0 a.md 1\n", "1\tq\n2 no tab\n", 2, "--queries", "no tab between the id and the text"),
         ("1 0 a.md 1\n", '{"_id": "1"}\n', 1, "text", "none of text, query"),
+        # Nested past the recursion limit: the strict reader's refusal, not an internal error.
+        ("1 0 a.md 1\n", "{" + '"a":[' * 50_000 + "]" * 50_000 + "}\n", 1, "--queries", "not a JSON object"),
+        ("1 0 a.md 1\n", '{"_id": "1", "text": NaN}\n', 1, "--queries", "not a JSON object"),
         ("1 0 a.md 1\n", "1\tq\n1\tagain\n", 2, "id", "query id '1' appears twice"),
     ],
 )

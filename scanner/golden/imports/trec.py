@@ -9,11 +9,11 @@ query the qrels judge that the queries file lacks is refused: its text is what i
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from scanner.foundation.errors import InputError
+from scanner.foundation.strict_json import NotJson, loads_strict
 from scanner.golden.imports.records import Imported, ImportedQuery, Judgment
 from scanner.golden.imports.source import DocPath, SourceText, read_source, whole_grade
 
@@ -96,10 +96,11 @@ def _jsonl_queries(source: SourceText) -> list[QueryText]:
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
-        except ValueError as error:
+            # The strict reader: a line nested past the recursion limit is a refusal, not exit 3.
+            value = loads_strict(raw)
+        except NotJson as error:
             raise InputError(
-                f"not a JSON object ({error})", file=source.name, line=number, field="--queries",
+                f"not a JSON object ({error.reason})", file=source.name, line=number, field="--queries",
                 hint='each line is {"_id": "q1", "text": "..."} (BEIR\'s queries.jsonl)',
             ) from None
         if not isinstance(value, dict):
