@@ -83,7 +83,8 @@ class Side:
     the settings and the golden set are shared."""
 
     kb_path: Path
-    """Where the documents are read from when there is no `source`, and what messages name."""
+    """Where the documents are read from when there is no `source`, what messages name, and the
+    folder a search with its own index is given for `{kb}` (the base's is its KB written out)."""
     source: Callable[[Diagnostics], Iterable[tuple[str, bytes]]] | None = None
     """(path, bytes) of the KB's files from elsewhere than `kb_path` (a git tree); None: walk `kb_path`."""
     memo: ParseMemo | None = None
@@ -104,9 +105,6 @@ class Side:
     expected paths indexed. False for the base side: a pull request that adds the KB has none there."""
     timestamp: datetime | None = None
     """The run record's time; None: the settings' (the base's is its commit's)."""
-    folder: Path | None = None
-    """The folder a retriever with its own index reads for this side (`{kb}` in its templates):
-    the checkout's KB, or the base commit's KB written out; None: the same as `kb_path`."""
 
 
 def head_side(options: EvalOptions, memo: ParseMemo | None = None, *, keep_analysis: bool = False) -> Side:
@@ -220,7 +218,7 @@ def bind(options: EvalOptions, prepared: Prepared, clock: PhaseClock | None = No
     """The retriever the settings choose, bound to this side: the built-in one analyses the
     side's index here (before the base, which takes that analysis over, starts); one with its
     own index gets this side's folder for `{kb}`. The caller closes it once it has answered."""
-    retriever = options.retriever(prepared.index, prepared.plan.requests, prepared.side.folder or prepared.side.kb_path)
+    retriever = options.retriever(prepared.index, prepared.plan.requests, prepared.side.kb_path)
     if clock is not None:
         clock.lap("index")
     return retriever
