@@ -331,18 +331,12 @@ class _Session:
             try:
                 async with self._client() as client:
                     scope.deadline = math.inf
-                    self._stage = "listing the tools"
-                    with anyio.fail_after(timeout):
-                        offered = await _list_tools(client)
-                    tool = self._check_tool(offered)
-                    if tool is None:
-                        return
-                    limiter = anyio.CapacityLimiter(self._settings.concurrency)
-                    async with anyio.create_task_group() as group:
-                        for index, request in enumerate(self._requests):
-                            group.start_soon(self._ask, client, limiter, index, request, results, failures)
-                    self._stage = "closing the session"
-                    scope.deadline = anyio.current_time() + CLOSE_GRACE_S
+                    try:
+                        await self._converse(client, results, failures)
+                        self._stage = "closing the session"
+                    finally:
+                        # However the conversation ended, closing it has its own deadline.
+                        scope.deadline = anyio.current_time() + CLOSE_GRACE_S
             except Exception as exc:  # noqa: BLE001 - every failure of the SDK or server is translated
                 if self.refusal is None and not failures:
                     self.refusal = self._translate(exc, None)
@@ -358,6 +352,20 @@ class _Session:
             return
         if self.refusal is None:
             self.answers = [answer for answer in results if answer is not None]
+
+    async def _converse(
+        self, client: Client, results: list[tuple[list[Hit], AnswerCost] | None], failures: dict[int, InputError],
+    ) -> None:
+        timeout = self._settings.timeout_s
+        self._stage = "listing the tools"
+        with anyio.fail_after(timeout):
+            offered = await _list_tools(client)
+        if self._check_tool(offered) is None:
+            return
+        limiter = anyio.CapacityLimiter(self._settings.concurrency)
+        async with anyio.create_task_group() as group:
+            for index, request in enumerate(self._requests):
+                group.start_soon(self._ask, client, limiter, index, request, results, failures)
 
     @asynccontextmanager
     async def _client(self) -> AsyncIterator[Client]:

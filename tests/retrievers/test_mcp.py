@@ -483,3 +483,16 @@ def test_a_list_wrapped_by_the_python_sdk_is_read_with_hits_path_result() -> Non
 
     assert "(its keys are 'result')" in refusal(in_process(app), "x").message
     assert ask(in_process(app, mapping=ResponseMapping(hits_path="result")), "x") == [[Hit(1, "a.md", "A", 1.0)]]
+
+
+def test_a_tool_listing_that_never_comes_is_refused_at_the_deadline_naming_the_step() -> None:
+    import anyio
+
+    class Stuck(MCPServer[Any]):
+        async def list_tools(self) -> list[Any]:
+            await anyio.sleep(3600)
+            return []
+
+    app = Stuck("stuck")
+    refused = refusal(in_process(app, timeout_s=1.0), "x")
+    assert "no answer within 1 s while listing the tools" in refused.message
