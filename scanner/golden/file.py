@@ -143,11 +143,62 @@ def find_golden(kb_path: Path, explicit: Path | None) -> Path:
     if present:
         return present[0]
     looked = ", ".join(str(kb_path / name) for name in DEFAULT_GOLDEN_NAMES)
+    below = golden_below(kb_path)
+    if below is not None:
+        folder = below.parent
+        raise InputError(
+            f"no golden file found in {kb_path}, but there is {below}",
+            file=str(kb_path),
+            field="kb-path",
+            hint=f"run with --kb-path {folder} (the Action's input `kb-path: {folder}`): the KB is the folder "
+            "that holds the golden file",
+        )
     raise InputError(
         "no golden file found",
         file=str(kb_path),
         hint=f"looked for {looked}; run `kb-eval init --kb-path {kb_path}` to write a starter one, or pass --golden FILE",
     )
+
+
+GOLDEN_SEARCH_DEPTH = 3
+GOLDEN_SEARCH_FOLDERS = 2_000
+"""How far below the given folder a golden file is looked for when the folder has none (kb-eval run
+from the repository root with the KB in `docs/`): three levels, two thousand folders at most, so a
+run from a large checkout costs milliseconds before it says what it found."""
+
+
+_NOT_SEARCHED = frozenset({"node_modules", "site", "venv", "__pycache__"})
+"""Dependency trees and build output: no KB's golden file lives there."""
+
+
+def golden_below(folder: Path) -> Path | None:
+    """The shallowest default golden file in a folder under `folder` (hidden folders and
+    dependency trees skipped; names in sorted order, so the answer does not depend on the file
+    system's), or None."""
+    level = [folder]
+    visited = 0
+    for _ in range(GOLDEN_SEARCH_DEPTH):
+        below: list[Path] = []
+        for parent in level:
+            try:
+                with os.scandir(parent) as entries:
+                    children = sorted(
+                        Path(entry.path) for entry in entries
+                        if entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".")
+                        and entry.name not in _NOT_SEARCHED
+                    )
+            except OSError:
+                continue
+            for child in children:
+                visited += 1
+                if visited > GOLDEN_SEARCH_FOLDERS:
+                    return None
+                for name in DEFAULT_GOLDEN_NAMES:
+                    if (child / name).is_file():
+                        return child / name
+                below.append(child)
+        level = below
+    return None
 
 
 MAX_RANKED_HITS = 100_000
@@ -186,15 +237,43 @@ def load_golden(path: Path, shown: str | None = None) -> GoldenSet:
         root = compose_untrusted(text, MAX_GOLDEN_NODES)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark is not None else None
+        opened = _quote_run_on(text, line) if line is not None else None
+        if opened is not None:
+            # An unclosed quote reads on, over line breaks, to the next quote: the error YAML finds
+            # there can be a hundred lines after the line to fix.
+            raise InputError(
+                f"not valid YAML: {error.problem or error.context} at line {line}, after a quoted value "
+                f"that opens at line {opened} and runs on to there",
+                file=shown, line=opened, hint="close the quote on the line it opens",
+            ) from None
         raise InputError(
             f"not valid YAML: {error.problem or error.context}",
             file=shown,
-            line=mark.line + 1 if mark is not None else None,
+            line=line,
             hint="fix the YAML syntax (anchors, aliases and nesting deeper than 50 levels are not accepted)",
         ) from None
     except yaml.YAMLError as error:
         raise InputError(f"not valid YAML: {error}", file=shown) from None
     return _GoldenReader(shown).read(root, hashlib.sha256(data).hexdigest())
+
+
+def _quote_run_on(text: str, error_line: int) -> int | None:
+    """The line a quoted value opens on when it spans lines and ends at, or just before, the line
+    YAML stopped on (an unclosed quote that swallowed what followed); None otherwise. Only read
+    once the file is known to be wrong, with the pure-Python scanner, which stops where the
+    composer did."""
+    opened = None
+    try:
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if isinstance(token, yaml.ScalarToken) and token.start_mark.line + 1 > error_line:
+                break
+            if isinstance(token, yaml.ScalarToken) and token.style in ('"', "'"):
+                start, end = token.start_mark.line + 1, token.end_mark.line + 1
+                opened = start if end > start and error_line - end <= 1 else None
+    except yaml.YAMLError:
+        pass
+    return opened
 
 
 def _read_golden_bytes(path: Path, shown: str) -> bytes:

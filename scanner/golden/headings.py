@@ -249,7 +249,8 @@ class PathGuesser:
     Tried in order: the path without `./` or with `\\` as `/`; the same name in another Unicode
     normalization form (`café` typed composed, the file's name decomposed); the path written relative to the
     repository instead of the KB folder (`docs/cli.md` for the KB's `cli.md`: a suffix of it that
-    is indexed); a different letter case; a typo (bigram likeness at least 0.8, golden/similarity.py)."""
+    is indexed); a different letter case; the only indexed page of that file name, in another
+    folder; a typo (bigram likeness at least 0.8, golden/similarity.py)."""
 
     def __init__(self, paths: Iterable[str]) -> None:
         self.known = frozenset(paths)
@@ -257,7 +258,9 @@ class PathGuesser:
         self.folded: dict[str, str] = {}
         self.by_folder: dict[str, list[str]] = {}
         self.by_length: dict[int, list[str]] = {}
+        self.by_name: dict[str, list[str]] = {}
         for path in sorted(self.known):
+            self.by_name.setdefault(path.rpartition("/")[2].casefold(), []).append(path)
             self.composed.setdefault(unicodedata.normalize("NFC", path), path)
             self.folded.setdefault(path.casefold(), path)
             self.by_folder.setdefault(path.rpartition("/")[0], []).append(path)
@@ -279,6 +282,11 @@ class PathGuesser:
                 return cleaned[cut:]
         if cleaned.casefold() in self.folded:
             return self.folded[cleaned.casefold()]
+        # The same file name in another folder (`images.md` for `reference/images.md`), when only
+        # one indexed page has it: two would make the guess a coin toss.
+        named = self.by_name.get(cleaned.rpartition("/")[2].casefold(), [])
+        if len(named) == 1:
+            return named[0]
         if not typo:
             return None
         candidates = self.by_folder.get(cleaned.rpartition("/")[0])

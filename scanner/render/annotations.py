@@ -86,7 +86,9 @@ def corpus_change_annotation(report: Report) -> Annotation | None:
     if not report.comparison.compared or corpus is None or corpus.changed is not True:
         return None
     note = phrases.corpus_note(report.comparison)
-    return Annotation(AnnotationKind.NOTICE, note or "", AnnotationProperties(title="kb-eval: corpus changed"))
+    if note is None:
+        return None  # against a pull request's base the corpus change is what is measured: nothing to say
+    return Annotation(AnnotationKind.NOTICE, note, AnnotationProperties(title="kb-eval: corpus changed"))
 
 
 def gate_not_run_annotation(report: Report) -> Annotation:

@@ -26,7 +26,7 @@ import ahocorasick
 
 from scanner.corpus.documents import Chunk
 from scanner.corpus.markdown import BREADCRUMB_SEPARATOR
-from scanner.golden.file import GoldenQuery
+from scanner.golden.file import STARTER_TAG, GoldenQuery
 from scanner.metrics.measures import Judgments
 from scanner.retrievers.base import Hit
 from scanner.search.index import INDEXED_FIELDS, IndexedChunk
@@ -245,6 +245,15 @@ class QuoteScanner:
         return {order: where[bisect_right(seams, start)] for order, start in first.items()}
 
 
+def not_placeholders(queries: Sequence[GoldenQuery]) -> list[GoldenQuery]:
+    """The queries a document can leak: not those still tagged `starter`. `kb-eval init` writes
+    each page's title as a placeholder query, and a page naming two other pages' titles is a table
+    of contents or a list of links, not a note about the test: on a first run it was a false alarm,
+    the newcomer's first sight of this check. Once the query is rewritten and the tag removed, it
+    is scanned."""
+    return [query for query in queries if STARTER_TAG not in query.tags]
+
+
 def scan(
     chunks_by_document: Iterable[tuple[str, Sequence[IndexedChunk]]],
     queries: Sequence[GoldenQuery],
@@ -258,6 +267,7 @@ def scan(
     quotation is evidence whatever the document is: a labelled answer for 'how does cross-encoder
     reranking work?' that mentions one other golden query holds one quotation of the long query,
     and exempting first would let its 'cross-encoder reranking' count as a second one."""
+    queries = not_placeholders(queries)
     scanner = QuoteScanner(queries)  # fold_needles: the length floor, then folded wording
     findings = []
     # One per query, however many documents quote it: matching a list against a query's labels

@@ -189,3 +189,17 @@ def test_the_written_report_is_readable_by_other_users(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     assert run_cli("--kb-path", small_kb(tmp_path / "kb"), "--output", out).code == 0
     assert out.stat().st_mode & 0o777 == 0o644
+
+
+def test_an_unknown_flag_is_answered_with_the_declared_flag_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    from scanner.cli.main import build_parser
+
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(["--kb-pth", "docs", "--fail-on-regresion"])
+    assert stopped.value.code == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --kb-pth docs --fail-on-regresion; did you mean --kb-path or --fail-on-regression?" in err
+    # The near miss: a flag close to none gets no guess.
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--zzz"])
+    assert "did you mean" not in capsys.readouterr().err

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from scanner.cli.main import main
 from scanner.foundation.errors import ExitCode
 from tests.conftest import Launch
@@ -60,3 +62,32 @@ def test_in_action_mode_a_mistyped_kb_path_is_an_error_annotation_saying_the_fol
     clean_workspace(right_layout.workspace)
     right = observe(run_entrypoint(launch, right_layout, action_inputs({"kb-path": KB})))
     assert right.returncode == ExitCode.OK and right.annotations == []
+
+
+def test_a_run_from_the_repository_root_names_the_folder_that_holds_the_golden_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "docs" / "guides").mkdir(parents=True)
+    (tmp_path / "docs" / "guides" / "a.md").write_text("# A\n", encoding="utf-8")
+    (tmp_path / "docs" / ".kb-eval.yml").write_text("queries:\n  - id: a\n    query: a\n    expected: [guides/a.md]\n")
+    monkeypatch.chdir(tmp_path)
+    code, err = kb_eval("--no-history")
+    assert code == ExitCode.BAD_INPUT
+    assert "but there is docs/.kb-eval.yml" in err and "run with --kb-path docs" in err
+    assert "kb-eval init" not in err
+    # The near miss: with no golden file anywhere below, the starter is what to write.
+    (tmp_path / "docs" / ".kb-eval.yml").unlink()
+    code, err = kb_eval("--no-history")
+    assert code == ExitCode.BAD_INPUT and "kb-eval init --kb-path ." in err and "but there is" not in err
+
+
+def test_a_golden_file_deeper_than_the_search_goes_is_not_looked_for(tmp_path: Path) -> None:
+    from scanner.golden.file import GOLDEN_SEARCH_DEPTH, golden_below
+
+    deep = tmp_path.joinpath(*["d"] * (GOLDEN_SEARCH_DEPTH + 1))
+    deep.mkdir(parents=True)
+    (deep / ".kb-eval.yml").write_text("queries: []\n")
+    assert golden_below(tmp_path) is None
+    (deep.parent / ".kb-eval.yml").write_text("queries: []\n")
+    assert golden_below(tmp_path) == deep.parent / ".kb-eval.yml"

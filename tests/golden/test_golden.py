@@ -218,3 +218,27 @@ def test_a_colon_in_a_file_name_is_not_a_drive_letter_but_c_slash_is(tmp_path: P
     assert [e.path for e in golden.queries[0].expected] == ["a:b.md", "notes/x:y.md"]
     error = error_of(tmp_path, "queries:\n  - id: x\n    query: q\n    expected: ['C:/kb/a.md']\n")
     assert "absolute" in error.message
+
+
+def test_an_unclosed_quote_is_reported_at_the_line_it_opens_not_where_yaml_gave_up(tmp_path: Path) -> None:
+    from scanner.foundation.errors import InputError
+
+    filler = "".join(f"  - id: q{n}\n    query: question {n}\n    expected: [a.md]\n" for n in range(40))
+    golden = tmp_path / ".kb-eval.yml"
+    golden.write_text(
+        'queries:\n  - id: a\n    query: "how do I roll back\n    expected: [a.md]\n'
+        + filler + '  - id: z\n    query: "the last one"\n    expected: [a.md]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as raised:
+        load_golden(golden)
+    assert raised.value.line == 3 and "opens at line 3" in raised.value.message
+    assert raised.value.hint == "close the quote on the line it opens"
+    # The near misses: a quoted query written over two lines on purpose is valid, and another
+    # mistake is reported where YAML found it, with the usual hint.
+    golden.write_text('queries:\n  - id: a\n    query: "how do I\n      roll back"\n    expected: [a.md]\n', encoding="utf-8")
+    assert load_golden(golden).queries[0].text == "how do I roll back"
+    golden.write_text('queries:\n  - id: a\n    query: "fine"\n    expected: [a.md]\n   - id: b\n', encoding="utf-8")
+    with pytest.raises(InputError) as raised:
+        load_golden(golden)
+    assert raised.value.line == 5 and "quote" not in (raised.value.hint or "")

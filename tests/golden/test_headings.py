@@ -60,6 +60,14 @@ def test_a_path_close_to_one_indexed_path_gets_it_suggested(written: str, meant:
     assert PathGuesser({"cli.md", "guide/setup.md", "faq.md"}).guess(written) == meant
 
 
+def test_a_page_named_without_its_folder_is_found_by_its_name_when_only_one_page_has_it() -> None:
+    guesser = PathGuesser({"reference/images.md", "reference/tables.md", "setup/index.md", "blog/index.md"})
+    assert guesser.guess("images.md") == "reference/images.md"
+    assert guesser.guess("guides/Images.md") == "reference/images.md"
+    # The near miss: two pages share the name, and neither is guessed.
+    assert guesser.guess("index.md") is None
+
+
 def test_a_path_close_to_none_gets_no_suggestion() -> None:
     assert PathGuesser({"cli.md", "guide/setup.md"}).guess("changelog.md") is None
 
