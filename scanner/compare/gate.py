@@ -36,6 +36,7 @@ from scanner.compare.comparison import (
 )
 from scanner.compare.significance import SignFlipResult, paired_sign_flip_test
 from scanner.evaluation.records import RunRecord
+from scanner.evaluation.tags import MAX_TAGS_AGGREGATED
 from scanner.foundation.errors import InputError
 from scanner.foundation.untrusted_text import shown
 from scanner.metrics.uncertainty import DEFAULT_DETECTION_ALPHA, detectable_drop
@@ -336,14 +337,30 @@ def check_budget_tags(budget: RegressionBudget, run: RunRecord) -> None:
     check_named_tags(budget.named_tags(), run, "--regression-threshold")
 
 
+TAGS_LISTED = 20
+"""Tags a refusal lists: a golden file can give thousands."""
+
+
 def check_named_tags(named: list[str], run: RunRecord, flag: str) -> None:
     there = sorted({tag for query in run.queries or () for tag in query.tags})
     missing = [tag for tag in named if tag not in there]
     if missing:
+        more = f" and {len(there) - TAGS_LISTED} more" if len(there) > TAGS_LISTED else ""
         raise InputError(
             f"{flag} names the tag {', '.join(map(repr, missing))}, which no golden query carries "
-            f"(tags: {', '.join(there) or 'none'})",
+            f"(tags: {', '.join(there[:TAGS_LISTED]) or 'none'}{more})",
             field=flag, hint="name a tag the golden file gives its queries (`tags:`), or remove the pair",
+        )
+    # Past the cap on tags aggregated (evaluation/tags.py) a carried tag has no aggregate: its
+    # budget would judge nothing, silently.
+    aggregated = {tag for tag, _ in run.by_tag}
+    capped = [tag for tag in named if tag not in aggregated]
+    if capped:
+        raise InputError(
+            f"{flag} names the tag {', '.join(map(repr, capped))}, which has no aggregate of its own: the golden "
+            f"queries carry {len(there)} tags and only the {MAX_TAGS_AGGREGATED} carried by the most queries are "
+            "aggregated",
+            field=flag, hint="name a tag more queries carry, or give these queries a tag they share",
         )
 
 

@@ -7,6 +7,9 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from scanner.compare.gate import check_named_tags
 from scanner.evaluation.records import QueryRecord
 from scanner.evaluation.tags import (
     MAX_TAGS_AGGREGATED,
@@ -15,12 +18,13 @@ from scanner.evaluation.tags import (
     with_tag_intervals,
 )
 from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.errors import InputError
 from scanner.golden.file import ExpectedEntry
 from scanner.metrics.measures import AggregateMetrics, score_query
 from scanner.retrievers.base import Hit
 from tests.conftest import run_cli, write_tree
 from tests.support.counting import steps
-from tests.support.run_records import KS
+from tests.support.run_records import KS, make_record
 
 _EXPECTED = (ExpectedEntry("a.md", None, 1),)
 _HITS = (Hit(1, "b.md", "B", 2.0), Hit(2, "a.md", "A", 1.0))
@@ -85,3 +89,14 @@ def test_a_golden_file_of_many_tags_gives_a_report_of_the_capped_tags(tmp_path: 
     assert len(report["by_tag"]) == MAX_TAGS_AGGREGATED
     assert [w["code"] for w in report["warnings"]] == ["tags-capped"]
     assert all("interval_95" not in value for value in report["by_tag"].values())  # one query each
+
+
+def test_a_gate_budget_naming_a_tag_past_the_cap_is_exit_2_not_a_budget_that_judges_nothing() -> None:
+    # Its verdict was skipped in silence: no aggregate in this run, so nothing to compare.
+    tags = [("shared",)] * 2 + [(f"t{n:04}",) for n in range(MAX_TAGS_AGGREGATED + 5)]
+    rows = queries(tags)
+    run = dataclasses.replace(make_record(), queries=tuple(rows), by_tag=aggregate_by_tag(rows, KS, Diagnostics()))
+    with pytest.raises(InputError) as refused:
+        check_named_tags([f"t{MAX_TAGS_AGGREGATED + 4:04}"], run, "--regression-threshold")
+    assert "has no aggregate of its own" in str(refused.value) and refused.value.field == "--regression-threshold"
+    check_named_tags(["shared", "t0000"], run, "--regression-threshold")  # the near miss: aggregated tags pass
