@@ -17,18 +17,11 @@ from typing import Any
 import pytest
 
 from scanner.cli.main import main
+from scanner.foundation.strict_json import json_type
 
 KBMCP = json.loads((Path(__file__).parents[1] / "fixtures" / "kbmcp" / "eval-report.json").read_text())
 
 
-def json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}[type(value)]
 
 
 def key_paths(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
