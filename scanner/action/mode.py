@@ -263,31 +263,23 @@ def _annotations(result: RunResult, inputs: ActionInputs, notes: list[Annotation
     always = list(notes)
     if result.input_error is not None:
         always.append(input_error_annotation(result.input_error))
-    elif result.exit_code == ExitCode.REGRESSION and result.report is not None and result.report.costs.failed:
-        always.append(
-            Annotation(
-                AnnotationKind.ERROR,
-                phrases.costs_failed(result.report.costs) + ".",
-                AnnotationProperties(title="kb-eval: an answer over its budget"),
-            )
-        )
-    elif result.exit_code == ExitCode.REGRESSION and result.report is not None and result.report.floors.failed:
-        always.append(
-            Annotation(
-                AnnotationKind.ERROR,
-                phrases.floors_failed(result.report.floors) + ".",
-                AnnotationProperties(title="kb-eval: below the fail-under floor"),
-            )
-        )
     elif result.exit_code == ExitCode.REGRESSION and result.report is not None:
-        always.append(
-            Annotation(
-                AnnotationKind.ERROR,
-                f"{result.report.gate.reason}. fail-on-regression is true, so the step fails; "
-                "the step summary and the JSON report have the deltas.",
-                AnnotationProperties(title="kb-eval: regression"),
-            )
-        )
+        # One error per reason the step fails: a tripped gate, a mean below its floor, an answer
+        # over its budget (any of them, together).
+        report = result.report
+        failures = []
+        if report.gate.tripped and report.gate.enforced:
+            failures.append((
+                f"{report.gate.reason}. fail-on-regression is true, so the step fails; "
+                "the step summary and the JSON report have the deltas.", "kb-eval: regression",
+            ))
+        if report.floors.failed:
+            failures.append((phrases.floors_failed(report.floors) + ".", "kb-eval: below the fail-under floor"))
+        if report.costs.failed:
+            failures.append((phrases.costs_failed(report.costs) + ".", "kb-eval: an answer over its budget"))
+        always += [
+            Annotation(AnnotationKind.ERROR, message, AnnotationProperties(title=title)) for message, title in failures
+        ]
     elif result.report is not None and inputs.fail_on_regression and not result.report.gate.evaluated:
         always.append(gate_not_run_annotation(result.report))
     elif result.report is not None and (missed := base_not_compared_annotation(result.report)) is not None:
