@@ -15,42 +15,22 @@ from __future__ import annotations
 
 import argparse
 import resource
+import sys
 from pathlib import Path
 from statistics import median
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support, beside scanner
+
 from scanner.compare.comparison import BaseRequest
 from scanner.corpus.parse_memo import ParseMemo
-from scanner.foundation.diagnostics import Diagnostics
 from scanner.pipeline.base import BaseEvaluation, ResolvedBase, evaluate_base, resolve_base
-from scanner.pipeline.evaluate import (
-    EvalOptions,
-    EvalOutcome,
-    Plan,
-    answer,
-    bind,
-    head_side,
-    judge,
-    plan_evaluation,
-    prepare,
-)
-from scanner.search.index import Index
+from scanner.pipeline.evaluate import EvalOptions
+from tests.support.phases import head_keeping_analysis
 
 
 def cpu_seconds() -> float:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
-def head_keeping_analysis(options: EvalOptions, memo: ParseMemo) -> tuple[EvalOutcome, Plan, Index]:
-    """The head's phases as the pull request's run calls them: its memo filled, its analysis kept
-    for the base."""
-    diagnostics = Diagnostics()
-    plan = plan_evaluation(options, diagnostics)
-    prepared = prepare(options, plan, head_side(options, memo, keep_analysis=True), diagnostics)
-    retriever = bind(options, prepared)
-    answers = answer(options, prepared, retriever, diagnostics)
-    retriever.close()
-    return judge(options, prepared, answers, diagnostics), plan, prepared.index
 
 
 def main(argv: list[str] | None = None) -> int:
