@@ -1,11 +1,13 @@
 """The step summary and the pull-request comment: what changed, first.
 
 Order, for a reviewer who reads ten seconds: the verdict with the KB path and
-the counts; what the run was compared with; the metrics that moved; the
-queries whose result changed (rank of the first expected document before ->
-after, and what now ranks above it); findings that displaced a labelled
-answer; then the long parts folded in `<details>`. The same Markdown is the
-step summary and the comment body.
+the counts, what the run was compared with and the gate's one sentence (from
+the records: phrases.gate_state); the queries whose result changed (rank of the
+first expected document before -> after, and what now ranks above it); the
+documents that quote the golden set; then the metrics, with the statistics
+behind them folded, and the long parts (unjudged documents and the lines to
+judge them, the trend, misses, warnings) folded in `<details>`. The same
+Markdown is the step summary and the comment body.
 
 Pure: records in, Markdown out. Every piece of text a pull request controls
 (paths, headings, query ids and text, warning messages) goes through
@@ -116,11 +118,13 @@ def prose(value: str) -> str:
 
 def render_summary(report: Report, context: SummaryContext) -> str:
     sections = [
+        # The first screen: the verdict, what changed, where to look (the queries that fell, the
+        # documents that quote the golden set); then the numbers, then the long parts, folded.
         headline(report, context),
-        metrics_section(report),
         changed_queries_section(report),
-        unjudged_section(report),
         findings_section(report.run.findings, context, report.findings_at_base),
+        metrics_section(report),
+        unjudged_section(report),
         trend_section(report, context),
         golden_health_section(report),
         details_section(report),
@@ -195,7 +199,8 @@ def metrics_section(report: Report) -> list[str]:
     if detectable is not None:
         notes.append(detectable)
     if notes:
-        lines += ["", " ".join(notes)]
+        # The statistics behind the intervals, in their words, for whoever wants them: folded.
+        lines += ["", f"<details><summary>{phrases.HOW_SURE}</summary>", "", " ".join(notes), "", "</details>"]
     costs = run.answers
     if costs is not None:
         previous = report.comparison.previous if report.comparison.compared else None
@@ -257,14 +262,15 @@ def falling_pools_with_unjudged(report: Report) -> list[QueryPool]:
 
 
 def unjudged_section(report: Report) -> list[str]:
-    """Per query, the documents that entered its top k with no label, and the lines that would judge them."""
+    """One line on the documents that entered a top k with no label; per query, the documents and
+    the lines that would judge them, folded (a note can enter a dozen queries' lists)."""
     pools = report.comparison.pools
     with_unjudged = [pool for pool in pools if pool.rests_on_unjudged]
     moved = phrases.rankings_moved(list(pools))
     if not with_unjudged:
-        return [text(moved)] if moved else []
-    lines = [f"### {phrases.unjudged_headline(with_unjudged[0].k)}", ""]
+        return ["<details><summary>How far the rankings moved</summary>", "", text(moved), "", "</details>"] if moved else []
     quoting = {located.finding.path for located in report.run.findings}
+    lines = [f"<details><summary>{phrases.unjudged_summary(with_unjudged)}</summary>", ""]
     for pool in with_unjudged[:MAX_UNJUDGED_QUERIES]:
         lines.append(
             f"- **{text(pool.query_id)}**: {text(pool.query)} — {phrases.entered_unlabelled(pool)}; "
@@ -282,11 +288,11 @@ def unjudged_section(report: Report) -> list[str]:
         line for pool in with_unjudged[:MAX_UNJUDGED_QUERIES] for line in phrases.golden_snippet(pool, quoting)
     ]
     fence = "`" * max(3, _longest_backtick_run(snippet) + 1)
-    lines += ["", "<details><summary>Golden-file lines to judge them (paste under each query's expected:)</summary>",
-              "", f"{fence}yaml", *snippet, fence, "", "</details>"]
+    lines += ["", "Golden-file lines to judge them (paste under each query's expected:):",
+              "", f"{fence}yaml", *snippet, fence]
     if moved:
         lines += ["", text(moved)]
-    return lines
+    return lines + ["", "</details>"]
 
 
 def _longest_backtick_run(lines: Sequence[str]) -> int:

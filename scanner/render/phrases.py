@@ -402,6 +402,26 @@ def detectable_sentence(gate: GateResult, largest_k: int) -> str | None:
     )
 
 
+HOW_SURE = "How sure these numbers are"
+
+
+def unjudged_summary(pools: Sequence[QueryPool]) -> str:
+    """`3 documents with no label entered the top 10 of 4 queries, one of them in 3: judge them
+    with the lines inside`: the folded list's one line. kb-eval's words only (it sits in an HTML
+    `<summary>`, where nothing a pull request wrote may go)."""
+    documents: dict[str, int] = {}
+    for pool in pools:
+        for document in pool.unlabelled:
+            documents[document.path] = documents.get(document.path, 0) + 1
+    count = len(documents)
+    subject = "document with no label" if count == 1 else "documents with no label"
+    line = f"{count} {subject} entered the top {pools[0].k} of {len(pools)} {'query' if len(pools) == 1 else 'queries'}"
+    most = max(documents.values())
+    if count > 1 and most > 1:
+        line += f", one of them in {most} queries' lists"
+    return line + ": judge them with the lines inside"
+
+
 def unjudged_headline(k: int) -> str:
     return f"Documents that entered the top {k} with no label"
 

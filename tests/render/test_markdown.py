@@ -57,7 +57,23 @@ def test_the_first_line_is_the_verdict_and_the_kb_path(outcomes: dict[str, RunOu
 
 def test_the_verdict_comes_before_any_table(outcomes: dict[str, RunOutcome]) -> None:
     markdown = summary(outcomes, "regressed")
-    assert markdown.index("Regressed") < markdown.index("| metric |") < markdown.index("### 6 queries changed")
+    assert markdown.index("Regressed") < markdown.index("### 6 queries changed") < markdown.index("| metric |")
+
+
+@pytest.mark.parametrize("state", ["pull-request-findings", "regressed", "labels-to-fix"])
+def test_the_first_screen_is_the_verdict_what_changed_and_where_to_look_with_the_statistics_folded(
+    outcomes: dict[str, RunOutcome], state: str
+) -> None:
+    markdown = summary(outcomes, state)
+    # Where to look first (the queries that fell, the documents quoting the golden set) comes
+    # before the numbers; the statistics' own words are inside folded parts only.
+    changed = markdown.index(" changed\n")
+    quoted = markdown.index("(golden-queries-quoted)\n")
+    assert markdown.index("## kb-eval: ") < changed < quoted < markdown.index("| metric |")
+    unfolded = re.sub(r"<details>.*?</details>", "", markdown, flags=re.DOTALL)
+    assert "bootstrap" in markdown and "RBO" in markdown  # guard: the statistics are there, folded
+    for jargon in ("bootstrap", "RBO", "power 0.8", "resamples", "ranking overlap"):
+        assert jargon not in unfolded, jargon
 
 
 def test_the_summary_says_what_it_compared_with(outcomes: dict[str, RunOutcome]) -> None:
