@@ -36,7 +36,7 @@ from scanner.compare.findings import FindingAtBase
 from scanner.compare.pooling import QueryPool
 from scanner.compare.report import Report
 from scanner.evaluation.records import LocatedFinding, RunRecord
-from scanner.foundation.diagnostics import Diagnostic
+from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.github.workflow import escape_markdown_text
 from scanner.metrics.catalogue import BY_NAME, BY_REPORT_KEY, CATALOGUE
 from scanner.render import phrases
@@ -247,12 +247,39 @@ def changed_queries_section(report: Report) -> list[str]:
         "| query | first expected document | now above it |",
         "| --- | --- | --- |",
     ]
+    moved = moved_labelled_pages(report)
     for query in changed[:MAX_CHANGED_ROWS]:
-        lines.append(f"| {_query_cell(query)} | {_rank_move(query)} | {text(query.now_above or '')} |")
+        above = query.now_above or ""
+        old = moved.get(query.query_id, {}).get(above)
+        shown = text(phrases.moved_labelled_page(above, old)) if old is not None else text(above)
+        lines.append(f"| {_query_cell(query)} | {_rank_move(query)} | {shown} |")
         lines += [_move_row(move) for move in _follow_moves(query)]
     if len(changed) > MAX_CHANGED_ROWS:
         lines.append(f"| … {len(changed) - MAX_CHANGED_ROWS} more in the JSON report | | |")
     return lines
+
+
+def moved_labelled_pages(report: Report) -> dict[str, dict[str, str]]:
+    """Per query, {path now returned: labelled path} for each labelled page that is no longer in
+    the corpus (its expected-not-in-corpus warning, matched by the entry's line) while the one
+    page of the same file name in the query's list holds it now: the page moved, and it did not
+    push its own answer down."""
+    missing = {
+        warning.line for warning in report.run.warnings
+        if warning.code is DiagnosticCode.EXPECTED_NOT_IN_CORPUS and warning.line is not None
+    }
+    moved: dict[str, dict[str, str]] = {}
+    if not missing:
+        return moved
+    for query in report.run.queries or ():
+        for entry in (member for expected in query.expected for member in expected.members):
+            if entry.line not in missing:
+                continue
+            name = entry.path.rpartition("/")[2]
+            returned = {hit.path for hit in query.hits if hit.path.rpartition("/")[2] == name}
+            if len(returned) == 1:
+                moved.setdefault(query.id, {})[returned.pop()] = entry.path
+    return moved
 
 
 def falling_pools_with_unjudged(report: Report) -> list[QueryPool]:

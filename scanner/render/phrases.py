@@ -62,6 +62,12 @@ def expected_label(entry: ExpectedEntry) -> str:
     return label + (" (and its subsections)" if entry.subsections else "")
 
 
+def moved_labelled_page(now: str, labelled: str) -> str:
+    """What sits above a query's labelled answer when it is that answer, moved: the label names the
+    old path, so the page is not blamed for pushing itself down."""
+    return f"{now}: the labelled {labelled}, moved (the label names the old path)"
+
+
 def rank_phrase(rank: int | None) -> str:
     """Where a document stood in a query's list: `rank 3`, or that it was not returned."""
     return f"rank {rank}" if rank is not None else "not in top_k"

@@ -237,3 +237,18 @@ def test_an_unlabelled_path_cannot_close_the_snippet_or_add_markup(outcomes: dic
     # Uncommented, each entry is the path and heading as written, no YAML structure added.
     entries = yaml.safe_load("\n".join(line[1:] for line in block.splitlines() if line.startswith("#  ")))
     assert {"path": hostile_path, "heading": "H `x`", "grade": 0} in entries
+
+
+def test_a_labelled_page_the_pull_request_moved_is_named_by_its_new_path_and_not_blamed(
+    outcomes: dict[str, RunOutcome],
+) -> None:
+    # The regressed state moves guides/ to handbook/ and keeps the labels: the pages now above
+    # their old paths are those pages, moved.
+    markdown = summary(outcomes, "regressed").replace("\\", "")
+    row = next(line for line in markdown.splitlines() if line.startswith("| ▼ reranker"))
+    assert "handbook/search.md: the labelled guides/search.md, moved (the label names the old path)" in row
+    assert "expects 'guides/search.md', which is not in the indexed corpus; did you mean 'handbook/search.md'?" in markdown
+    # The near miss: a new page that pushed an answer down is named as what now ranks above it.
+    worse = summary(outcomes, "worse")
+    row = next(line for line in worse.splitlines() if line.startswith("| ▼ rollback-migration"))
+    assert row.endswith("| notes/rollback-and-tags.md |") and "moved" not in row
