@@ -1,0 +1,59 @@
+"""Bm25Scorer.top sums a rare query's scores over the chunks it touches, with the same result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scanner.search import bm25
+from scanner.search.bm25 import Bm25Parameters, Bm25Scorer, Postings
+
+CHUNKS = 4_000
+
+
+def scorer(seed: int) -> Bm25Scorer:
+    rng = np.random.default_rng(seed)
+    df = np.concatenate([rng.integers(1, 20, 300), rng.integers(500, 2_000, 20)])  # rare terms, then common
+    start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+    chunks = np.concatenate([np.sort(rng.choice(CHUNKS, d, replace=False)) for d in df]).astype(np.int32)
+    tf = rng.integers(1, 4, len(chunks)).astype(np.float32)
+    # Integral lengths and tfs make exact ties common, which the tie rule (lower position first) decides.
+    lengths = rng.integers(1, 30, CHUNKS).astype(np.float32)
+    return Bm25Scorer([Postings(start, chunks, tf, lengths)], Bm25Parameters())
+
+
+def queries(seed: int) -> list[list[tuple[int, float]]]:
+    rng = np.random.default_rng(seed + 1)
+    return [[(int(t), float(w)) for t, w in zip(rng.choice(320, rng.integers(1, 5), replace=False),
+                                                rng.choice([0.5, 1.0, 2.0], 4))] for _ in range(300)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_scoring_the_touched_chunks_ranks_exactly_as_scoring_every_chunk(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index, asked = scorer(seed), queries(seed)
+    sparse = [index.top(q, 10) for q in asked]
+    monkeypatch.setattr(bm25, "SPARSE_SCORES_BELOW", 0)  # every query over every chunk
+    dense = [index.top(q, 10) for q in asked]
+    assert sparse == dense
+    assert sum(1 for ranking in dense if len(ranking) == 10) > 100  # not vacuous: full top tens compared
+
+
+def test_a_rare_query_allocates_for_the_chunks_it_touches_and_a_common_one_for_every_chunk(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = scorer(1)
+    sizes: list[int] = []
+    bincount = np.bincount
+
+    def counting(x: np.ndarray, weights: np.ndarray | None = None, minlength: int = 0) -> np.ndarray:
+        sizes.append(max(minlength, int(x.max()) + 1 if len(x) else 0))
+        return bincount(x, weights=weights, minlength=minlength)
+
+    monkeypatch.setattr(bm25.np, "bincount", counting)
+    index.top([(0, 1.0), (1, 1.0)], 10)  # two rare terms: fewer than 40 postings
+    assert sizes and max(sizes) < 40
+    sizes.clear()
+    index.top([(300, 1.0), (301, 1.0)], 10)  # two common terms: 1,000 or more postings
+    assert sizes == [CHUNKS]
