@@ -31,7 +31,10 @@ from scanner.foundation.strict_json import MAX_JSON_CONTAINERS
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scanner.corpus.reader import MAX_CORPUS_BYTES, MAX_CORPUS_FILES, MAX_DOCUMENT_BYTES
+from scanner.corpus.reader import DEFAULT_MAX_FILES, DEFAULT_MAX_MIB, MAX_DOCUMENT_BYTES
+
+MAX_CORPUS_FILES = DEFAULT_MAX_FILES
+MAX_CORPUS_BYTES = DEFAULT_MAX_MIB * 2**20
 
 sys.path.insert(0, str(REPO / "bench"))
 from run import TreeRssSampler

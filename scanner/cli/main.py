@@ -22,6 +22,7 @@ from scanner.compare.cost_budgets import CostBudgets
 from scanner.compare.gate import gate_cannot_run
 from scanner.compare.report import Report
 from scanner.corpus.kb_files import check_kb_folder
+from scanner.corpus.reader import CorpusCaps
 from scanner.foundation.diagnostics import Diagnostic, Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.foundation.files import write_atomically
@@ -291,6 +292,7 @@ def options_from_args(args: RunSettings) -> EvalOptions:
         ks=tuple(args.k),
         relevance_level=args.relevance_level,
         cache_dir=args.cache_dir,
+        corpus_caps=CorpusCaps(args.max_files, args.max_mib, args.max_sections),
         retriever=retriever_builder(args),
         score_level=args.score_level,
         interface=args.interface,

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,23 +28,62 @@ from scanner.foundation.files import FileRefused, LinkPolicy, read_capped
 from scanner.foundation.progress import progress
 from scanner.foundation.workers import worker_pool
 
-MAX_CORPUS_FILES = 200_000
-"""Indexable files in one KB. Past it the run stops (exit 2) before anything is read, naming the
-first file over the cap. Stopping, not skipping: metrics over whichever files happened to come
-first would silently differ from the KB's, and a pull request adding files that sort early could
-push real documents out of the evaluation and move the gate. Twice the largest KB measured
-(100,000 documents, docs/performance.md): documents are streamed into the index, so a file costs
-its postings and a path, and tiny files cost far less (docs/limits-and-safety.md)."""
+RUNNER_MIB = 16 * 1024
+"""A GitHub-hosted runner's memory (4 cores, 16 GiB): what the default caps are derived for."""
+RUNNER_RESERVE_MIB = 2 * 1024
+"""Left to the runner's own processes and the workflow's other steps."""
+PULL_REQUEST_MEMORY_RATIO = 2.3
+"""Peak memory of a pull request's run (head and base, `--baseline-ref`) over one run's: 679 MiB
+against 300 at 10,000 documents with 1% of them edited (bench/base_and_head.py --memory,
+docs/performance.md)."""
+BENCH_KIB_PER_DOCUMENT = 21.0
+"""Peak memory (PSS of every process of one run) per document of the bench KB (bench/generate.py:
+4.6 KB and 11 sections a document): 515 MiB at 20,000 documents, 2,041 MiB at 100,000, measured
+with bench/lean.py (docs/performance.md)."""
+BENCH_BYTES_PER_DOCUMENT = 4_600
+BENCH_SECTIONS_PER_DOCUMENT = 11
+RUN_MEMORY_MIB = (RUNNER_MIB - RUNNER_RESERVE_MIB) / PULL_REQUEST_MEMORY_RATIO
+"""What one evaluation may hold at the default caps, so that a pull request's run fits the runner."""
 
-MAX_CORPUS_BYTES = 512 * 1024 * 1024
-"""Bytes of all indexable files together (512 MiB; sizes from stat(), checked before reading), with
-the same refusal and reason as MAX_CORPUS_FILES. The 100,000-document bench KB is 446 MiB; memory
-grows with the text's terms (docs/performance.md), and this keeps a run inside a hosted runner's."""
 
-MAX_CORPUS_SECTIONS = 1_500_000
-"""Sections of all documents together. A section costs memory however little text it holds, so
-this bounds what the byte cap cannot (many short headings). Checked as documents are parsed; the
-run stops (exit 2) at the document that crosses it."""
+def _round(value: float) -> int:
+    """`value` to its two leading digits (1,048,576 -> 1,000,000; 4,387 -> 4,400): a cap people can read."""
+    digits: int = 10 ** max(0, len(str(int(value))) - 2)
+    return round(value / digits) * digits
+
+
+DEFAULT_MAX_FILES = _round(RUN_MEMORY_MIB * 1024 / BENCH_KIB_PER_DOCUMENT)
+"""Indexable files in one KB (the `max-files` setting): the documents of the bench's kind that
+RUN_MEMORY_MIB holds (a larger runner raises it; docs/limits-and-safety.md says what each costs). Past it the run stops (exit 2) before anything is read, naming the first
+file over the cap. Stopping, not skipping: metrics over whichever files happened to come first
+would silently differ from the KB's, and a pull request adding files that sort early could push
+real documents out of the evaluation and move the gate."""
+
+DEFAULT_MAX_MIB = _round(DEFAULT_MAX_FILES * BENCH_BYTES_PER_DOCUMENT / 2**20)
+"""MiB of all indexable files together (the `max-mib` setting; sizes from stat(), checked before
+reading): as many bytes as DEFAULT_MAX_FILES documents of the bench's size, with the same refusal."""
+
+DEFAULT_MAX_SECTIONS = _round(DEFAULT_MAX_FILES * BENCH_SECTIONS_PER_DOCUMENT)
+"""Sections of all documents together (the `max-sections` setting). A section costs memory however
+little text it holds, so this bounds what the byte cap cannot (many short headings). Checked as
+documents are parsed; the run stops (exit 2) at the document that crosses it."""
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusCaps:
+    """How large a KB one run reads; past a cap the run stops (exit 2) naming the file and the setting."""
+
+    files: int = DEFAULT_MAX_FILES
+    """Indexable files (`max-files`)."""
+    mib: int = DEFAULT_MAX_MIB
+    """MiB of all indexable files together (`max-mib`)."""
+    sections: int = DEFAULT_MAX_SECTIONS
+    """Sections of all documents together (`max-sections`)."""
+
+    @property
+    def bytes(self) -> int:
+        return self.mib * 2**20
+
 
 PARALLEL_MIN_FILES = 500
 """Below this many files one process reads the KB: starting workers costs more than it saves."""
@@ -58,9 +98,12 @@ def read_corpus(
     cache: ParseCache | None = None,
     memo: ParseMemo | None = None,
     source: Iterable[tuple[str, bytes]] | None = None,
+    caps: CorpusCaps = CorpusCaps(),
 ) -> Corpus:
     """Every document of the KB at once (see read_documents); for callers that need them all."""
-    return Corpus(tuple(read_documents(root, exclude, diagnostics, workers=workers, cache=cache, memo=memo, source=source)))
+    return Corpus(tuple(
+        read_documents(root, exclude, diagnostics, workers=workers, cache=cache, memo=memo, source=source, caps=caps)
+    ))
 
 
 def read_documents(
@@ -72,6 +115,7 @@ def read_documents(
     cache: ParseCache | None = None,
     memo: ParseMemo | None = None,
     source: Iterable[tuple[str, bytes]] | None = None,
+    caps: CorpusCaps = CorpusCaps(),
 ) -> Iterator[Document]:
     """Walk `root`, then read and parse every indexable file under it, yielding documents in path order.
 
@@ -92,10 +136,10 @@ def read_documents(
     cache = cache if source is None else None
     # One past the cap is enough to refuse: a tree of millions of files is not listed whole.
     files = (
-        list(itertools.islice(_indexable_files(root, exclude, diagnostics), MAX_CORPUS_FILES + 1))
+        list(itertools.islice(_indexable_files(root, exclude, diagnostics), caps.files + 1))
         if source is None else []
     )
-    _check_corpus_size(root, files)
+    _check_corpus_size(root, files, caps)
     files.sort()  # path order (the walk's is folder by folder), which the index's chunk ids follow
     workers = workers if workers is not None else (os.cpu_count() or 1)
     if cache is not None and os.path.lexists(cache.path):
@@ -128,8 +172,8 @@ def read_documents(
                 document = document.unpacked()
             if document is not None:
                 sections += len(document.chunks)
-                if sections > MAX_CORPUS_SECTIONS:
-                    raise _over_cap(root, document.path, f"the KB has more than {MAX_CORPUS_SECTIONS} sections")
+                if sections > caps.sections:
+                    raise _over_cap(root, document.path, f"the KB has more than {caps.sections} sections", "max-sections")
                 if memo is not None and blob is not None and not warnings:
                     memo.remember(memo_key(document.path, blob), document, warnings)
                 yield document
@@ -147,7 +191,7 @@ def read_documents(
         if source is not None:
             # Another reader's order is its own (a git tree's): these are sorted here, and held,
             # which costs nothing extra as the memo holds them anyway.
-            read = list(collect(_read_from_source(relative, data, memo) for relative, data in capped(root, source)))
+            read = list(collect(_read_from_source(relative, data, memo) for relative, data in capped(root, source, caps)))
             yield from sorted(read, key=lambda document: document.path)
         elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
             with worker_pool(workers, _open_worker_cache, (cache, keyed, packing, blobbing)) as pool:
@@ -178,39 +222,40 @@ def read_documents(
         cache.save(entries, diagnostics)
 
 
-def capped(root: Path, source: Iterable[tuple[str, bytes]]) -> Iterator[tuple[str, bytes]]:
+def capped(root: Path, source: Iterable[tuple[str, bytes]], caps: CorpusCaps) -> Iterator[tuple[str, bytes]]:
     """The per-KB file and byte caps for files another reader chose (a git revision's tree): the
     same refusal as the folder walk's, so a pull request cannot slip a huge corpus in as its base."""
     total = 0
     for count, (relative, data) in enumerate(source, start=1):
         total += len(data)
-        if count > MAX_CORPUS_FILES:
-            raise _over_cap(root, relative, f"the KB has more than {MAX_CORPUS_FILES} indexable files")
-        if total > MAX_CORPUS_BYTES:
-            raise _over_cap(root, relative, f"the KB's files add up to more than {MAX_CORPUS_BYTES} bytes")
+        if count > caps.files:
+            raise _over_cap(root, relative, f"the KB has more than {caps.files} indexable files", "max-files")
+        if total > caps.bytes:
+            raise _over_cap(root, relative, f"the KB's files add up to more than {caps.mib} MiB", "max-mib")
         yield relative, data
 
 
-def _check_corpus_size(root: Path, files: Sequence[tuple[str, Path]]) -> None:
-    """Refuse a KB over MAX_CORPUS_FILES or MAX_CORPUS_BYTES before any file is read."""
-    if len(files) > MAX_CORPUS_FILES:
-        raise _over_cap(root, files[MAX_CORPUS_FILES][0], f"the KB has more than {MAX_CORPUS_FILES} indexable files")
+def _check_corpus_size(root: Path, files: Sequence[tuple[str, Path]], caps: CorpusCaps) -> None:
+    """Refuse a KB over the file or byte cap before any file is read."""
+    if len(files) > caps.files:
+        raise _over_cap(root, files[caps.files][0], f"the KB has more than {caps.files} indexable files", "max-files")
     total = 0
     for relative, absolute in files:
         try:
             total += os.stat(absolute).st_size
         except OSError:
             continue  # reading it will record the skip
-        if total > MAX_CORPUS_BYTES:
-            raise _over_cap(root, relative, f"the KB's files add up to more than {MAX_CORPUS_BYTES} bytes")
+        if total > caps.bytes:
+            raise _over_cap(root, relative, f"the KB's files add up to more than {caps.mib} MiB", "max-mib")
 
 
-def _over_cap(root: Path, relative: str, what: str) -> InputError:
+def _over_cap(root: Path, relative: str, what: str, setting: str) -> InputError:
     return InputError(
         f"{what}; stopped at {shown(relative)} rather than evaluate part of it",
         file=str(root),
         field="--kb-path",
-        hint="leave generated or vendored folders out with --exclude GLOB, or point --kb-path at the notes only",
+        hint=f"leave generated or vendored folders out with --exclude GLOB, point --kb-path at the notes only, "
+        f"or raise --{setting} on a runner with the memory for it (docs/limits-and-safety.md)",
     )
 
 

@@ -224,7 +224,7 @@ def evaluate_base(
             # files the reader would read, under its caps), read from there like the head's.
             with tempfile.TemporaryDirectory(prefix="kb-eval-base-") as work:
                 folder = Path(work) / "kb"
-                write_out(folder, capped(folder, source(diagnostics)))
+                write_out(folder, capped(folder, source(diagnostics), options.corpus_caps))
                 side = Side(
                     kb_path=folder, memo=memo, unchanged=unchanged, refuse_impossible=False,
                     timestamp=base.committed_at,

@@ -17,7 +17,7 @@ from scanner import __version__
 from scanner.corpus.kb_files import INDEXED_SUFFIXES
 from scanner.corpus.parse_cache import ParseCache
 from scanner.corpus.parse_memo import ParseMemo
-from scanner.corpus.reader import read_documents
+from scanner.corpus.reader import CorpusCaps, read_documents
 from scanner.evaluation.answers import (
     AnswerSource,
     ScoreLevel,
@@ -68,6 +68,8 @@ class EvalOptions:
     """Builds the retriever for one side (scanner/settings/retriever.py); the default is the built-in one."""
     cache_dir: Path | None = None
     """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
+    corpus_caps: CorpusCaps = field(default_factory=CorpusCaps)
+    """How large a KB each side may be (`max-files`, `max-mib`, `max-sections`)."""
     timestamp: datetime | None = None
     """Fixed in tests; the current UTC time otherwise."""
     score_level: ScoreLevel = ScoreLevel.SECTION
@@ -195,7 +197,9 @@ def prepare(
     clock = clock if clock is not None else PhaseClock()
     cache = ParseCache(side.cache_dir) if side.cache_dir is not None else None
     source = side.source(diagnostics) if side.source is not None else None
-    documents = read_documents(side.kb_path, options.exclude, diagnostics, cache=cache, memo=side.memo, source=source)
+    documents = read_documents(
+        side.kb_path, options.exclude, diagnostics, cache=cache, memo=side.memo, source=source, caps=options.corpus_caps
+    )
     reuse = Reuse(side.reuse, side.unchanged.__contains__) if side.reuse is not None else None
     # Read, parsed and written to the chunk table document by document (never held whole).
     index = Index.build(documents, reuse=reuse, keep_analysis=side.keep_analysis)

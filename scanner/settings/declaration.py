@@ -34,6 +34,7 @@ from scanner.compare.comparison import BaseRequest
 from scanner.compare.cost_budgets import CostBudgets
 from scanner.compare.floors import Floors
 from scanner.compare.gate import DEFAULT_ALPHA, DEFAULT_REGRESSION_THRESHOLD, RegressionBudget
+from scanner.corpus.reader import DEFAULT_MAX_FILES, DEFAULT_MAX_MIB, DEFAULT_MAX_SECTIONS
 from scanner.evaluation.answers import ScoreLevel
 from scanner.foundation.errors import InputError
 from scanner.git.revision import is_revision_name
@@ -71,6 +72,9 @@ MAX_CONCURRENCY = 64
 """Largest `concurrency`: one thread per query in flight, and a service that is asked more at
 once only answers 429."""
 FORMATS = ("text", "json")
+MAX_CAP_SETTING = 10**12
+"""Largest `max-files`, `max-mib` and `max-sections`: far past any machine's memory, and an integer
+every comparison holds."""
 
 
 class Interface(enum.Enum):
@@ -300,6 +304,23 @@ SETTINGS: tuple[Setting, ...] = (
         "write the Markdown summary Action mode puts in the step summary to this file (the step summary gets it "
         "too whenever GITHUB_STEP_SUMMARY is set, as in a workflow's run: step)",
         parse.path, None, default_note="none", path=True, metavar="FILE", action=False, cli_flag="summary",
+    ),
+    Setting(
+        "max-files", "max_files", Group.EVALUATED,
+        "stop (exit 2) rather than read a KB of more indexable files than this; the defaults of the three "
+        "caps are what a pull request's run holds on a 16 GiB runner (docs/limits-and-safety.md)",
+        parse.int_in(1, MAX_CAP_SETTING, DEFAULT_MAX_FILES), DEFAULT_MAX_FILES, str(DEFAULT_MAX_FILES), metavar="N",
+    ),
+    Setting(
+        "max-mib", "max_mib", Group.EVALUATED,
+        "stop (exit 2) rather than read a KB whose files add up to more MiB than this",
+        parse.int_in(1, MAX_CAP_SETTING, DEFAULT_MAX_MIB), DEFAULT_MAX_MIB, str(DEFAULT_MAX_MIB), metavar="MIB",
+    ),
+    Setting(
+        "max-sections", "max_sections", Group.EVALUATED,
+        "stop (exit 2) rather than index more sections than this, all documents together",
+        parse.int_in(1, MAX_CAP_SETTING, DEFAULT_MAX_SECTIONS), DEFAULT_MAX_SECTIONS, str(DEFAULT_MAX_SECTIONS),
+        metavar="N",
     ),
     Setting(
         "cache-dir", "cache_dir", Group.OUTPUT,
@@ -625,6 +646,9 @@ class RunSettings:
     """The `report` setting (`--report`, `--output`)."""
     export_trec: Path | None
     """The `export-trec` setting: a folder for the run and qrels (scanner/report/trec.py)."""
+    max_files: int
+    max_mib: int
+    max_sections: int
     cache_dir: Path | None
     summary_file: Path | None
     """The CLI's `--summary FILE`."""

@@ -122,16 +122,17 @@ def test_with_a_memo_workers_send_the_same_documents_and_the_memo_holds_each_fil
                    for d in plain.documents if d.path != "broken.md")
 
 
-def test_the_per_kb_caps_hold_for_files_another_reader_chose(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_per_kb_caps_hold_for_files_another_reader_chose(tmp_path: Path) -> None:
     # A git revision's tree (scanner.git.tree) comes in as a source: the same caps as the walk.
     from scanner.corpus import reader as corpus
     from scanner.foundation.errors import InputError
 
-    monkeypatch.setattr(corpus, "MAX_CORPUS_FILES", 2)
+    caps = corpus.CorpusCaps(files=2)
     two = [("a.md", b"# A\n"), ("b.md", b"# B\n")]
-    assert len(corpus.read_corpus(tmp_path, source=iter(two)).documents) == 2  # at the cap: read
+    assert len(corpus.read_corpus(tmp_path, source=iter(two), caps=caps).documents) == 2  # at the cap: read
     with pytest.raises(InputError, match="more than 2 indexable files"):
-        corpus.read_corpus(tmp_path, source=iter([*two, ("c.md", b"# C\n")]))
-    monkeypatch.setattr(corpus, "MAX_CORPUS_BYTES", 7)
-    with pytest.raises(InputError, match="more than 7 bytes"):
-        corpus.read_corpus(tmp_path, source=iter(two))
+        corpus.read_corpus(tmp_path, source=iter([*two, ("c.md", b"# C\n")]), caps=caps)
+    one_mib = [("a.md", b"a" * (2**20 // 2)), ("b.md", b"b" * (2**20 // 2))]
+    assert len(corpus.read_corpus(tmp_path, source=iter(one_mib), caps=corpus.CorpusCaps(mib=1)).documents) == 2
+    with pytest.raises(InputError, match="more than 1 MiB"):
+        corpus.read_corpus(tmp_path, source=iter([*one_mib, ("c.md", b"c")]), caps=corpus.CorpusCaps(mib=1))

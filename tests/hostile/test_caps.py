@@ -14,7 +14,14 @@ import scanner.corpus.markdown
 import scanner.corpus.reader
 from scanner.corpus.documents import Document
 from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, MAX_FRONTMATTER_BYTES
-from scanner.corpus.reader import build_document, read_corpus
+from scanner.corpus.reader import (
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_MIB,
+    DEFAULT_MAX_SECTIONS,
+    CorpusCaps,
+    build_document,
+    read_corpus,
+)
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.search.index import Index
@@ -110,58 +117,59 @@ def test_frontmatter_past_the_cap_is_not_parsed_and_the_title_is_the_file_name()
 # -- per corpus -----------------------------------------------------------------------------------
 
 
-def test_one_file_past_the_file_count_cap_stops_the_run_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_FILES", 3)
+def test_one_file_past_the_file_count_cap_stops_the_run_naming_it(tmp_path: Path) -> None:
     write_tree(tmp_path, {f"n{i}.md": "# a\n" for i in range(4)})
     with pytest.raises(InputError) as caught:
-        read_corpus(tmp_path, workers=1)
+        read_corpus(tmp_path, workers=1, caps=CorpusCaps(files=3))
     assert "more than 3 indexable files" in caught.value.message and "n3.md" in caught.value.message
     assert caught.value.field == "--kb-path" and "--exclude" in (caught.value.hint or "")
+    assert "--max-files" in (caught.value.hint or "")
 
 
-def test_files_at_the_count_cap_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_FILES", 3)
+def test_files_at_the_count_cap_are_read(tmp_path: Path) -> None:
     write_tree(tmp_path, {f"n{i}.md": "# a\n" for i in range(3)})
-    assert len(read_corpus(tmp_path, workers=1).documents) == 3
+    assert len(read_corpus(tmp_path, workers=1, caps=CorpusCaps(files=3)).documents) == 3
 
 
-@pytest.mark.parametrize(("sizes", "refused"), [((50, 50), False), ((50, 51), True)])
-def test_the_byte_cap_counts_every_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sizes: tuple[int, int], refused: bool
-) -> None:
-    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_BYTES", 100)
+@pytest.mark.parametrize(("sizes", "refused"), [((2**19, 2**19), False), ((2**19, 2**19 + 1), True)])
+def test_the_byte_cap_counts_every_file(tmp_path: Path, sizes: tuple[int, int], refused: bool) -> None:
     write_tree(tmp_path, {"a.md": b"a" * sizes[0], "b.md": b"b" * sizes[1]})
     if refused:
-        with pytest.raises(InputError, match="more than 100 bytes; stopped at b.md"):
-            read_corpus(tmp_path, workers=1)
+        with pytest.raises(InputError, match="more than 1 MiB; stopped at b.md"):
+            read_corpus(tmp_path, workers=1, caps=CorpusCaps(mib=1))
     else:
-        assert len(read_corpus(tmp_path, workers=1).documents) == 2
+        assert len(read_corpus(tmp_path, workers=1, caps=CorpusCaps(mib=1)).documents) == 2
 
 
 @pytest.mark.parametrize(("sections", "refused"), [(5, False), (6, True)])
-def test_the_section_cap_counts_every_document(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sections: int, refused: bool
-) -> None:
-    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_SECTIONS", 5)
+def test_the_section_cap_counts_every_document(tmp_path: Path, sections: int, refused: bool) -> None:
     write_tree(tmp_path, {"a.md": "# a\n# b\n# c\n", "b.md": "# d\n" * (sections - 3)})
     if refused:
         with pytest.raises(InputError, match="more than 5 sections; stopped at b.md"):
-            read_corpus(tmp_path, workers=1)
+            read_corpus(tmp_path, workers=1, caps=CorpusCaps(sections=5))
     else:
-        assert sum(len(d.chunks) for d in read_corpus(tmp_path, workers=1).documents) == 5
+        assert sum(len(d.chunks) for d in read_corpus(tmp_path, workers=1, caps=CorpusCaps(sections=5)).documents) == 5
 
 
 def test_the_section_cap_holds_with_parallel_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_SECTIONS", 50)
     monkeypatch.setattr(scanner.corpus.reader, "PARALLEL_MIN_FILES", 10)
     write_tree(tmp_path, {f"n{i:02}.md": "# a\n# b\n" for i in range(30)})
     with pytest.raises(InputError, match="more than 50 sections; stopped at n25.md"):
-        read_corpus(tmp_path, workers=2)
+        read_corpus(tmp_path, workers=2, caps=CorpusCaps(sections=50))
 
 
-def test_a_kb_over_a_cap_is_exit_2_from_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner.corpus.reader, "MAX_CORPUS_FILES", 2)
+def test_a_kb_over_a_cap_is_exit_2_from_the_cli_and_the_setting_raises_it(tmp_path: Path) -> None:
     kb = write_tree(tmp_path / "kb", {".kb-eval.yml": GOLDEN, "a.md": "# Alpha\nalpha beta\n", "b.md": "", "c.md": ""})
-    result = run_cli("--kb-path", kb, "--no-history")
+    result = run_cli("--kb-path", kb, "--no-history", "--max-files", "2")
     assert result.code == ExitCode.BAD_INPUT and "more than 2 indexable files" in result.stderr
+    assert run_cli("--kb-path", kb, "--no-history", "--max-files", "3").code == ExitCode.OK
     assert "Traceback" not in result.stderr
+
+
+def test_the_default_caps_refuse_no_kb_the_earlier_fixed_caps_let_in() -> None:
+    # Before they were settings: 200,000 files, 512 MiB, 1,500,000 sections.
+    assert DEFAULT_MAX_FILES >= 200_000 and DEFAULT_MAX_MIB >= 512 and DEFAULT_MAX_SECTIONS >= 1_500_000
+    # And they hold each other's worth of the bench's notes (4.6 KB and 11 sections a document):
+    # the file cap is not reached long after the byte cap, nor the section cap before the file cap.
+    assert DEFAULT_MAX_MIB * 2**20 >= 0.95 * DEFAULT_MAX_FILES * 4_600
+    assert DEFAULT_MAX_SECTIONS >= 0.95 * DEFAULT_MAX_FILES * 11

@@ -126,7 +126,7 @@ def test_a_heading_that_is_mostly_one_run_of_spaces_is_parsed_in_linear_time(kb:
 
 @pytest.mark.slow
 def test_100000_tiny_files_are_all_indexed(kb: Path) -> None:
-    # 99,999 and a.md: exactly MAX_CORPUS_FILES (test_caps.py holds one more to the refusal).
+    # 99,999 and a.md: 100,000 files, far under the file cap (test_caps.py holds one more than a cap to the refusal).
     for folder in range(100):
         sub = kb / f"d{folder:02}"
         sub.mkdir()
