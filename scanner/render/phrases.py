@@ -277,7 +277,10 @@ def gate_sentence(gate: GateResult, comparison: Comparison) -> tuple[str, bool] 
 
 def gate_line(gate: GateResult) -> str:
     """The gate's verdict for the log (its reason quotes query ids through shown())."""
-    return ("REGRESSION: " if gate.tripped else "Regression gate: ") + gate.reason
+    line = ("REGRESSION: " if gate.tripped else "Regression gate: ") + gate.reason
+    if gate.tripped and not gate.enforced:
+        line += " (fail-on-regression is off: the exit status stays 0)"
+    return line
 
 
 def _p_value(verdict: MetricVerdict) -> float:

@@ -32,3 +32,18 @@ def test_findings_and_comparison_are_in_the_text_report(tmp_path: Path) -> None:
     assert "findings: 1 document quotes 2 or more golden queries verbatim (golden-queries-quoted)" in text
     assert "    image-tags (took rank 1 above the expected document), body line 7" in text
     assert text.rstrip().endswith("No comparison: history disabled (--no-history) and no --baseline given")
+
+
+def test_a_regression_nobody_enforces_says_the_exit_status_stays_0_and_an_enforced_one_does_not() -> None:
+    import dataclasses
+
+    from scanner.compare.comparison import compare_runs
+    from scanner.compare.gate import evaluate_gate
+    from scanner.render.phrases import gate_line
+    from tests.support.run_records import make_record, uniform_aggregate
+
+    comparison = compare_runs(make_record(aggregate=uniform_aggregate(0.5)), make_record(aggregate=uniform_aggregate(0.9)))
+    advice = evaluate_gate(comparison, 0.05)
+    assert advice.tripped and "the exit status stays 0" in gate_line(advice)
+    enforced = dataclasses.replace(advice, enforced=True)
+    assert gate_line(enforced).startswith("REGRESSION: ") and "exit status" not in gate_line(enforced)
