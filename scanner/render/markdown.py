@@ -18,6 +18,7 @@ readable; the writer caps the bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -283,9 +284,19 @@ def moved_labelled_pages(report: Report) -> dict[str, dict[str, str]]:
 
 
 def falling_pools_with_unjudged(report: Report) -> list[QueryPool]:
-    """Pools of the queries that fell (worse or mixed) with a document nobody judged in their top k."""
+    """Pools of the queries that fell (worse or mixed) with a document nobody judged in their top k;
+    a labelled page that moved is not one (its label is to fix, not to add: moved_labelled_pages)."""
     fell = {q.query_id for q in report.comparison.query_deltas if q.status in (QueryStatus.WORSE, QueryStatus.MIXED)}
-    return [pool for pool in report.comparison.pools if pool.query_id in fell and pool.rests_on_unjudged]
+    moved = moved_labelled_pages(report)
+    pools = []
+    for pool in report.comparison.pools:
+        if pool.query_id not in fell:
+            continue
+        gone = moved.get(pool.query_id, {})
+        kept = tuple(document for document in pool.unlabelled if document.path not in gone)
+        if kept:
+            pools.append(pool if len(kept) == len(pool.unlabelled) else dataclasses.replace(pool, unlabelled=kept))
+    return pools
 
 
 def unjudged_section(report: Report) -> list[str]:

@@ -248,6 +248,9 @@ def test_a_labelled_page_the_pull_request_moved_is_named_by_its_new_path_and_not
     row = next(line for line in markdown.splitlines() if line.startswith("| ▼ reranker"))
     assert "handbook/search.md: the labelled guides/search.md, moved (the label names the old path)" in row
     assert "expects 'guides/search.md', which is not in the indexed corpus; did you mean 'handbook/search.md'?" in markdown
+    # Nor is a moved labelled page a document to judge: the verdict rests on the others only.
+    rests = next(line for line in markdown.splitlines() if line.startswith("The verdict rests partly"))
+    assert "in the 2 queries that fell, 2 of the 4 documents" in rests
     # The near miss: a new page that pushed an answer down is named as what now ranks above it.
     worse = summary(outcomes, "worse")
     row = next(line for line in worse.splitlines() if line.startswith("| ▼ rollback-migration"))
