@@ -25,7 +25,8 @@ from tests.support import engines
 pytestmark = pytest.mark.skipif(shutil.which("git") is None or not hasattr(os, "killpg"), reason="needs git, POSIX")
 
 RUN = "deploy Q0 deploy.md 1 1.0 x\nonboard Q0 onboarding.md 1 1.0 x\nrollback Q0 rollback.md 1 1.0 x\n"
-SERVER = Path(__file__).parents[1] / "support" / "folder_search_server.py"
+SUPPORT = Path(__file__).parents[1] / "support"
+SERVER = SUPPORT / "folder_search_server.py"
 SQLITE = engines.RECIPES / "sqlite-fts5"
 
 
@@ -56,6 +57,15 @@ def server_flags(*extra: str) -> list[str]:
     ]
 
 
+def run_file_flags(golden: Path) -> list[str]:
+    """A run file built per side by the index command into {work}, from that side's {kb}."""
+    return [
+        "--score-level=document",
+        "--index-command", f"{sys.executable} {SUPPORT / 'folder_run.py'} {{kb}} {golden} {{work}}/run.jsonl",
+        "--run-file", "{work}/run.jsonl",
+    ]
+
+
 def pull_request(tmp_path: Path) -> Path:
     repo = new_repo(tmp_path / "repo")
     commit(repo, BASE_KB, "base")
@@ -75,12 +85,15 @@ def aggregates(report: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in report["aggregate"].items() if key != "intervals"}
 
 
-@pytest.mark.parametrize("flags", [sqlite_flags, lambda: server_flags()], ids=["index-command", "serve-command"])
+@pytest.mark.parametrize(
+    "flags", [lambda _: sqlite_flags(), lambda _: server_flags(), run_file_flags],
+    ids=["index-command", "serve-command", "run-file"],
+)
 def test_the_base_answered_by_its_own_index_equals_a_run_on_git_archive_of_the_base(
     tmp_path: Path, flags: Any
 ) -> None:
     repo = pull_request(tmp_path)
-    chosen = flags()
+    chosen = flags(repo / "kb" / ".kb-eval.yml")
     result, report = run(repo / "kb", "--baseline-ref=HEAD~1", *chosen)
     assert result.exit_code == ExitCode.OK, result.stderr_text
     assert report["comparison"]["status"] == "compared", report["comparison"]
