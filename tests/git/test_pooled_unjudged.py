@@ -75,14 +75,16 @@ def test_the_summary_says_the_verdict_rests_on_unjudged_documents_and_gives_the_
     result = pull_request[1]["result"]
     assert result.report is not None and result.report.comparison.query_deltas
     markdown = render_summary(result.report, SummaryContext(kb_path="kb"))
-    assert "### Documents that entered the top 10 with no label" in markdown
+    assert "<details><summary>1 document with no label entered the top 10 of 1 query: judge them" in markdown
     assert "1 of the 2 documents that entered the top 10 has no label" in markdown
     assert "The verdict rests partly on unjudged documents: in the 1 query that fell, 1 of the 2 documents" in markdown
     assert "(RBO, no labels involved)" in markdown
-    # The snippet is valid YAML that, pasted under the query's expected:, labels the document.
+    # The snippet judges nothing as offered (comments only); its entries, uncommented, are valid
+    # YAML naming the document with grade 0 until a person sets the grade.
     block = markdown.split("```yaml\n", 1)[1].split("\n```", 1)[0]
-    entries = yaml.safe_load(block)
-    assert entries == [{"path": "day-one.md", "heading": "Your first day", "grade": 1}]
+    assert yaml.safe_load(block) is None
+    entries = yaml.safe_load("\n".join(line[1:] for line in block.splitlines() if line.startswith("#  ")))
+    assert entries == [{"path": "day-one.md", "heading": "Your first day", "grade": 0}]
     assert "laptop.md" not in block
 
 
