@@ -4,8 +4,9 @@ aggregates and whether the gate watches it.
 The comparison, the gate, the budget parser, the renderers and the JSON report read this catalogue;
 what each measure means and how one query's value is computed is in `measures.py` (its docstring
 and `score_query`). Adding a measure is its definition there, its value on `QueryMetrics` and
-`AggregateMetrics`, and one entry here; the JSON schema and docs/metrics.md are checked against
-this catalogue by tests/metrics/test_catalogue.py.
+`AggregateMetrics`, and one entry here; then its keys in the JSON schema and its row in
+docs/metrics.md (tests/metrics/test_catalogue.py fails until both match this catalogue), and
+reading it back from a history (`scanner/report/read.py`): docs/architecture.md, "Where to add".
 """
 
 from __future__ import annotations
