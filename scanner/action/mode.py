@@ -269,10 +269,11 @@ def _annotations(result: RunResult, inputs: ActionInputs, notes: list[Annotation
         report = result.report
         failures = []
         if report.gate.tripped and report.gate.enforced:
-            failures.append((
+            sentence = (
                 f"{report.gate.reason}. fail-on-regression is true, so the step fails; "
-                "the step summary and the JSON report have the deltas.", "kb-eval: regression",
-            ))
+                "the step summary and the JSON report have the deltas."
+            )
+            failures.append((sentence, "kb-eval: regression"))
         if report.floors.failed:
             failures.append((phrases.floors_failed(report.floors) + ".", "kb-eval: below the fail-under floor"))
         if report.costs.failed:
