@@ -39,9 +39,10 @@ def copy_kb(kb: Path, work: Path) -> Path:
 
 
 def _finish(name: str, environ: Mapping[str, str], work: Path, kb: Path,
-            direct: Callable[[str], list[str]], golden_file: Path | None = None) -> EngineRun:
+            direct: Callable[[str], list[str]], golden_file: Path | None = None,
+            timeout_s: float = engines.STEP_TIMEOUT_S) -> EngineRun:
     golden = load_golden(find_golden(kb, golden_file))
-    result = engines.run_recipe(name, environ)
+    result = engines.run_recipe(name, environ, timeout_s)
     report_file = work / "report.json"
     report = json.loads(report_file.read_text()) if report_file.exists() else None
     answers = {query.id: direct(query.text) for query in golden.queries}
@@ -131,6 +132,34 @@ def qmd_mcp(kb: Path, work: Path, recipe: str = "qmd-mcp-stdio") -> EngineRun:
     return _finish(recipe, environ, work, kb, direct, engines.RECIPES / "qmd" / "keywords.yml")
 
 
+BASIC_MEMORY_TIMEOUT_S = 600.0
+"""A whole basic-memory recipe run: its index and its server's start take 30-60 s each on a CI machine
+shared by several jobs (each of its programs loads a large import tree)."""
+
+
+def basic_memory_mcp(kb: Path, work: Path) -> EngineRun:
+    """basic-memory's MCP server over stdio (keyword search, SQLite FTS5), beside its own command
+    line (`basic-memory tool search-notes`, the same tool called in process) over an index of its own,
+    both run through the recipe's script so that they share its settings."""
+    path = mcp_servers.basic_memory_path()
+    kb = copy_kb(kb, work)
+    environ = engines.recipe_environment(kb, work, HOME=str(mcp_servers.isolated_home(work)))
+    environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), path])
+    side = str(engines.RECIPES / "basic-memory" / "side")
+    direct_work = work / "direct"
+    direct_work.mkdir()
+    _checked(subprocess.run([side, str(direct_work), "index", str(kb)], env=environ, capture_output=True, text=True,
+                            timeout=engines.STEP_TIMEOUT_S, check=False), "basic-memory project add")
+
+    def direct(text: str) -> list[str]:
+        done = subprocess.run([side, str(direct_work), "search", text, str(LIMIT)], env=environ, capture_output=True,
+                              text=True, timeout=engines.STEP_TIMEOUT_S, check=False)
+        _checked(done, "basic-memory tool search-notes")
+        return [hit["file_path"] for hit in json.loads(done.stdout)["results"]]
+
+    return _finish("basic-memory-mcp-stdio", environ, work, kb, direct, timeout_s=BASIC_MEMORY_TIMEOUT_S)
+
+
 ENGINES: dict[str, Callable[[Path, Path], EngineRun]] = {
     "SQLite FTS5 (sqlite3 command)": sqlite_fts5,
     "PostgreSQL full-text search (PostGraphile, HTTP)": postgresql,
@@ -140,5 +169,7 @@ ENGINES: dict[str, Callable[[Path, Path], EngineRun]] = {
 MCP_SERVERS: dict[str, Callable[[Path, Path], EngineRun]] = {
     "qmd (MCP over stdio)": qmd_mcp,
     "qmd (MCP over Streamable HTTP)": lambda kb, work: qmd_mcp(kb, work, "qmd-mcp-http"),
+    "basic-memory (MCP over stdio)": basic_memory_mcp,
 }
-"""Asked with a golden file of their own (keywords.yml), so not in the score table of ENGINES."""
+"""Asked with a golden file of their own (qmd: keywords.yml) or installed apart (basic-memory), so not
+in the score table of ENGINES."""

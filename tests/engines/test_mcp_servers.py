@@ -1,6 +1,6 @@
 """The MCP retriever against real MCP servers that search a folder of Markdown, installed from npm
 (qmd) or PyPI (basic-memory): what they answer when kb-eval is set up wrong, in their own words.
-The recipes' scores are checked in test_recipes.py."""
+The recipes' scores are checked in test_recipes.py; here, each on both sides of a pull request."""
 
 from __future__ import annotations
 
@@ -83,26 +83,6 @@ def test_a_server_of_the_protocol_before_2026_is_reached_through_the_initialize_
     assert any("Secure MCP Filesystem Server" in line for line in refused.value.said)  # its stderr, as lines
 
 
-# --- basic-memory (PyPI; Python 3.12+) -----------------------------------------------------------
-
-
-def test_basic_memory_over_stdio_answers_search_notes_as_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    program = mcp_servers.basic_memory()
-    kb = copy_kb(EXAMPLE_KB, tmp_path)
-    monkeypatch.setenv("HOME", str(mcp_servers.isolated_home(tmp_path)))
-    result = execute([
-        "--kb-path", str(kb), "--golden", str(KEYWORDS), "--no-history", "--score-level", "document",
-        "--format", "json",
-        "--index-command", f"{program} project add kb-eval {{kb}}",
-        "--mcp-command", f"{program} mcp --project kb-eval", "--mcp-tool", "search_notes",
-        "--mcp-arguments", '{"query": "{query}", "page_size": {limit}, "output_format": "json"}',
-        "--path-field", "file_path",
-    ])
-    assert result.exit_code == ExitCode.OK, result.stderr_text
-    report = json.loads(result.stdout_text)
-    assert any(row["top_k"] for row in report["per_query"])
-
-
 # --- both sides of a pull request ---------------------------------------------------------------
 
 
@@ -165,3 +145,58 @@ def test_qmd_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_on_git_arc
     assert report["aggregate"]["mrr"] < independent["aggregate"]["mrr"]
     laptop = {row["id"]: row["top_k"] for row in report["per_query"]}["laptop"]
     assert laptop == [] and {row["id"]: row["top_k"] for row in independent["per_query"]}["laptop"]
+
+
+BASIC_MEMORY_SIDE = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "basic-memory" / "side"
+
+
+@pytest.mark.slow  # three basic-memory indexes and servers: minutes on a shared machine
+def test_basic_memory_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_on_git_archive_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", mcp_servers.basic_memory_path())
+    monkeypatch.setenv("HOME", str(mcp_servers.isolated_home(tmp_path)))
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed (.ci/run installs it)")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    copy_kb(EXAMPLE_KB, repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    # The pull request rewrites the note the laptop question asks for in none of its words (basic-memory
+    # finds notes holding some of them): the head's index no longer finds it.
+    (repo / "kb" / "guides" / "onboarding.md").write_text("# Onboarding\n\nAsk your lead for access on day one.\n")
+    git(repo, "commit", "-qam", "head")
+    monkeypatch.chdir(repo)
+    settings = ["--no-history", "--score-level", "document", "--format", "json",
+                "--index-command", f"{BASIC_MEMORY_SIDE} {{work}} index {{kb}}",
+                "--mcp-command", f"{BASIC_MEMORY_SIDE} {{work}} mcp", "--mcp-tool", "search_notes",
+                "--mcp-arguments",
+                '{"query": "{query}", "page_size": {limit}, "search_type": "text", "output_format": "json"}',
+                "--hits-path", "result.results", "--path-field", "file_path"]
+    pull_request = execute(["--kb-path", "kb", "--baseline-ref", base, *settings])
+    assert pull_request.exit_code == ExitCode.OK, pull_request.stderr_text
+    report = json.loads(pull_request.stdout_text)
+    assert report["comparison"]["status"] == "compared"
+    # basic-memory rewrites the notes it indexes; the recipe gives it a copy, so the checkout is untouched.
+    assert git(repo, "status", "--porcelain") == ""
+    # The base, independently: its tree from `git archive`, evaluated alone with the same search.
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    tar = subprocess.run(["git", "-C", str(repo), "archive", base], capture_output=True, timeout=60, check=True)
+    subprocess.run(["tar", "-x", "-C", str(archive)], input=tar.stdout, timeout=60, check=True)
+    alone = execute(["--kb-path", str(archive / "kb"), *settings])
+    assert alone.exit_code == ExitCode.OK, alone.stderr_text
+    independent = json.loads(alone.stdout_text)
+    base_means = report["previous"]["aggregate"]
+    assert base_means == {key: value for key, value in independent["aggregate"].items() if key in base_means}
+    assert {"mrr", "recall_at_k", "ndcg_at_k"} <= set(base_means)
+    assert [row["top_k"] for row in report["previous"]["per_query"]] == [row["top_k"] for row in independent["per_query"]]
+    # The near miss: the head answered from its own index, so the renamed word is found at the base only.
+    assert report["aggregate"]["mrr"] < independent["aggregate"]["mrr"]
+    laptop = {row["id"]: row["top_k"] for row in report["per_query"]}["laptop"]
+    independent_laptop = {row["id"]: row["top_k"] for row in independent["per_query"]}["laptop"]
+    assert [hit["path"] for hit in independent_laptop][:1] == ["guides/onboarding.md"]
+    assert "guides/onboarding.md" not in [hit["path"] for hit in laptop]

@@ -75,7 +75,11 @@ def test_the_recipe_scores_what_trec_eval_computes_from_the_engines_own_answers(
     check(ENGINES[engine](EXAMPLE_KB, tmp_path))
 
 
-@pytest.mark.parametrize("server", sorted(MCP_SERVERS))
+@pytest.mark.parametrize(
+    "server",
+    # basic-memory takes minutes (each of its programs loads a large import tree): the full suite's.
+    [pytest.param(name, marks=HEAVY) if name.startswith("basic-memory") else name for name in sorted(MCP_SERVERS)],
+)
 def test_an_mcp_servers_recipe_scores_what_trec_eval_computes_from_its_own_command_line(
     server: str, tmp_path: Path
 ) -> None:
@@ -129,7 +133,7 @@ def test_every_recipe_block_the_tests_run_is_in_the_docs() -> None:
     names = set(engines.recipes())
     assert names == {
         "sqlite-fts5-index", "sqlite-fts5-search", "postgresql-index", "postgresql-serve", "postgresql-search",
-        "xapian-index", "xapian-search", "qmd-mcp-stdio", "qmd-mcp-http",
+        "xapian-index", "xapian-search", "qmd-mcp-stdio", "qmd-mcp-http", "basic-memory-mcp-stdio",
         "elasticsearch",  # the last one: tests/retrievers/test_elastic_spec.py
         "sqlite-fts5-both-sides",
     }

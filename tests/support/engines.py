@@ -70,12 +70,12 @@ def recipe_environment(kb: Path, work: Path, **extra: str) -> dict[str, str]:
     return environ
 
 
-def run_recipe(name: str, environ: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+def run_recipe(name: str, environ: Mapping[str, str], timeout_s: float = STEP_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     """The block, exactly as the docs write it, in bash with errors stopping it."""
     script = recipes()[name]
     return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script], env=dict(environ), capture_output=True, text=True,
-        timeout=STEP_TIMEOUT_S, check=False,
+        timeout=timeout_s, check=False,
     )
 
 

@@ -2,12 +2,12 @@
 qmd (npm @tobilu/qmd: BM25 over SQLite FTS5, MCP over stdio and Streamable HTTP) under the Node.js 22
 it needs (npm `node`, whose package carries the binary), both installed once into the shared npm
 cache; the reference filesystem server (npm, the protocol before 2026-07-28); basic-memory (PyPI),
-when it is on PATH.
+which needs Python 3.12+: .ci/run installs it into a virtual environment of pyenv's 3.12 and names
+that environment's bin folder in KB_EVAL_BASIC_MEMORY_BIN (else `basic-memory` on PATH is used).
 
 Without them the tests skip, unless KB_EVAL_REQUIRE_MCP=1 (set by .ci/run, which installs qmd),
-where a missing qmd is a failure. basic-memory needs Python 3.12 or later, which Debian 12, PyPI and
-npm do not provide here: its tests run where `basic-memory` is installed, and fail for its absence
-only under KB_EVAL_REQUIRE_BASIC_MEMORY=1.
+where a missing qmd is a failure, and KB_EVAL_REQUIRE_BASIC_MEMORY=1 (set by .ci/run when its
+install succeeded), where a missing basic-memory is.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from tests.support.npm import NpmUnavailable, npm_package
 
 REQUIRE_MCP_ENV = "KB_EVAL_REQUIRE_MCP"
 REQUIRE_BASIC_MEMORY_ENV = "KB_EVAL_REQUIRE_BASIC_MEMORY"
+BASIC_MEMORY_BIN_ENV = "KB_EVAL_BASIC_MEMORY_BIN"
+BASIC_MEMORY_VERSION = "0.24.1"
+"""The version .ci/run installs; its tool, arguments and answer shape are what the recipe reads."""
 NODE_VERSION = "22.23.3"
 """qmd 2.8 declares Node.js >= 22 (its better-sqlite3 13 crashes under Debian 12's Node.js 20)."""
 QMD_VERSION = "2.8.3"
@@ -32,7 +35,7 @@ before 2026-07-28, which knows no `server/discover` and is reached through the `
 
 
 def missing(what: str, require: str = REQUIRE_MCP_ENV) -> NoReturn:
-    where = "(.ci/run installs it)" if require == REQUIRE_MCP_ENV else "(install it where Python 3.12+ runs)"
+    where = "(.ci/run installs it)" if require == REQUIRE_MCP_ENV else "(.ci/run installs it where pyenv's 3.12 is)"
     if os.environ.get(require) == "1":
         pytest.fail(f"{what} is not installed, and {require}=1 says it must be {where}")
     pytest.skip(f"{what} is not installed {where}")
@@ -62,12 +65,16 @@ def filesystem_server() -> str:
     return str(folder / "node_modules" / ".bin" / "mcp-server-filesystem")
 
 
-def basic_memory() -> str:
-    """The basic-memory program on PATH."""
-    program = shutil.which("basic-memory")
-    if program is None:
-        missing("basic-memory (PyPI; needs Python 3.12+)", REQUIRE_BASIC_MEMORY_ENV)
-    return program
+def basic_memory_path() -> str:
+    """A PATH on which `basic-memory` is found: its environment's bin folder last, so that folder's
+    `python` never shadows the tests' own."""
+    path = os.environ.get("PATH", "")
+    folder = os.environ.get(BASIC_MEMORY_BIN_ENV)
+    if folder:
+        path = os.pathsep.join([path, folder])
+    if shutil.which("basic-memory", path=path) is None:
+        missing(f"basic-memory {BASIC_MEMORY_VERSION} (PyPI; needs Python 3.12+)", REQUIRE_BASIC_MEMORY_ENV)
+    return path
 
 
 def isolated_home(work: Path) -> Path:
