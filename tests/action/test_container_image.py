@@ -100,9 +100,10 @@ def test_the_standard_library_is_compiled_at_build_time(image: BuiltImage, tmp_p
 def test_image_is_small(image: BuiltImage) -> None:
     # Measured 179 MB on the debootstrap stand-in base (122 MB), 189 MB before the image kept only
     # the interpreter and its standard library (docs/release.md); 339 MB with numpy (the search) and
-    # git with its perl; 264 MB once dulwich read the base revision instead of git. A jump
-    # is a bug.
-    assert image.size_bytes < 270_000_000
+    # git with its perl; 264 MB once dulwich read the base revision instead of git; 304 MB with the
+    # MCP SDK the MCP retriever speaks through (cryptography, pydantic, httpx and mcp: docs/dependencies.md).
+    # A jump is a bug.
+    assert image.size_bytes < 310_000_000
 
 
 def test_the_container_sees_the_runner_layout_and_its_file_commands_reach_the_host(
