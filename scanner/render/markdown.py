@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import html
 import json
 import math
 import re
@@ -95,6 +96,12 @@ class SummaryContext:
 def text(value: object) -> str:
     """PR-controlled text, inert in Markdown."""
     return escape_markdown_text(str(value))
+
+
+def summary_text(value: str) -> str:
+    """Text inside `<summary>`: the line is an HTML block, where Markdown's backslash escapes are
+    shown as typed (`\\(67%\\)`), so it is escaped as HTML instead."""
+    return html.escape(value, quote=False)
 
 
 def prose(value: str) -> str:
@@ -475,10 +482,10 @@ def golden_health_section(report: Report) -> list[str]:
         shown_paths = ", ".join(text(path) for path in cover.unreached[:MAX_HEALTH_ROWS])
         more = cover.unreached_count - min(len(cover.unreached), MAX_HEALTH_ROWS)
         lines.append(f"- not in any query's top {cover.k}: {shown_paths}" + (f" and {more} more" if more else ""))
-    headline = text(phrases.golden_health_headline(health))
+    headline = phrases.golden_health_headline(health)
     if not lines:  # nothing to list: the sentence alone, not an empty fold
-        return [headline + "."]
-    return [f"<details><summary>{headline}</summary>", "", *lines, "", "</details>"]
+        return [text(headline) + "."]
+    return [f"<details><summary>{summary_text(headline)}</summary>", "", *lines, "", "</details>"]
 
 
 def details_section(report: Report) -> list[str]:
@@ -489,7 +496,7 @@ def details_section(report: Report) -> list[str]:
     summary = phrases.missed_headline(len(missed), largest) if missed else phrases.all_found(largest)
     if missed:
         lines += [
-            f"<details><summary>{text(summary)}</summary>",
+            f"<details><summary>{summary_text(summary)}</summary>",
             "",
             f"| query | {BY_NAME['recall'].label(largest)} | RR | expected | got (top {MAX_HITS_SHOWN}) |",
             "| --- | ---: | ---: | --- | --- |",

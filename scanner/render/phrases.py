@@ -303,7 +303,9 @@ def gate_headline(gate: GateResult) -> str:
     test = worst.significance
     if test is None or gate.alpha is None:
         return fell + also
-    changed = f"{test.nonzero} of {test.pairs} {'query' if test.pairs == 1 else 'queries'} changed"
+    # Counted in the measure that fell: a query can change elsewhere (the summary's changed queries)
+    # and not in it.
+    changed = f"{test.nonzero} of {test.pairs} {'query' if test.pairs == 1 else 'queries'} changed in {worst.label}"
     if counted:
         return f"{fell}{also}, and {changed}: more than chance explains (p = {test.p_value:.2g})"
     hopeless = 2.0 / 2.0 ** min(test.pairs, 1023) >= gate.alpha

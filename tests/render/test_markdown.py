@@ -255,3 +255,28 @@ def test_a_labelled_page_the_pull_request_moved_is_named_by_its_new_path_and_not
     worse = summary(outcomes, "worse")
     row = next(line for line in worse.splitlines() if line.startswith("| ▼ rollback-migration"))
     assert row.endswith("| notes/rollback-and-tags.md |") and "moved" not in row
+
+
+def test_no_folded_line_shows_a_markdown_escape_as_typed(outcomes: dict[str, RunOutcome]) -> None:
+    # A <summary> line is an HTML block: GitHub shows `\(` there as typed. Every state's folds, and
+    # a golden-set fold whose headline holds a percentage in parentheses, read as plain text.
+    import cmarkgfm
+    from cmarkgfm.cmark import Options
+
+    from scanner.evaluation.health import Coverage
+
+    report = outcomes["regressed"].report
+    health = report.run.health
+    assert health is not None
+    unreached = dataclasses.replace(health.coverage, unreached=("notes/a_b.md",), unreached_count=1)
+    assert isinstance(unreached, Coverage)
+    folded = dataclasses.replace(report, run=dataclasses.replace(report.run, health=dataclasses.replace(health, coverage=unreached)))
+    rendered = [render_summary(outcome.report, context(outcome)) for outcome in outcomes.values()]
+    rendered.append(render_summary(folded, context(outcomes["regressed"])))
+    summaries = [
+        line
+        for markdown in rendered
+        for line in re.findall(r"<summary>(.*?)</summary>", cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE))
+    ]
+    assert any("Golden set:" in line and "%)" in line for line in summaries)  # the case is there
+    assert not [line for line in summaries if re.search(r"\\[()\[\]*_`#|<>!.-]", line)]
