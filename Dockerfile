@@ -4,7 +4,7 @@
 # a user's job pulls it (.github/workflows/release.yml). The project's own CI,
 # the tests and `uses: ./` build it from this file the way the runner does
 # (docker build, context = this folder, no --pull, no build args; see
-# docs/runner-contract.md). Sizes and build times, measured: docs/release.md.
+# docs/runner-contract.md). Sizes and build times, measured: docs/adr/0008-one-slim-image-stage-with-locked-wheels-and-no-git.md.
 FROM debian:bookworm-slim
 
 # Documentation, manual pages and translations of the packages installed below
@@ -36,7 +36,7 @@ RUN printf '%s\n' \
 #   checkout's history by dulwich, in Python (scanner/git/); git would
 #   bring perl and run nothing the action needs.
 # One RUN rather than a build stage and a runtime stage: the same image, but
-# one apt-get update instead of two (measured in docs/release.md).
+# one apt-get update instead of two (measured in docs/adr/0008-one-slim-image-stage-with-locked-wheels-and-no-git.md).
 COPY requirements.lock /tmp/requirements.lock
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3.11-minimal libpython3.11-stdlib python3.11-venv \

@@ -132,8 +132,3 @@ def test_the_kb_eval_step_runs_as_written_and_the_upload_step_finds_the_report(
 
 def test_the_readme_holds_the_tested_workflow_verbatim() -> None:
     assert WORKFLOW.read_text(encoding="utf-8") in (ROOT / "README.md").read_text(encoding="utf-8")
-
-
-def test_the_quick_start_holds_the_tested_workflow_verbatim() -> None:
-    quick_start = (ROOT / "docs" / "quick-start.md").read_text(encoding="utf-8")
-    assert "```yaml\n" + WORKFLOW.read_text(encoding="utf-8") + "```\n" in quick_start

@@ -96,7 +96,7 @@ def test_every_relative_link_resolves(path: Path) -> None:
 def test_the_check_reads_the_links_it_should() -> None:
     # Guard against a vacuous pass: the README's links to docs/ and its own anchors are seen.
     targets = read_page(ROOT / "README.md").targets
-    assert "docs/quick-start.md" in targets and "#action-inputs" in targets
+    assert "docs/golden-file.md" in targets and "#command-line-flags-and-action-inputs" in targets
     assert "docs/screenshots/regressed.png" in targets
 
 

@@ -1,7 +1,7 @@
-"""action.yml's `inputs:` and the README's tables, derived from scanner/settings/declaration.py.
+"""action.yml's `inputs:` and the README's settings table, derived from scanner/settings/declaration.py.
 
 `python -m tests.support.action_docs --write` rewrites action.yml's `inputs:` section and
-the README's command-line and inputs tables from the declarations;
+the README's settings table (every flag and input, one row per setting) from the declarations;
 `python -m tests.support.action_docs` prints them. tests/action/test_metadata.py fails
 when the checked-in files differ from what this module derives.
 """
@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 ACTION_YML = ROOT / "action.yml"
 README = ROOT / "README.md"
 
-CLI_TABLE_HEADER = "| flag | default | what it does |\n|---|---|---|\n"
-INPUTS_TABLE_HEADER = "| Input | Default | Description |\n| --- | --- | --- |\n"
+SETTINGS_TABLE_HEADER = "| flag | Action input | default | what it does |\n|---|---|---|---|\n"
+PATH_NOTE = "Relative to the repository root"
+"""How the Action's path inputs are read; the README says it once, above the settings table."""
 OUTPUTS_TABLE_HEADER = "| Output | Description |\n| --- | --- |\n"
 
 
@@ -106,13 +107,6 @@ def _default(value: object) -> str:
     return "`''`" if text == "" else f"`{text}`"
 
 
-def inputs_table() -> str:
-    lines = [INPUTS_TABLE_HEADER.rstrip("\n")]
-    for name, spec in action_inputs().items():
-        lines.append(f"| `{name}` | {_default(spec['default'])} | {_cell(spec['description'])} |")
-    return "\n".join(lines) + "\n"
-
-
 def _flag_cell(spec: Setting) -> str:
     def one(flag: str) -> str:
         if spec.form is Form.SWITCH:
@@ -122,14 +116,37 @@ def _flag_cell(spec: Setting) -> str:
     return _cell(" / ".join(one(flag) for flag in spec.flags))
 
 
-def cli_table() -> str:
-    lines = [CLI_TABLE_HEADER.rstrip("\n")]
-    for spec in RUN_SETTINGS:
-        default = spec.default_note if spec.default_note is not None else f"`{spec.default_text}`"
-        if any(char in default for char in "<{"):
-            default = f"`{default}`"  # `<kb>` would be read as an HTML tag
-        repeatable = "; repeatable" if spec.form is Form.LIST else ""
-        lines.append(f"| {_flag_cell(spec)} | {_cell(default)} | {_cell(spec.help + repeatable)} |")
+def _cli_default(spec: Setting) -> str:
+    default = spec.default_note if spec.default_note is not None else f"`{spec.default_text}`"
+    if any(char in default for char in "<{"):
+        default = f"`{default}`"  # `<kb>` would be read as an HTML tag
+    return default
+
+
+def settings_table() -> str:
+    """One row per setting, in declaration order: its flag and its Action input (a dash where an
+    interface lacks it), the default of each where they differ, and what it does, with the Action's
+    own note (what an input's path is relative to, one value per line)."""
+    lines = [SETTINGS_TABLE_HEADER.rstrip("\n")]
+    on_cli = {spec.name for spec in RUN_SETTINGS}
+    for spec in SETTINGS:
+        flag = _flag_cell(spec) if spec.name in on_cli else "-"
+        names = [spec.name, *spec.aliases] if spec.action else []
+        action = " / ".join(f"`{name}`" for name in names) or "-"
+        cli_default = _cli_default(spec) if spec.name in on_cli else None
+        action_default = _default(spec.action_default_text) if spec.action else None
+        if cli_default is None or action_default is None:
+            default = cli_default or action_default or ""
+        elif spec.action_default_text == "" or action_default == cli_default:
+            default = cli_default
+        else:
+            default = f"{cli_default} (Action: {action_default})"
+        what = spec.help + ("; repeatable" if spec.form is Form.LIST and spec.name in on_cli else "")
+        # Said once above the table: an input's path is relative to the repository root.
+        note = spec.action_note.removeprefix(PATH_NOTE).strip(" ;") if spec.action else ""
+        if note:
+            what += f". Action: {note[0].upper()}{note[1:]}"
+        lines.append(f"| {flag} | {action} | {_cell(default)} | {_cell(what)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -148,8 +165,7 @@ def _replace_table(text: str, header: str, table: str) -> str:
 
 
 def with_tables(readme: str) -> str:
-    readme = _replace_table(readme, CLI_TABLE_HEADER, cli_table())
-    return _replace_table(readme, INPUTS_TABLE_HEADER, inputs_table())
+    return _replace_table(readme, SETTINGS_TABLE_HEADER, settings_table())
 
 
 def main(argv: list[str]) -> int:
@@ -158,8 +174,7 @@ def main(argv: list[str]) -> int:
         README.write_text(with_tables(README.read_text(encoding="utf-8")), encoding="utf-8")
         return 0
     print(action_inputs_yaml())
-    print(cli_table())
-    print(inputs_table())
+    print(settings_table())
     print(outputs_table(load_action()))
     return 0
 
