@@ -127,11 +127,7 @@ class CommandRetriever:
         program = self._argv[0]
         self._environment = command_environment(settings.env_names, os.environ if environ is None else environ)
         self._withheld = [name for name in (os.environ if environ is None else environ) if name not in self._environment]
-        # The values passed by name may be tokens; whatever the program echoes of them is scrubbed.
-        self._secrets = sorted(
-            {self._environment[name] for name in settings.env_names if len(self._environment.get(name, "")) >= 4},
-            key=len, reverse=True,
-        )
+        self._secrets = passed_secrets(self._environment, settings.env_names)
         # Found on kb-eval's PATH, which the program's environment keeps.
         resolved = shutil.which(program, path=self._environment.get("PATH"))
         if resolved is None:
@@ -189,11 +185,7 @@ class CommandRetriever:
             )
         returncode = finished.returncode
         if returncode != 0:
-            how = f"exit status {returncode}"
-            if returncode is None:
-                how = "did not end after SIGKILL"
-            elif returncode < 0:
-                how = f"killed by signal {_signal_name(-returncode)}"
+            how = exit_words(returncode)
             words = self._service_words(finished.stdout)
             said = f"; it printed the error {words!r}" if words is not None else ""
             raise InputError(
@@ -235,15 +227,37 @@ class CommandRetriever:
 
 
     def _tail(self, tail: bytes, total: int) -> str:
-        """The end of stderr, scrubbed before it is cut. When the beginning of stderr was dropped,
-        the first `longest secret` characters are dropped too: a secret cut in half by the drop
-        lies within them and would not be recognised."""
-        longest = max((len(secret) for secret in self._secrets), default=0)
-        text = tail.decode("utf-8", errors="replace").rstrip()
-        truncated = total > len(tail)
-        keep = len(text) - longest if truncated and longest else len(text)
-        shown = scrub_and_cut(text, self._secrets, keep, keep_end=True)
-        return ("..." if truncated else "") + shown if shown else "(nothing on stderr)"
+        return stderr_tail(tail, total, self._secrets)
+
+
+def stderr_tail(tail: bytes, total: int, secrets: Sequence[str]) -> str:
+    """The end of a program's stderr, scrubbed before it is cut. When the beginning of stderr was
+    dropped, the first `longest secret` characters are dropped too: a secret cut in half by the
+    drop lies within them and would not be recognised."""
+    longest = max((len(secret) for secret in secrets), default=0)
+    text = tail.decode("utf-8", errors="replace").rstrip()
+    truncated = total > len(tail)
+    keep = len(text) - longest if truncated and longest else len(text)
+    shown = scrub_and_cut(text, secrets, keep, keep_end=True)
+    return ("..." if truncated else "") + shown if shown else "(nothing on stderr)"
+
+
+def passed_secrets(environment: Mapping[str, str], names: Sequence[str]) -> list[str]:
+    """The values passed to a program by name (`--command-env`): they may be tokens, so whatever
+    the program echoes of them is scrubbed."""
+    return sorted({environment[name] for name in names if len(environment.get(name, "")) >= 4}, key=len, reverse=True)
+
+
+def exit_words(code: int | None) -> str:
+    """How a program ended, in words: `exit status 2`, `killed by signal SIGKILL`."""
+    if code is None:
+        return "did not end after SIGKILL"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,10 +364,3 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return str(number)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scanner.foundation.errors import InputError
-from scanner.retrievers.command import STDERR_TAIL_BYTES, Finished, run_bounded, withheld_hint
+from scanner.retrievers.command import STDERR_TAIL_BYTES, exit_words, run_bounded, stderr_tail, withheld_hint
 from scanner.retrievers.templates import SideSlots, fill_side
 
 DEFAULT_INDEX_TIMEOUT_S = 600.0
@@ -61,7 +61,7 @@ class Side:
     """One side's work folder, index and server; `close` undoes all of it and may be called twice."""
 
     def __init__(self, kb: Path, programs: SidePrograms, environment: Mapping[str, str],
-                 withheld: Sequence[str]) -> None:
+                 withheld: Sequence[str], secrets: Sequence[str] = ()) -> None:
         if "{" in str(kb):
             raise InputError(
                 f"the KB folder's path {str(kb)!r} holds a brace, which the templates would read as a placeholder",
@@ -70,6 +70,8 @@ class Side:
         self._programs = programs
         self._environment = dict(environment)
         self._withheld = withheld
+        self._secrets = secrets
+        """The values passed by name (`--command-env`): scrubbed from whatever the programs print."""
         self._work = Path(tempfile.mkdtemp(prefix="kb-eval-side-"))
         self._server: subprocess.Popen[bytes] | None = None
         self._server_log: Path | None = None
@@ -117,7 +119,8 @@ class Side:
         if finished.returncode != 0:
             raise InputError(
                 f"{where}: {exit_words(finished.returncode)}; its stderr ends with:",
-                field=flag, said=tail_lines(finished), hint=withheld_hint(finished.stderr_tail, self._withheld)
+                field=flag, said=tuple(stderr_tail(finished.stderr_tail, finished.stderr_bytes, self._secrets).splitlines()),
+                hint=withheld_hint(finished.stderr_tail, self._withheld)
                 or "run it by hand on the KB folder to see why it fails",
             )
 
@@ -136,9 +139,10 @@ class Side:
         while True:
             code = self._server.poll()
             if code is not None:
+                said = self._log_tail()
                 raise InputError(
                     f"{flag} ended ({exit_words(code)}) before it answered on {host}:{port}; its stderr ends with:",
-                    field=flag, said=tuple(self._log_tail().splitlines()), hint=withheld_hint(self._log_tail().encode(), self._withheld)
+                    field=flag, said=tuple(said.splitlines()), hint=withheld_hint(said.encode(), self._withheld)
                     or "run it by hand to see why it stops; it must stay up and listen on {port}",
                 )
             if _accepts(host, port):
@@ -172,8 +176,7 @@ class Side:
                 data = log.read()
         except OSError:
             return "(nothing on stderr)"
-        text = data.decode("utf-8", errors="replace").rstrip()
-        return ("..." if size > len(data) else "") + text if text else "(nothing on stderr)"
+        return stderr_tail(data, size, self._secrets)
 
     def close(self) -> None:
         server, self._server = self._server, None
@@ -214,25 +217,6 @@ def stop_group(process: subprocess.Popen[bytes]) -> None:
         except (ProcessLookupError, PermissionError):
             pass
         return
-
-
-def exit_words(code: int | None) -> str:
-    if code is None:
-        return "it did not end after SIGKILL"
-    if code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit status {code}"
-
-
-def tail_lines(finished: Finished) -> tuple[str, ...]:
-    """The end of a program's stderr as its lines ("..." first when its start was dropped)."""
-    text = finished.stderr_tail.decode("utf-8", errors="replace").rstrip()
-    if not text:
-        return ("(nothing on stderr)",)
-    return (("...",) if finished.stderr_bytes > len(finished.stderr_tail) else ()) + tuple(text.splitlines())
 
 
 def withheld(passed: Mapping[str, str], environ: Mapping[str, str]) -> tuple[str, ...]:

@@ -150,7 +150,7 @@ def build_retriever(
         environment = command_module.command_environment(settings.command_env, environ)
         side = sides.Side(
             folder if folder is not None else Path.cwd(), side_programs(settings), environment,
-            sides.withheld(environment, environ),
+            sides.withheld(environment, environ), command_module.passed_secrets(environment, settings.command_env),
         )
         slots = side.open()
         try:

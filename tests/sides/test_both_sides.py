@@ -212,3 +212,17 @@ def test_a_kb_folder_with_a_brace_is_refused_before_a_template_misreads_it(tmp_p
     with pytest.raises(InputError, match="brace"):
         Side(tmp_path / "{query}", SidePrograms(), {}, {})
 
+
+
+def test_a_value_passed_by_name_is_scrubbed_from_what_an_index_command_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The index command gets --command-env values like the command retriever: a token it echoes
+    # never reaches the log or the summary.
+    repo = pull_request(tmp_path)
+    monkeypatch.setenv("SEARCH_TOKEN", "tok-5e3c7a91")
+    failing = f"{sys.executable} -c \"import os, sys; sys.stderr.write('bad token ' + os.environ['SEARCH_TOKEN']); sys.exit(1)\""
+    result, _ = run(repo / "kb", "--index-command", failing, "--command", "echo {query}", "--command-env", "SEARCH_TOKEN")
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert result.input_error is not None and result.input_error.said == ("bad token ***",)
+    assert "tok-5e3c7a91" not in result.stderr_text
