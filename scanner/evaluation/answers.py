@@ -22,7 +22,7 @@ from scanner.golden.file import DEFAULT_GOLDEN_NAMES, ExpectedEntry, GoldenSet
 from scanner.golden.headings import closest_shown, heading_forms
 from scanner.golden.labels import quoted_heading
 from scanner.golden.similarity import Guesses
-from scanner.retrievers.base import AnswerNote, Hit, NoteKind
+from scanner.retrievers.base import AnswerNote, Hit, NoteKind, RetrieverKind
 from scanner.retrievers.mapping import redact_url
 
 EXAMPLES_SHOWN = 3
@@ -53,8 +53,8 @@ class ScoreLevel(enum.Enum):
 class AnswerSource:
     """What the checks need to know of the retriever, to word the fix."""
 
-    kind: str
-    """The retriever's name (`http`, `command`, `run`, `builtin`)."""
+    kind: RetrieverKind
+    """Which retriever answered."""
     prefixes: tuple[str, ...] = ()
     """The `path-prefix-strip` values given (redacted), to say what to extend."""
     file: str | None = None
@@ -91,13 +91,13 @@ def check_answers(
         )
 
 
-ANSWERS_OWN_SEARCH = frozenset({"builtin", "run"})
+ANSWERS_OWN_SEARCH = frozenset({RetrieverKind.BUILTIN, RetrieverKind.RUN})
 """Retrievers whose empty answer is an answer: the built-in search finds nothing for words the
 corpus lacks, and a run file is what it is. Any other is a program or a service, whose empty
 answer may be a failure it did not report (an index not built, a crash it printed and exited 0)."""
 
 
-_RETRIEVER_FLAG = {"command": "--command", "http": "--http-url"}
+_RETRIEVER_FLAG = {RetrieverKind.COMMAND: "--command", RetrieverKind.HTTP: "--http-url"}
 """The setting that names a program or service, for a refusal of what it answered."""
 
 
@@ -117,7 +117,7 @@ def check_empty_answers(
     if len(empty) == len(lists):
         said = next((note.detail for note in reversed(notes) if note.kind is NoteKind.EMPTY), None)
         raise InputError(
-            f"the {source.kind} retriever answered none of the {len(lists)} queries with a hit"
+            f"the {source.kind.value} retriever answered none of the {len(lists)} queries with a hit"
             + ("; its stderr ends with:" if said is not None else ""),
             field=_RETRIEVER_FLAG.get(source.kind, "--retriever"),
             said=tuple(said.splitlines()) if said is not None else (),
@@ -128,7 +128,7 @@ def check_empty_answers(
     more = f" and {len(empty) - EXAMPLES_SHOWN} more" if len(empty) > EXAMPLES_SHOWN else ""
     diagnostics.warn(
         DiagnosticCode.EMPTY_ANSWERS,
-        f"{len(empty)} of {len(lists)} queries came back from the {source.kind} retriever with no hit "
+        f"{len(empty)} of {len(lists)} queries came back from the {source.kind.value} retriever with no hit "
         f"({shown}{more}): they score 0 on every metric; a search that needs every word (AND) answers "
         "few natural-language questions",
     )
@@ -208,7 +208,7 @@ def prefix_fix(outside: Counter[str], corpus_paths: AbstractSet[str], source: An
     extra, mapped = found.most_common(1)[0]
     flag = _flag_for(source)
     share = f"{mapped} of {sum(outside.values())}"
-    if source.kind == "run":
+    if source.kind is RetrieverKind.RUN:
         return f"{share} would be corpus paths without the leading {extra!r}: write the run's docids relative to the KB"
     if len(source.prefixes) == 1 and not _is_absolute(extra):
         longer = source.prefixes[0].rstrip("/") + "/" + extra.rstrip("/")
@@ -236,11 +236,11 @@ def _is_absolute(prefix: str) -> bool:
 
 
 def _flag_for(source: AnswerSource) -> str:
-    return "--run-file" if source.kind == "run" else "--path-prefix-strip"
+    return "--run-file" if source.kind is RetrieverKind.RUN else "--path-prefix-strip"
 
 
 def _no_fix_hint(source: AnswerSource) -> str:
-    if source.kind == "run":
+    if source.kind is RetrieverKind.RUN:
         return "the run's docids must be paths relative to --kb-path, as the golden file writes them"
     return (
         "returned paths must be relative to --kb-path, as the golden file writes them: check --path-field, "
@@ -315,7 +315,7 @@ def _warn_headings_not_in_documents(
         examples.append(f"{quoted_heading(heading)} in {path!r} ({times}{there})")
     more = f" and {len(missing) - EXAMPLES_SHOWN} more" if len(missing) > EXAMPLES_SHOWN else ""
     fix = (
-        "write each hit's heading as its section's heading (a TREC docid is path#heading)" if source.kind == "run"
+        "write each hit's heading as its section's heading (a TREC docid is path#heading)" if source.kind is RetrieverKind.RUN
         else "point --heading-field at the hit's section heading as the page shows it"
     )
     diagnostics.warn(

@@ -92,6 +92,12 @@ class AnswerCost:
 class Retriever(Protocol):
     """Answers golden queries. Implementations live one per module in this package."""
 
+    @property
+    def kind(self) -> RetrieverKind:
+        """Which retriever this is: what the pipeline reads to word a check of the answers. Its
+        `value` is the `name` that `describe()` records."""
+        ...
+
     def describe(self) -> dict[str, object]:
         """What identifies this retriever and its settings, for the run fingerprint.
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from scanner.foundation.progress import progress
-from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, RetrieverKind, SearchRequest
 from scanner.search.analysis import STEMMER
 from scanner.search.bm25 import Bm25Parameters
 from scanner.search.index import INDEXED_FIELDS, Index
@@ -49,6 +49,8 @@ DEFAULT_PARAMETERS = Bm25Parameters()
 
 
 class BuiltinRetriever:
+    kind = RetrieverKind.BUILTIN
+
     def __init__(
         self,
         index: Index,
@@ -63,7 +65,7 @@ class BuiltinRetriever:
 
     def describe(self) -> dict[str, object]:
         return {
-            "name": "builtin",
+            "name": self.kind.value,
             "engine": "bm25-sparse",
             "query_compiler_version": QUERY_COMPILER_VERSION,
             "tokenization": self.tokenization.value,

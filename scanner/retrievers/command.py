@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, NoteKind, SearchRequest
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, NoteKind, RetrieverKind, SearchRequest
 from scanner.retrievers.concurrency import map_in_order
 from scanner.retrievers.costs import CostLog
 from scanner.retrievers.mapping import (
@@ -114,6 +114,8 @@ def split_template(template: str) -> list[str]:
 class CommandRetriever:
     """Runs the template once per query and reads JSON hits from its stdout."""
 
+    kind = RetrieverKind.COMMAND
+
     def __init__(
         self, settings: CommandSettings, mapping: ResponseMapping, environ: Mapping[str, str] | None = None,
         slots: SideSlots | None = None,
@@ -153,7 +155,7 @@ class CommandRetriever:
         return self._notes.items()
 
     def describe(self) -> dict[str, object]:
-        return {"name": "command", "command": self._settings.template, "mapping": self._mapping.describe()}
+        return {"name": self.kind.value, "command": self._settings.template, "mapping": self._mapping.describe()}
 
     def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         self._notes = Notes()

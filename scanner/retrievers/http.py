@@ -26,7 +26,7 @@ from requests.structures import CaseInsensitiveDict
 from scanner.foundation.errors import InputError
 from scanner.foundation.retry_after import retry_after_seconds
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, RetrieverKind, SearchRequest
 from scanner.retrievers.concurrency import map_in_order
 from scanner.retrievers.costs import CostLog
 from scanner.retrievers.http_settings import (
@@ -69,6 +69,8 @@ class _Retry(Exception):
 
 class HttpRetriever:
     """Sends each golden query to a search endpoint and maps the JSON answer to hits."""
+
+    kind = RetrieverKind.HTTP
 
     def __init__(
         self, settings: HttpSettings, mapping: ResponseMapping, env: Mapping[str, str],
@@ -114,7 +116,7 @@ class HttpRetriever:
 
     def describe(self) -> dict[str, object]:
         return {
-            "name": "http",
+            "name": self.kind.value,
             "url": self._public_url,
             "method": self._settings.method.value,
             "body_template": self._template_for_describe,

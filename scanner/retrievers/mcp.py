@@ -41,7 +41,7 @@ from mcp.shared.exceptions import MCPError
 
 from scanner.foundation.errors import InputError
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, RetrieverKind, SearchRequest
 from scanner.retrievers.command import command_environment
 from scanner.retrievers.http_settings import DEFAULT_MAX_RESPONSE_BYTES
 from scanner.retrievers.mapping import (
@@ -90,6 +90,8 @@ _SDK_LOG: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("kb_
 
 class McpRetriever:
     """Sends each golden query as one call of one tool, in one session per `search_all`."""
+
+    kind = RetrieverKind.MCP
 
     def __init__(
         self, settings: McpSettings, mapping: ResponseMapping, env: Mapping[str, str] | None = None,
@@ -160,7 +162,7 @@ class McpRetriever:
         """The command line with `{kb}` as written (the base's and the head's runs are comparable),
         the URL redacted, header names only."""
         return {
-            "name": "mcp",
+            "name": self.kind.value,
             "command": self._settings.command,
             "url": None if self._settings.url is None else redact_url(self._settings.url),
             "tool": self._settings.tool,

@@ -30,7 +30,7 @@ from pathlib import Path
 from scanner.foundation.errors import InputError
 from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, read_capped
 from scanner.foundation.strict_json import NotJson, loads_strict
-from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, SearchRequest
+from scanner.retrievers.base import AnswerCost, AnswerNote, Hit, RetrieverKind, SearchRequest
 from scanner.retrievers.mapping import ErrorContext, Notes, ResponseMapping, map_hits
 
 TREC_FIELD_COUNT = 6
@@ -171,6 +171,8 @@ def parse_jsonl(text: str, file: str, notes: Notes | None = None) -> dict[str, l
 class RunFileRetriever:
     """Answers golden queries from rankings computed elsewhere, keyed by golden query id."""
 
+    kind = RetrieverKind.RUN
+
     def __init__(self, path: Path, template: str | None = None) -> None:
         self._file = str(path)
         self._template = template
@@ -201,8 +203,8 @@ class RunFileRetriever:
 
     def describe(self) -> dict[str, object]:
         if self._template is not None:
-            return {"name": "run", "format": self._format.value, "file": self._template}
-        return {"name": "run", "format": self._format.value, "sha256": self._sha256}
+            return {"name": self.kind.value, "format": self._format.value, "file": self._template}
+        return {"name": self.kind.value, "format": self._format.value, "sha256": self._sha256}
 
     def costs(self) -> tuple[AnswerCost, ...]:
         return ()

@@ -200,6 +200,10 @@ class SideBound:
             ) if value is not None
         }
 
+    @property
+    def kind(self) -> RetrieverKind:
+        return self._inner.kind
+
     def describe(self) -> dict[str, object]:
         return {**self._inner.describe(), **self._programs}
 

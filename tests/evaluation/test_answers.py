@@ -18,7 +18,7 @@ from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
 from scanner.foundation.errors import ExitCode
 from scanner.golden.file import load_golden
 from scanner.golden.headings import heading_forms
-from scanner.retrievers.base import Hit
+from scanner.retrievers.base import Hit, RetrieverKind
 from tests.support.loopback_server import running, serve_rankings
 
 EXAMPLE_KB = Path(__file__).parents[2] / "examples" / "kb"
@@ -270,7 +270,7 @@ def test_the_heading_check_reads_each_distinct_heading_once_however_often_it_is_
         counted.clear()
         lists = [[Hit(1, "guides/deploy.md", "Databse", None)] * repeats, [Hit(1, "guides/deploy.md", "Rollback", None)] * repeats]
         warnings = Diagnostics()
-        check_answers(golden, lists, set(documents), AnswerSource("command"), ScoreLevel.SECTION, warnings,
+        check_answers(golden, lists, set(documents), AnswerSource(RetrieverKind.COMMAND), ScoreLevel.SECTION, warnings,
                       headings=documents)
         assert [item.code for item in warnings.items] == [DiagnosticCode.RETURNED_HEADING_NOT_IN_DOCUMENT]
         reads.append(len(counted))

@@ -229,6 +229,31 @@ def test_the_builder_checks_the_choice_before_the_index_exists() -> None:
         retriever_builder(stray)
 
 
+@pytest.mark.parametrize("kind", list(RetrieverKind), ids=lambda kind: kind.value)
+def test_a_built_retriever_is_of_the_kind_chosen_and_its_description_records_that_kind(
+    kind: RetrieverKind, tmp_path: Path,
+) -> None:
+    # The pipeline words its checks of the answers by `kind`; the report's `name` is the same word.
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 a.md 1 1 t\n")
+    argv = [f"--run-file={run}"] if kind is RetrieverKind.RUN else _source_argv(kind)
+    retriever = build_retriever(cli(*argv), never_builtin_index(), [], env={"PATH": os.environ["PATH"]})
+    try:
+        assert retriever.kind is kind and retriever.describe()["name"] == kind.value
+    finally:
+        retriever.close()
+
+
+def test_a_retriever_bound_to_a_side_is_of_the_kind_it_wraps() -> None:
+    settings = cli(f"--command={COMMAND}", f"--index-command={SAMPLE_VALUES['index-command']}")
+    retriever = build_retriever(settings, never_builtin_index(), [], env={"PATH": os.environ["PATH"]})
+    try:
+        assert not isinstance(retriever, CommandRetriever)  # the side's wrapper, not the command itself
+        assert retriever.kind is RetrieverKind.COMMAND and retriever.describe()["name"] == "command"
+    finally:
+        retriever.close()
+
+
 # --- the fingerprint: each retriever's describe() alone holds its settings ------------------
 
 
