@@ -13,7 +13,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -97,16 +97,13 @@ def read_corpus(
     workers: int | None = None,
     cache: ParseCache | None = None,
     memo: ParseMemo | None = None,
-    source: Iterable[tuple[str, bytes]] | None = None,
     caps: CorpusCaps = CorpusCaps(),
 ) -> Corpus:
-    """Every document of the KB at once (see read_documents); for callers that need them all."""
-    return Corpus(tuple(
-        read_documents(root, exclude, diagnostics, workers=workers, cache=cache, memo=memo, source=source, caps=caps)
-    ))
+    """Every document of the KB folder at once (see read_folder); for callers that need them all."""
+    return Corpus(tuple(read_folder(root, exclude, diagnostics, workers=workers, cache=cache, memo=memo, caps=caps)))
 
 
-def read_documents(
+def read_folder(
     root: Path,
     exclude: Sequence[str] = (),
     diagnostics: Diagnostics | None = None,
@@ -114,7 +111,6 @@ def read_documents(
     workers: int | None = None,
     cache: ParseCache | None = None,
     memo: ParseMemo | None = None,
-    source: Iterable[tuple[str, bytes]] | None = None,
     caps: CorpusCaps = CorpusCaps(),
 ) -> Iterator[Document]:
     """Walk `root`, then read and parse every indexable file under it, yielding documents in path order.
@@ -125,78 +121,32 @@ def read_documents(
 
     Parsing is split over `workers` processes (default: one per CPU) when there are enough
     files. With a `cache`, a file whose path and bytes were parsed by an earlier run is not parsed
-    again (the cache is saved when the generator is exhausted).
-
-    With a `memo`, every parsed document is remembered by its path and bytes, and a file
-    remembered there is not parsed again (a pull request's base is read after its head, and most of its files are the same).
-    With a `source`, the files are its (KB-relative path, bytes) pairs instead of the folder walk:
-    another reader (scanner.git.tree, by scanner.corpus.kb_files' rules) chose them and applied the per-file limits, and `root`,
-    `exclude` and `cache` are not used; they are parsed in this process, most come from the memo."""
+    again (the cache is saved when the generator is exhausted). With a `memo`, every parsed
+    document is remembered by its path and bytes, for `read_given` (a pull request's base is read
+    after its head, and most of its files are the same)."""
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
-    cache = cache if source is None else None
-    # One past the cap is enough to refuse: a tree of millions of files is not listed whole.
-    files = (
-        list(itertools.islice(_indexable_files(root, exclude, diagnostics), caps.files + 1))
-        if source is None else []
-    )
-    _check_corpus_size(root, files, caps)
-    files.sort()  # path order (the walk's is folder by folder), which the index's chunk ids follow
+    files = _files_within_caps(root, exclude, diagnostics, caps)
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    if cache is not None and os.path.lexists(cache.path):
-        probe = cache.open_for_reading()
-        if probe is None:
-            diagnostics.warn(
-                DiagnosticCode.CACHE_IGNORED, "the parse cache is unreadable or from another kb-eval version; every file is parsed",
-                str(cache.path),
-            )
-        else:
-            probe.close()
-    # With a warm cache, reading from it in one process is faster than shipping its entries
-    # through worker processes (measured: 3.5 s serial vs 7.8 s with two workers at 10,000 files).
-    warm_cache = cache is not None and cache.is_file()
-    entries: dict[str, str] = {}
-    sections = 0
-    refused_entries = 0
-
-    def collect(results: Iterable[_ReadResult | _WorkerResult]) -> Iterator[Document]:
-        # Consumed as they arrive: holding every worker's payload until the end would double
-        # the peak memory of reading a large KB.
-        nonlocal sections, refused_entries
-        for document, warnings, entry, refused, blob in results:
-            tick()
-            refused_entries += refused
-            diagnostics.items.extend(warnings)
-            if entry is not None and cache is not None:
-                entries[entry[0]] = entry[1]
-            if isinstance(document, _Packed):
-                document = document.unpacked()
-            if document is not None:
-                sections += len(document.chunks)
-                if sections > caps.sections:
-                    raise _over_cap(root, document.path, f"the KB has more than {caps.sections} sections", "max-sections")
-                if memo is not None and blob is not None and not warnings:
-                    memo.remember(memo_key(document.path, blob), document, warnings)
-                yield document
-
+    if cache is not None:
+        _warn_unreadable_cache(cache, diagnostics)
+    tally = _Tally(root, caps, diagnostics, memo, keep_entries=cache is not None)
     # The memo needs each file's blob id, which the worker that read the bytes computes (a
     # worker's memo would be lost with the worker, so entries are remembered here, in the
     # parent). Only the cache needs the entry's JSON: for the memo alone a worker's document
     # travels as marshal data (10,000 bench documents, read and written to the index: 3.75 s
     # with the JSON, 2.9 s without, 2.4 s with no memo; one run each).
-    keyed = cache is not None
-    packing = cache is not None
+    keyed = packing = cache is not None
     blobbing = memo is not None
+    # With a warm cache, reading from it in one process is faster than shipping its entries
+    # through worker processes (measured: 3.5 s serial vs 7.8 s with two workers at 10,000 files).
+    warm_cache = cache is not None and cache.is_file()
     # Reading is written to the index as it goes, so this count is the run's progress until then.
-    with progress("read", total=len(files) if source is None else None, unit="files") as tick:
-        if source is not None:
-            # Another reader's order is its own (a git tree's): these are sorted here, and held,
-            # which costs nothing extra as the memo holds them anyway.
-            read = list(collect(_read_from_source(relative, data, memo) for relative, data in capped(root, source, caps)))
-            yield from sorted(read, key=lambda document: document.path)
-        elif workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
+    with progress("read", total=len(files), unit="files") as tick:
+        if workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
             with worker_pool(workers, _open_worker_cache, (cache, keyed, packing, blobbing)) as pool:
                 try:
-                    yield from collect(pool.map(_read_in_worker, files, chunksize=max(1, len(files) // (workers * 8))))
+                    chunksize = max(1, len(files) // (workers * 8))
+                    yield from tally.take(pool.map(_read_in_worker, files, chunksize=chunksize), tick)
                 except BaseException:
                     # Past a cap, or the consumer stopped: the files not yet parsed are not parsed at all.
                     pool.shutdown(wait=True, cancel_futures=True)
@@ -204,22 +154,109 @@ def read_documents(
         else:
             connection = cache.open_for_reading() if cache is not None else None
             try:
-                yield from collect(
-                    _read_one(relative, absolute, connection, keyed, packing, blobbing) for relative, absolute in files
+                yield from tally.take(
+                    (_read_one(relative, absolute, connection, keyed, packing, blobbing) for relative, absolute in files),
+                    tick,
                 )
             finally:
                 if connection is not None:
                     connection.close()
-    if refused_entries:
+    if cache is not None:
+        _save_cache(cache, tally, diagnostics)
+
+
+def read_given(
+    root: Path,
+    source: Iterable[tuple[str, bytes]],
+    diagnostics: Diagnostics | None = None,
+    *,
+    memo: ParseMemo | None = None,
+    caps: CorpusCaps = CorpusCaps(),
+) -> Iterator[Document]:
+    """Parse the (KB-relative path, bytes) pairs another reader chose (scanner.git.tree, by
+    scanner.corpus.kb_files' rules, with the per-file limits applied), yielding documents in path
+    order, under the same per-KB caps as the folder's. `root` is what a refusal names. A file whose
+    path and bytes are in the `memo` is not parsed again; one parsed here is remembered there."""
+    diagnostics = diagnostics if diagnostics is not None else Diagnostics()
+    tally = _Tally(root, caps, diagnostics, memo=None, keep_entries=False)  # _read_given remembers
+    with progress("read", total=None, unit="files") as tick:
+        # Another reader's order is its own (a git tree's): these are sorted here, and held,
+        # which costs nothing extra as the memo holds them anyway.
+        read = list(tally.take((_read_given(relative, data, memo) for relative, data in capped(root, source, caps)), tick))
+    yield from sorted(read, key=lambda document: document.path)
+
+
+def _files_within_caps(
+    root: Path, exclude: Sequence[str], diagnostics: Diagnostics, caps: CorpusCaps
+) -> list[tuple[str, Path]]:
+    """The folder's indexable files in path order (the walk's is folder by folder; the index's chunk
+    ids follow path order), refused before any is read when they are over the file or byte cap."""
+    # One past the cap is enough to refuse: a tree of millions of files is not listed whole.
+    files = list(itertools.islice(_indexable_files(root, exclude, diagnostics), caps.files + 1))
+    _check_corpus_size(root, files, caps)
+    files.sort()
+    return files
+
+
+def _warn_unreadable_cache(cache: ParseCache, diagnostics: Diagnostics) -> None:
+    if not os.path.lexists(cache.path):
+        return
+    probe = cache.open_for_reading()
+    if probe is None:
+        diagnostics.warn(
+            DiagnosticCode.CACHE_IGNORED, "the parse cache is unreadable or from another kb-eval version; every file is parsed",
+            str(cache.path),
+        )
+    else:
+        probe.close()
+
+
+def _save_cache(cache: ParseCache, tally: _Tally, diagnostics: Diagnostics) -> None:
+    if tally.refused_entries:
         # One warning however many: a planted cache must not flood the log or the summary.
         diagnostics.warn(
             DiagnosticCode.CACHE_IGNORED,
-            f"{refused_entries} parse-cache entries did not match the files they were looked up for and were "
+            f"{tally.refused_entries} parse-cache entries did not match the files they were looked up for and were "
             "not used; those files were parsed",
-            str(cache.path) if cache is not None else None,
+            str(cache.path),
         )
-    if cache is not None:
-        cache.save(entries, diagnostics)
+    cache.save(tally.entries, diagnostics)
+
+
+@dataclass
+class _Tally:
+    """What reading adds up as documents come: their sections against the cap, their warnings,
+    the cache entries to save and the ones refused, the memo's entries."""
+
+    root: Path
+    caps: CorpusCaps
+    diagnostics: Diagnostics
+    memo: ParseMemo | None
+    keep_entries: bool
+    sections: int = 0
+    refused_entries: int = 0
+    entries: dict[str, str] = field(default_factory=dict)
+
+    def take(self, results: Iterable[_ReadResult | _WorkerResult], tick: Callable[[], None]) -> Iterator[Document]:
+        # Consumed as they arrive: holding every worker's payload until the end would double
+        # the peak memory of reading a large KB.
+        for document, warnings, entry, refused, blob in results:
+            tick()
+            self.refused_entries += refused
+            self.diagnostics.items.extend(warnings)
+            if entry is not None and self.keep_entries:
+                self.entries[entry[0]] = entry[1]
+            if isinstance(document, _Packed):
+                document = document.unpacked()
+            if document is not None:
+                self.sections += len(document.chunks)
+                if self.sections > self.caps.sections:
+                    raise _over_cap(
+                        self.root, document.path, f"the KB has more than {self.caps.sections} sections", "max-sections"
+                    )
+                if self.memo is not None and blob is not None and not warnings:
+                    self.memo.remember(memo_key(document.path, blob), document, warnings)
+                yield document
 
 
 def capped(root: Path, source: Iterable[tuple[str, bytes]], caps: CorpusCaps) -> Iterator[tuple[str, bytes]]:
@@ -357,7 +394,7 @@ def _read_one(
     return document, local.items, entry, (isinstance(found, str) and not agrees) or found is Lookup.REFUSED, blob
 
 
-def _read_from_source(relative: str, data: bytes, memo: ParseMemo | None) -> _ReadResult:
+def _read_given(relative: str, data: bytes, memo: ParseMemo | None) -> _ReadResult:
     """One file given as bytes: from the memo when this path and these bytes were parsed before."""
     if memo is None:
         local = Diagnostics()

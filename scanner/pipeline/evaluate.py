@@ -17,7 +17,7 @@ from scanner import __version__
 from scanner.corpus.kb_files import INDEXED_SUFFIXES
 from scanner.corpus.parse_cache import ParseCache
 from scanner.corpus.parse_memo import ParseMemo
-from scanner.corpus.reader import CorpusCaps, read_documents
+from scanner.corpus.reader import CorpusCaps, read_folder, read_given
 from scanner.evaluation.answers import (
     AnswerSource,
     ScoreLevel,
@@ -196,9 +196,12 @@ def prepare(
     """Read the side's documents, index them, and check every label against them."""
     clock = clock if clock is not None else PhaseClock()
     cache = ParseCache(side.cache_dir) if side.cache_dir is not None else None
-    source = side.source(diagnostics) if side.source is not None else None
-    documents = read_documents(
-        side.kb_path, options.exclude, diagnostics, cache=cache, memo=side.memo, source=source, caps=options.corpus_caps
+    documents = (
+        read_given(side.kb_path, side.source(diagnostics), diagnostics, memo=side.memo, caps=options.corpus_caps)
+        if side.source is not None
+        else read_folder(
+            side.kb_path, options.exclude, diagnostics, cache=cache, memo=side.memo, caps=options.corpus_caps
+        )
     )
     reuse = Reuse(side.reuse, side.unchanged.__contains__) if side.reuse is not None else None
     # Read, parsed and written to the chunk table document by document (never held whole).

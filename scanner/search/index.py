@@ -131,7 +131,7 @@ class Index:
         cls, documents: Iterable[Document], *, analysis_workers: int | None = None, reuse: Reuse | None = None,
         keep_analysis: bool = False,
     ) -> Index:
-        """Index documents as they come, in path order (read_documents' order): each is written to
+        """Index documents as they come, in path order (the order read_folder and read_given yield): each is written to
         the chunk table and dropped, so the parsed KB is never held whole. The table keeps each
         chunk's source lines too, so a finding is located from it (Index.chunk).
 

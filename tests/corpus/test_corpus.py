@@ -9,7 +9,7 @@ import pytest
 
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, compile_excludes
 from scanner.corpus.parse_memo import ParseMemo, blob_id, memo_key
-from scanner.corpus.reader import read_corpus
+from scanner.corpus.reader import read_corpus, read_given
 from scanner.foundation.diagnostics import Diagnostics
 from tests.conftest import write_tree
 
@@ -129,10 +129,18 @@ def test_the_per_kb_caps_hold_for_files_another_reader_chose(tmp_path: Path) -> 
 
     caps = corpus.CorpusCaps(files=2)
     two = [("a.md", b"# A\n"), ("b.md", b"# B\n")]
-    assert len(corpus.read_corpus(tmp_path, source=iter(two), caps=caps).documents) == 2  # at the cap: read
+    assert len(list(corpus.read_given(tmp_path, iter(two), caps=caps))) == 2  # at the cap: read
     with pytest.raises(InputError, match="more than 2 indexable files"):
-        corpus.read_corpus(tmp_path, source=iter([*two, ("c.md", b"# C\n")]), caps=caps)
+        list(corpus.read_given(tmp_path, iter([*two, ("c.md", b"# C\n")]), caps=caps))
     one_mib = [("a.md", b"a" * (2**20 // 2)), ("b.md", b"b" * (2**20 // 2))]
-    assert len(corpus.read_corpus(tmp_path, source=iter(one_mib), caps=corpus.CorpusCaps(mib=1)).documents) == 2
+    assert len(list(corpus.read_given(tmp_path, iter(one_mib), caps=corpus.CorpusCaps(mib=1)))) == 2
     with pytest.raises(InputError, match="more than 1 MiB"):
-        corpus.read_corpus(tmp_path, source=iter([*one_mib, ("c.md", b"c")]), caps=corpus.CorpusCaps(mib=1))
+        list(corpus.read_given(tmp_path, iter([*one_mib, ("c.md", b"c")]), caps=corpus.CorpusCaps(mib=1)))
+
+
+def test_files_another_reader_chose_are_read_in_path_order_and_the_folder_is_not_walked(tmp_path: Path) -> None:
+    (tmp_path / "on-disk.md").write_text("# On disk\n")
+    given = [("z.md", b"# Z\n"), ("a.md", b"# A\n")]
+    assert [d.path for d in read_given(tmp_path, iter(given))] == ["a.md", "z.md"]
+    # The near miss: the folder's own reader finds the file the given ones do not name.
+    assert [d.path for d in read_corpus(tmp_path).documents] == ["on-disk.md"]

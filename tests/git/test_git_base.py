@@ -16,7 +16,7 @@ from scanner.cli.main import RunResult, execute, parse_cli
 from scanner.compare.comparison import BaseRequest, Comparison, NotComparedCause, Origin
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
 from scanner.corpus.parse_memo import ParseMemo
-from scanner.corpus.reader import read_corpus
+from scanner.corpus.reader import read_corpus, read_given
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import ExitCode
 from scanner.git.objects import object_size, read_blobs
@@ -165,8 +165,8 @@ def test_unchanged_files_are_parsed_once_for_both_sides(tmp_path: Path) -> None:
     files = list_tree(resolved.repository, resolved.commit, KbFiles.excluding(()), Diagnostics(), soon())
     assert files is not None
     blobs = read_blobs(resolved.repository, [f.blob for f in files], soon(), MAX_DOCUMENT_BYTES)
-    corpus = read_corpus(repo / "kb", memo=memo, source=((f.path, b) for f, b in zip(files, blobs)))
-    assert [d.path for d in corpus.documents] == ["deploy.md", "onboarding.md", "rollback.md"]
+    documents = list(read_given(repo / "kb", ((f.path, b) for f, b in zip(files, blobs)), memo=memo))
+    assert [d.path for d in documents] == ["deploy.md", "onboarding.md", "rollback.md"]
     assert memo.hits == 2  # deploy.md and rollback.md; onboarding.md changed and is parsed
 
 
@@ -463,10 +463,10 @@ def test_the_base_tree_gives_the_corpus_and_warnings_the_folder_walk_gives(tmp_p
     files = list_tree(resolved.repository, resolved.commit, KbFiles.excluding(exclude), in_tree, soon())
     assert files is not None
     blobs = read_blobs(resolved.repository, [f.blob for f in files], soon(), MAX_DOCUMENT_BYTES)
-    tree = read_corpus(repo / "kb", (), in_tree, source=((f.path, b) for f, b in zip(files, blobs)))
+    tree = tuple(read_given(repo / "kb", ((f.path, b) for f, b in zip(files, blobs)), in_tree))
 
-    assert tree.documents == disk.documents
-    paths = [d.path for d in tree.documents]
+    assert tree == disk.documents
+    paths = [d.path for d in tree]
     assert ".hidden.md" in paths and "alias.md" in paths and "chain.md" in paths and "round-trip.md" in paths
     assert "into-dot.md" in paths and "into-excluded.md" in paths
     assert not any(p.startswith((".obsidian", "drafts", "leak")) or p.endswith(".tmp.md") for p in paths)
