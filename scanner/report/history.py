@@ -49,7 +49,7 @@ from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
 from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, check_replaceable, read_capped, write_atomically
-from scanner.foundation.strict_json import NotJson, loads_strict
+from scanner.foundation.strict_json import NotJson, json_type, loads_strict
 from scanner.report.read import run_from_document, run_record_problems
 from scanner.report.serialise import serialise
 
@@ -115,7 +115,7 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
             return _fresh(path, f"is damaged ({bad.reason})")
         raise _not_ours(path, f"is not JSON ({bad.reason})", bad.line) from None
     if not isinstance(document, dict):
-        raise _not_ours(path, f"holds a JSON {_json_kind(document)}, not a kb-eval history object")
+        raise _not_ours(path, f"holds a JSON {json_type(document)}, not a kb-eval history object")
     if document.get("format") != HISTORY_FORMAT:
         if "format" in document:
             raise _not_ours(path, f'has "format": {json.dumps(document["format"])[:60]}, not "{HISTORY_FORMAT}"')
@@ -184,16 +184,6 @@ def _not_ours(path: Path, why: str, line: int | None = None) -> InputError:
         line=line,
         hint="point --history at a file kb-eval writes (or a new path), or delete this one to start a fresh history",
     )
-
-
-def _json_kind(value: object) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    return "number"
 
 
 def _fresh(path: Path, why: str) -> HistoryRead:

@@ -271,6 +271,25 @@ def test_bad_content_starts_a_fresh_history_when_ours_and_stops_the_run_untouche
         assert path.read_bytes() == content
 
 
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [(b"[1, 2]", "array"), (b'"notes"', "string"), (b"3.5", "number"), (b"null", "null"), (b"true", "boolean")],
+)
+def test_a_history_that_is_not_a_json_object_is_refused_naming_the_json_type_it_holds(
+    tmp_path: Path, content: bytes, named: str
+) -> None:
+    path = tmp_path / ".kb-eval-history.json"
+    path.write_bytes(content)
+    with pytest.raises(InputError) as caught:
+        read_history(path)
+    assert f"holds a JSON {named}, not a kb-eval history object" in caught.value.message
+    # The near miss: an object is read as one, and refused for what it lacks.
+    path.write_bytes(b"{}")
+    with pytest.raises(InputError) as caught:
+        read_history(path)
+    assert "holds a JSON" not in caught.value.message and 'without "format"' in caught.value.message
+
+
 def test_a_run_with_an_impossible_metric_is_dropped_and_the_others_kept(
     tmp_path: Path,
 ) -> None:
