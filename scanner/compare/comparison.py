@@ -118,7 +118,7 @@ class QueryStatus(StrEnum):
 evaluated in the same job."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BaseRevision:
     """The git revision a `git` comparison evaluated (scanner.pipeline.base)."""
 
@@ -160,7 +160,7 @@ class Metric:
         return self.measure.query_value(metrics, self.k)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MetricDelta:
     """How one metric moved between the previous run and this one."""
 
@@ -174,7 +174,7 @@ class MetricDelta:
         return round(self.current - self.previous, DELTA_DECIMALS)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExpectedMove:
     """One expected entry of a query whose rank changed between the two runs."""
 
@@ -186,7 +186,7 @@ class ExpectedMove:
     """The best-ranked section above this entry now whose document was not above it before."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueryDelta:
     """One golden query present in both runs (matched by id) and how its metrics moved."""
 
@@ -234,7 +234,7 @@ class CorpusChange:
     """`642 -> 646 documents`, `same counts, different contents`, `unchanged`, or why unknown."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Comparison:
     """The result of comparing this run with a previous one (or of finding none)."""
 
@@ -310,7 +310,9 @@ def no_previous(
     revision: BaseRevision | None = None,
 ) -> Comparison:
     """A comparison that did not happen because there was nothing to compare with."""
-    return _not_compared(ComparisonStatus.NO_PREVIOUS, (reason,), source, revision, cause, hint)
+    return _not_compared(
+        ComparisonStatus.NO_PREVIOUS, (reason,), source=source, revision=revision, cause=cause, hint=hint
+    )
 
 
 def compare_with_history(current: RunRecord, runs: Sequence[RunRecord]) -> Comparison:
@@ -344,7 +346,7 @@ def compare_runs(
         new = metric.in_aggregate(current.aggregate)
         old = metric.in_aggregate(previous.aggregate)
         if new is not None and old is not None:
-            metric_deltas.append(MetricDelta(metric, old, new))
+            metric_deltas.append(MetricDelta(metric=metric, previous=old, current=new))
 
     previous_rows = {row.id: row for row in previous.queries or ()}
     current_rows = current.queries or ()
@@ -361,12 +363,12 @@ def compare_runs(
             new = metric.in_query(row.metrics)
             old = metric.in_query(old_row.metrics)
             if new is not None and old is not None:
-                deltas.append(MetricDelta(metric, old, new))
+                deltas.append(MetricDelta(metric=metric, previous=old, current=new))
         before, after = first_expected_rank(old_row), first_expected_rank(row)
         query_deltas.append(
             QueryDelta(
-                row.id, row.text, tuple(deltas), before, after, newly_above(row, old_row, after),
-                expected_moves(row, old_row),
+                query_id=row.id, query=row.text, deltas=tuple(deltas), rank_before=before, rank_after=after,
+                now_above=newly_above(row, old_row, after), moves=expected_moves(row, old_row),
             )
         )
     return Comparison(
@@ -408,7 +410,7 @@ def expected_moves(current: QueryRecord, previous: QueryRecord) -> tuple[Expecte
     moves = []
     for entry, before, after in zip(answers, ranks(previous), ranks(current), strict=True):
         if before != after:
-            moves.append(ExpectedMove(entry, before, after, newly.hit(before, after)))
+            moves.append(ExpectedMove(entry=entry, rank_before=before, rank_after=after, now_above=newly.hit(before, after)))
     return tuple(moves)
 
 
@@ -447,12 +449,13 @@ def newly_above(current: QueryRecord, previous: QueryRecord, rank_after: int | N
 
 def _incomparable(reasons: list[str], source: Source, revision: BaseRevision | None = None) -> Comparison:
     return _not_compared(
-        ComparisonStatus.INCOMPARABLE, tuple(reasons), source, revision, NotComparedCause.INCOMPARABLE, None
+        ComparisonStatus.INCOMPARABLE, tuple(reasons), source=source, revision=revision,
+        cause=NotComparedCause.INCOMPARABLE, hint=None,
     )
 
 
 def _not_compared(
-    status: ComparisonStatus, reasons: tuple[str, ...], source: Source | None, revision: BaseRevision | None,
+    status: ComparisonStatus, reasons: tuple[str, ...], *, source: Source | None, revision: BaseRevision | None,
     cause: NotComparedCause, hint: str | None,
 ) -> Comparison:
     """A comparison with nothing compared: no previous run, no deltas, no corpus change."""

@@ -321,7 +321,7 @@ def tag_verdicts(
             new, old = metric.in_aggregate(current), metric.in_aggregate(previous)
             if limit is None or new is None or old is None:
                 continue
-            verdict = _verdict(comparison, MetricDelta(metric, old, new), limit, alpha, tag, ids)
+            verdict = _verdict(comparison, MetricDelta(metric=metric, previous=old, current=new), limit, alpha, tag, ids)
             if verdict is not None:
                 verdicts.append(verdict)
     return verdicts

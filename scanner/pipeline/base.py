@@ -87,7 +87,7 @@ class ResolvedBase:
 
     @property
     def revision(self) -> BaseRevision:
-        return BaseRevision(self.commit, self.request.ref)
+        return BaseRevision(commit=self.commit, ref=self.request.ref)
 
 
 @dataclass(frozen=True, slots=True)

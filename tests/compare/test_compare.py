@@ -325,3 +325,31 @@ def test_a_previous_corpus_without_counts_is_unknown_not_a_change() -> None:
     assert partial.corpus is None
     change = compare_runs(make_record(), partial).corpus
     assert change is not None and change.changed is None and "-1" not in change.description
+
+
+# --- the records are built by keyword ------------------------------------------------
+
+
+def _records_with_repeated_field_types() -> list[type]:
+    from scanner.compare import comparison as module
+
+    records = [
+        value for value in vars(module).values()
+        if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == module.__name__
+    ]
+    return [
+        record for record in records
+        if len({field.type for field in dataclasses.fields(record)}) < len(dataclasses.fields(record))
+    ]
+
+
+def test_a_comparison_record_with_two_fields_of_one_type_is_built_by_keyword_only() -> None:
+    # Two values of one type side by side (previous and current, rank before and after, the ids only
+    # in one run or the other) swap silently when passed by position.
+    repeated = _records_with_repeated_field_types()
+    assert {record.__name__ for record in repeated} >= {"Comparison", "QueryDelta", "MetricDelta"}
+    for record in repeated:
+        positional = [field.name for field in dataclasses.fields(record) if not field.kw_only]
+        assert positional == [], f"{record.__name__} takes {positional} by position"
+    with pytest.raises(TypeError):
+        Comparison(ComparisonStatus.NO_PREVIOUS, (), None, None, (), (), (), (), None)  # type: ignore[misc]
