@@ -6,7 +6,7 @@ titles and headings, duplicated wordings, and how much of the KB the labels reac
 For each pair prints: queries, the distribution of each query's highest title similarity
 (scanner/evaluation/health.py `title_similarity`), the queries at or above 0.7 with the title they
 resemble, duplicated wordings, and the share of documents that are some query's answer.
-TITLE_SIMILARITY was chosen from this output (docs/golden-file.md).
+TITLE_SIMILARITY was chosen from this output (its docstring gives the figures).
 """
 
 from __future__ import annotations

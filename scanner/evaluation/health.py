@@ -8,7 +8,7 @@ Three rules, each a function, each decided without I/O from what the evaluation 
   second copy was meant to be reworded.
 - `title_queries`: a query that is (nearly) its answer's page title or one of its headings. Any
   search finds a page by its own title, so such a query passes with or without a good search
-  (docs/golden-file.md has the measurements behind TITLE_SIMILARITY).
+  (TITLE_SIMILARITY says what it was measured on).
 - `coverage`: the share of indexed documents that are some query's answer, and the documents no
   query retrieves in its top k. Neither is a fault; both say how much of the KB the labels reach.
 """
@@ -27,7 +27,7 @@ from scanner.scan.quotes import normalise
 TITLE_SIMILARITY = 0.85
 """A query at least this similar to a title or heading of its answer (difflib's ratio over the
 words, punctuation dropped, case folded) tests only the title. Chosen on real golden sets
-(docs/golden-file.md, bench/golden_health.py): of Cranfield's 225 queries, CISI's 76, grooveseek's
+(bench/golden_health.py): of Cranfield's 225 queries, CISI's 76, grooveseek's
 30 and the example KB's 8, the one at or above it is Cranfield 172, its answer's title less three
 words (0.89); the closest questions asked in their own words score 0.82 and 0.81. Over Cranfield's
 1,390 titles of four words or more, a title with one word pluralised scores at least 0.97, with one

@@ -69,7 +69,7 @@ def test_a_query_that_is_its_answer_s_title_or_heading_is_warned(tmp_path: Path)
 
 def test_the_title_threshold_sits_between_a_copied_title_and_a_real_question() -> None:
     # Cranfield's query 172 is its answer's title less its first three words; queries 100 and 105
-    # ask about their answers' subjects in their own words (docs/golden-file.md has the distribution).
+    # ask about their answers' subjects in their own words (TITLE_SIMILARITY's docstring has the distribution).
     copied = title_similarity(
         "solution of the blasius problem with three-point boundary conditions .",
         "on the numerical solution of the blasius problem with three-point boundary conditions .",
