@@ -143,7 +143,7 @@ def settings_table() -> str:
             default = f"{cli_default} (Action: {action_default})"
         what = spec.help + ("; repeatable" if spec.form is Form.LIST and spec.name in on_cli else "")
         # Said once above the table: an input's path is relative to the repository root.
-        note = spec.action_note.removeprefix(PATH_NOTE).strip(" ;") if spec.action else ""
+        note = spec.action_note.removeprefix(PATH_NOTE).strip(" ;.") if spec.action else ""
         if note:
             what += f". Action: {note[0].upper()}{note[1:]}"
         lines.append(f"| {flag} | {action} | {_cell(default)} | {_cell(what)} |")
