@@ -31,6 +31,11 @@ WORD = re.compile(r"[^\W_]+")
 """A word: letters and digits; underscore and punctuation separate words."""
 _CJK_OR_WORD = re.compile(f"([{CJK_CHARACTERS}]+)|([^\\W_{CJK_CHARACTERS}]+)")
 """In text with CJK characters: a CJK run, or a word without CJK characters (`BM25の` -> `BM25`, `の`)."""
+_ASCII_WORDS = str.maketrans({c: chr(c).lower() if chr(c).isalnum() else " " for c in range(128)})
+"""ASCII text lower-cased with every character WORD does not keep made a space: its split() is
+WORD's findall (in ASCII, WORD is [A-Za-z0-9]). str.translate with an ASCII-only table has a fast
+path in C, and split() is not the regular-expression engine: about 40% less time a token than
+lower() and findall() on the bench KB's text, where analysis is most of a run."""
 
 STEMMER = "english"
 """Snowball (Porter2) English, the stemmer bm25s is measured with; PyStemmer's C implementation."""
@@ -54,6 +59,8 @@ def has_cjk(text: str) -> bool:
 def tokens(text: str) -> list[str]:
     """Lower-cased words, with every CJK run replaced by its bigrams and its Han characters (a
     one-character run kept once)."""
+    if text.isascii():
+        return text.translate(_ASCII_WORDS).split()
     lowered = text.lower()
     if _CJK_RUN.search(lowered) is None:
         return WORD.findall(lowered)
