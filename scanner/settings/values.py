@@ -132,17 +132,26 @@ def budget(text: str) -> RegressionBudget:
                 raise Refused("holds two numbers without a metric name", _BUDGET_EXAMPLE)
             default = drop(item)
             continue
-        name, _, value = (piece.strip() for piece in item.partition("="))
-        selector = _selector(name, item, _BUDGET_EXAMPLE)
-        if any(existing == selector for existing, _ in pairs):
-            raise Refused(f"names {selector.label} twice", _BUDGET_EXAMPLE)
-        try:
-            pairs.append((selector, drop(value)))
-        except Refused:
-            raise Refused(f"gives {name} the drop {value!r}, not a number in [0, 1)", _BUDGET_EXAMPLE) from None
+        pairs.append(_metric_pair(item, pairs, drop, "drop", "[0, 1)", _BUDGET_EXAMPLE))
     if default is None and not pairs:
         raise Refused("not a number in [0, 1)", "0.05")
     return RegressionBudget(DEFAULT_REGRESSION_THRESHOLD if default is None else default, tuple(pairs))
+
+
+def _metric_pair(
+    item: str, taken: Sequence[tuple[MetricSelector, float]], parse_value: Callable[[str], float], noun: str,
+    bounds: str, example: str,
+) -> tuple[MetricSelector, float]:
+    """One `metric=value` or `tag:metric=value` pair of a budget or a floor; a metric (of a tag)
+    already `taken` is refused, so each is named at most once."""
+    name, _, value = (piece.strip() for piece in item.partition("="))
+    selector = _selector(name, item, example)
+    if any(existing == selector for existing, _ in taken):
+        raise Refused(f"names {selector.label} twice", example)
+    try:
+        return selector, parse_value(value)
+    except Refused:
+        raise Refused(f"gives {name} the {noun} {value!r}, not a number in {bounds}", example) from None
 
 
 def _selector(name: str, item: str, example: str) -> MetricSelector:
@@ -173,14 +182,7 @@ def floors(text: str) -> Floors:
             continue
         if "=" not in item:
             raise Refused(f"{item!r} names no metric (a floor is metric=value)", _FLOORS_EXAMPLE)
-        name, _, value = (piece.strip() for piece in item.partition("="))
-        selector = _selector(name, item, _FLOORS_EXAMPLE)
-        if any(existing == selector for existing, _ in pairs):
-            raise Refused(f"names {selector.label} twice", _FLOORS_EXAMPLE)
-        try:
-            pairs.append((selector, value_in(value)))
-        except Refused:
-            raise Refused(f"gives {name} the floor {value!r}, not a number in [0, 1]", _FLOORS_EXAMPLE) from None
+        pairs.append(_metric_pair(item, pairs, value_in, "floor", "[0, 1]", _FLOORS_EXAMPLE))
     return Floors(tuple(pairs))
 
 
