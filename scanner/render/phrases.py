@@ -240,10 +240,6 @@ class GateState(enum.Enum):
     COULD_NOT_RUN = "could-not-run"
     """Nothing compared for a reason no setting fixes (a first run): the step passes, said out loud."""
 
-    @property
-    def fails_the_step(self) -> bool:
-        return self in (GateState.FAILED, GateState.CANNOT_RUN_FAILS)
-
 
 def gate_state(gate: GateResult, comparison: Comparison) -> GateState:
     """The one state of the gate, from its record (enforced, evaluated, tripped) and the comparison."""

@@ -233,7 +233,7 @@ def _build(
 ) -> Retriever:
     if kind is RetrieverKind.BUILTIN:
         builtin = BuiltinRetriever(index, settings.weights, settings.tokenization)
-        # Its full-text tables are built now, before the pipeline opens the read snapshot.
+        # Its scorer is built now (the corpus analysed), before the pipeline opens the read snapshot.
         builtin.prepare(requests)
         return builtin
     if kind is RetrieverKind.RUN:
