@@ -2,7 +2,7 @@
 
 Usage: python bench/history_size.py [QUERIES ...]
 Prints, for each query count, the bytes of one run record and of a 10-run
-history as `scanner.report.history.save_history` writes it (compact JSON), and the
+history as `tests.support.history.save_history` writes it (compact JSON), and the
 time to read it back. The synthetic rows use top_k 10 with KB-relative paths
 of about 45 characters and headings of about 30, k = 1, 5, 10, and every
 metric filled in, i.e. the widest row the report produces.
@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scanner.report.history import read_history, save_history
+from scanner.report.history import read_history
+from tests.support.history import save_history
 
 WORDS = [
     "retrieval",

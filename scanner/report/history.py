@@ -94,8 +94,6 @@ class HistoryRead:
     warnings: tuple[Diagnostic, ...]
     """Unparsable content (code history-unparsable) or dropped runs (history-run-dropped);
     empty for a clean read. Add them to the run's Diagnostics."""
-    existed: bool
-    """Whether a file was at the path (False: absent, which simply means no history yet)."""
 
 
 def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
@@ -105,7 +103,7 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
     """
     data = read_report_file(path, "history", cap_bytes, allow_links=False)
     if data is None:
-        return HistoryRead(runs=(), documents=(), warnings=(), existed=False)
+        return HistoryRead(runs=(), documents=(), warnings=())
     if not data.strip():
         return _fresh(path, "is empty")
     try:
@@ -173,7 +171,7 @@ def read_history(path: Path, cap_bytes: int = MAX_HISTORY_BYTES) -> HistoryRead:
             )
         )
     return HistoryRead(
-        runs=tuple(run_from_document(run) for run in kept), documents=tuple(kept), warnings=tuple(warnings), existed=True
+        runs=tuple(run_from_document(run) for run in kept), documents=tuple(kept), warnings=tuple(warnings)
     )
 
 
@@ -192,7 +190,7 @@ def _fresh(path: Path, why: str) -> HistoryRead:
         f"the history file {why}; starting a fresh history (it will be replaced when this run is saved)",
         str(path),
     )
-    return HistoryRead(runs=(), documents=(), warnings=(warning,), existed=True)
+    return HistoryRead(runs=(), documents=(), warnings=(warning,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,8 +279,14 @@ def write_history(path: Path, plan: HistoryPlan, cap_bytes: int = MAX_HISTORY_BY
         current = read_history(path, cap_bytes)
         if plan.runs and current.documents != tuple(plan.runs[1:]):
             plan = plan_history(path, [plan.runs[0], *current.documents], plan.max_runs, cap_bytes)
-        _check_safe_to_replace(path, "history", cap_bytes)
-        write_atomically(path, plan.data, "history")
+        replace_history(path, plan, cap_bytes)
+
+
+def replace_history(path: Path, plan: HistoryPlan, cap_bytes: int = MAX_HISTORY_BYTES) -> None:
+    """Write `plan` over the history at `path`, atomically, when what is there may be replaced
+    (kb-eval's own history or nothing); without the lock and the merge, which `write_history` adds."""
+    _check_safe_to_replace(path, "history", cap_bytes)
+    write_atomically(path, plan.data, "history")
 
 
 DEFAULT_HISTORY_NAME = ".kb-eval-history.json"
@@ -322,20 +326,6 @@ def history_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
-
-
-def save_history(
-    path: Path,
-    runs: Sequence[Mapping[str, Any]],
-    max_runs: int = DEFAULT_HISTORY_SIZE,
-    cap_bytes: int = MAX_HISTORY_BYTES,
-) -> HistoryPlan:
-    """Plan and write exactly `runs` in one step (for callers with no report to build in between,
-    such as tests and benchmarks): no lock, no merge with what is on disk; see write_history."""
-    plan = plan_history(path, runs, max_runs, cap_bytes)
-    _check_safe_to_replace(path, "history", cap_bytes)
-    write_atomically(path, plan.data, "history")
-    return plan
 
 
 # --- reading -----------------------------------------------------------------

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from scanner.report.history import read_history, save_history
+from scanner.report.history import read_history
+from tests.support.history import save_history
 from tests.support.run_records import labelled_history as history
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +36,7 @@ import sys
 sys.path[:0] = [{root!r}]
 from pathlib import Path
 from tests.support.run_records import labelled_history as history
-from scanner.report.history import save_history
+from tests.support.history import save_history
 
 path, stop = Path(sys.argv[1]), Path(sys.argv[2])
 labels = sys.argv[3].split(",")

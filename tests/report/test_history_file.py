@@ -17,9 +17,10 @@ import pytest
 from scanner.foundation.errors import InputError
 from scanner.report.baseline import read_baseline, save_baseline
 from scanner.report.document import run_document
-from scanner.report.history import MAX_HISTORY_BYTES, MAX_HISTORY_RUNS, read_history, save_history
+from scanner.report.history import MAX_HISTORY_BYTES, MAX_HISTORY_RUNS, read_history
 from scanner.report.read import run_from_document
 from tests.conftest import run_cli
+from tests.support.history import save_history
 from tests.support.run_records import make_run, run_with_a_finding
 
 
@@ -67,7 +68,7 @@ def _refused_by_read_and_save(path: Path) -> list[InputError]:
 
 def test_an_absent_history_is_an_empty_one(tmp_path: Path) -> None:
     read = read_history(tmp_path / "missing.json")
-    assert read.documents == () and read.warnings == () and read.existed is False
+    assert read.documents == () and read.warnings == ()
 
 
 def test_a_saved_history_reads_back_newest_first(tmp_path: Path) -> None:
@@ -258,7 +259,7 @@ def test_bad_content_starts_a_fresh_history_when_ours_and_stops_the_run_untouche
     path.write_bytes(content)
     if outcome == FRESH_WITH_A_WARNING:
         read = read_history(path)
-        assert read.documents == () and read.existed is True
+        assert read.documents == ()
         assert [w.code for w in read.warnings] == ["history-unparsable"]
         assert read.warnings[0].file == str(path)
         # and the next save replaces it with a good history

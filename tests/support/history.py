@@ -1,9 +1,9 @@
-"""Adding one run to a history file the way a run of kb-eval does, for tests of concurrent and
-hostile histories."""
+"""Writing a history file for tests and benchmarks: one run added the way a run of kb-eval adds
+it (for concurrent and hostile histories), or exactly the runs given."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from scanner.report.history import (
     HistoryPlan,
     plan_history,
     read_history,
+    replace_history,
     write_history,
 )
 
@@ -25,4 +26,14 @@ def record_run(
     pipeline's path)."""
     plan = plan_history(path, [run, *read_history(path, cap_bytes).documents], max_runs, cap_bytes)
     write_history(path, plan, cap_bytes)
+    return plan
+
+
+def save_history(
+    path: Path, runs: Sequence[Mapping[str, Any]], max_runs: int = DEFAULT_HISTORY_SIZE,
+    cap_bytes: int = MAX_HISTORY_BYTES,
+) -> HistoryPlan:
+    """Plan and write exactly `runs` in one step: no lock, no merge with what is on disk."""
+    plan = plan_history(path, runs, max_runs, cap_bytes)
+    replace_history(path, plan, cap_bytes)
     return plan
