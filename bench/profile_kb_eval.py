@@ -19,7 +19,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scanner.pipeline.evaluate import EvalOptions, run_eval
+from scanner.pipeline.evaluate import EvalOptions
+from tests.support.phases import evaluate_head
 
 
 def main() -> int:
@@ -31,7 +32,7 @@ def main() -> int:
     args = parser.parse_args()
     profiler = cProfile.Profile()
     profiler.enable()
-    outcome = run_eval(EvalOptions(kb_path=args.kb, golden_path=args.golden))
+    outcome = evaluate_head(EvalOptions(kb_path=args.kb, golden_path=args.golden))
     profiler.disable()
     print("phase seconds (under the profiler):", {k: round(v, 3) for k, v in outcome.phase_seconds.items()})
     if args.out:

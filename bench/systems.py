@@ -265,11 +265,12 @@ def run_kb_eval(kb: Path, golden: Path, tokenization: str | None = None, cache_d
     from scanner.cli.main import parse_cli
     from scanner.pipeline import evaluate
     from scanner.settings.retriever import retriever_builder
+    from tests.support.phases import evaluate_head
 
     run = SystemRun("kb-eval" if tokenization is None else f"kb-eval-{tokenization}")
     if cache_dir is not None:
         run.system = "kb-eval-cached"
-    # run_eval times its phases with PhaseClock.lap; wrapping lap records the peak RSS reached
+    # evaluate_side times its phases with PhaseClock.lap; wrapping lap records the peak RSS reached
     # by the end of each phase as well, without touching scanner/.
     original_lap = evaluate.PhaseClock.lap
 
@@ -284,7 +285,7 @@ def run_kb_eval(kb: Path, golden: Path, tokenization: str | None = None, cache_d
         options = dataclasses.replace(options, retriever=retriever_builder(parse_cli(["--tokenization", tokenization])))
     if cache_dir is not None:
         options = dataclasses.replace(options, cache_dir=cache_dir)
-    outcome = evaluate.run_eval(options)
+    outcome = evaluate_head(options)
     wall = time.perf_counter() - t
     run.phases.update(outcome.phase_seconds)
     from scanner.report.document import run_document

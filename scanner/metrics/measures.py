@@ -117,34 +117,6 @@ def relevant_entries(expected: Sequence[ExpectedEntry], relevance_level: int) ->
     return [entry for entry in expected if entry.grade >= relevance_level]
 
 
-def hit_matches(hit: Hit, entry: ExpectedEntry) -> bool:
-    """Whether `hit` matches `entry` (the module docstring's rule), for one pair. A whole ranking is
-    matched through `Judgments`, which gives the same answer for every pair."""
-    if entry.any_of:
-        return any(_matches_one(hit, member) for member in entry.any_of)
-    return _matches_one(hit, entry)
-
-
-def _matches_one(hit: Hit, entry: ExpectedEntry) -> bool:
-    if hit.path != entry.path:
-        return False
-    if entry.heading is None:
-        return True
-    wanted = reader_heading(entry.heading)
-    own = heading_forms(hit.heading)
-    if hit.parents is None:
-        # Where the section sits is unknown (a retriever's heading its document repeats): the
-        # heading alone decides, for `parent:` and `subsections:` labels too (docs/metrics.md).
-        return wanted in own
-    chain = [heading_forms(part) for part in hit.parents] + [own]
-    parent = reader_heading(entry.parent) if entry.parent is not None else None
-    # The labelled section is chain[i]; with `subsections` it may be any enclosing one.
-    candidates = range(len(chain)) if entry.subsections else (len(chain) - 1,)
-    return any(
-        wanted in chain[i] and (parent is None or any(parent in forms for forms in chain[:i])) for i in candidates
-    )
-
-
 def _pins_heading(entry: ExpectedEntry) -> bool:
     return all(member.heading is not None for member in entry.members)
 
@@ -167,7 +139,8 @@ class Judgments:
         order = sorted(range(len(self.entries)), key=self._priority)
         self._buckets: dict[_Key, list[int]] = {}
         self._by_heading: dict[tuple[str, str], list[int]] = {}
-        """For a hit whose place is unknown: the heading alone decides (see _matches_one)."""
+        """For a hit whose place is unknown (no `parents`): the heading alone decides, for `parent:`
+        and `subsections:` labels too (docs/metrics.md)."""
         for i in order:  # each bucket in crediting order
             for key in dict.fromkeys(self._key(member) for member in self.entries[i].members):
                 bucket = self._buckets.setdefault(key, [])

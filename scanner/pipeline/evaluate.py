@@ -1,8 +1,9 @@
 """One eval run: read the golden set and the corpus, index, search, score, scan, report.
 
 This module wires the stages in order and times them; it holds no rule of its
-own. The CLI (and the Action through it) calls `run_eval` and decides what to
-print and which exit code to return.
+own. The run (scanner/pipeline/run.py) plans once and evaluates each side with
+`evaluate_side`; the CLI and the Action decide what to print and which exit code
+to return.
 """
 
 from __future__ import annotations
@@ -153,13 +154,6 @@ class EvalOutcome:
     run: RunRecord
     golden: GoldenSet
     phase_seconds: Mapping[str, float] = field(default_factory=dict)
-
-
-def run_eval(options: EvalOptions, diagnostics: Diagnostics | None = None, side: Side | None = None) -> EvalOutcome:
-    """The three phases of one side in order (the head, unless `side` says otherwise)."""
-    diagnostics = diagnostics if diagnostics is not None else Diagnostics()
-    plan = plan_evaluation(options, diagnostics)
-    return evaluate_side(options, plan, side if side is not None else head_side(options), diagnostics)
 
 
 def evaluate_side(options: EvalOptions, plan: Plan, side: Side, diagnostics: Diagnostics) -> EvalOutcome:

@@ -92,7 +92,7 @@ class QuotedQuery:
     first_quote_field: str
     best_expected_rank: int | None
     """Best rank of any hit in the query's returned list that matches one of its expected entries
-    (`metrics.hit_matches`, so a pinned heading must match); None when none reached the list."""
+    (`metrics.measures.Judgments`, so a pinned heading must match); None when none reached the list."""
     displaces_expected: bool | None
     """True when this document ranked above every expected document of the query in this run
     (also when no expected document reached the list), False when an expected document ranked

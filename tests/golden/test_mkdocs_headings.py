@@ -19,8 +19,9 @@ from scanner.evaluation.records import Hit
 from scanner.golden.file import ExpectedEntry
 from scanner.golden.headings import closest, heading_forms, reader_heading, split_attribute_list
 from scanner.golden.labels import SectionInfo
-from scanner.metrics.measures import hit_matches, score_query
+from scanner.metrics.measures import score_query
 from tests.golden.test_headings import _golden
+from tests.support.matching import hit_matches
 
 HEADINGS = [
     'With pip { #with-pip data-toc-label="pip" }',

@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 
 from scanner.cli.main import parse_cli
-from scanner.pipeline.evaluate import EvalOptions, run_eval
+from scanner.pipeline.evaluate import EvalOptions
 from scanner.report.document import run_document
 from scanner.settings.retriever import retriever_builder
 from tests.conftest import REPO, write_tree
 from tests.support.loopback_server import Received, Reply, running, serve_rankings
+from tests.support.phases import evaluate_head
 
 EXAMPLE_KB = REPO / "examples" / "kb"
 FAKE = Path(__file__).parents[1] / "support" / "fake_kb_search.py"
@@ -34,7 +35,7 @@ WHEN = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 def evaluate(kb: Path, *argv: str) -> dict[str, Any]:
     """The report of `kb` answered by the retriever the flags `argv` choose (none: the built-in one)."""
     builder = retriever_builder(parse_cli(list(argv)), env={})
-    return run_document(run_eval(EvalOptions(kb_path=kb, timestamp=WHEN, retriever=builder)).run)
+    return run_document(evaluate_head(EvalOptions(kb_path=kb, timestamp=WHEN, retriever=builder)).run)
 
 
 def without_retriever(report: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The head's phases run by hand, keeping what the pipeline hands the base (its plan and index)."""
+"""The head's phases run by hand: the whole evaluation of the checkout, or keeping what the pipeline
+hands the base (its plan and index)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from scanner.pipeline.evaluate import (
     Plan,
     answer,
     bind,
+    evaluate_side,
     head_side,
     judge,
     plan_evaluation,
@@ -29,3 +31,9 @@ def head_keeping_analysis(options: EvalOptions, memo: ParseMemo | None) -> tuple
     finally:
         retriever.close()
     return judge(options, prepared, answers, diagnostics), plan, prepared.index
+
+
+def evaluate_head(options: EvalOptions) -> EvalOutcome:
+    """The checkout's KB evaluated as a run evaluates its head, without history or comparison."""
+    diagnostics = Diagnostics()
+    return evaluate_side(options, plan_evaluation(options, diagnostics), head_side(options), diagnostics)
