@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Cold build time, size and one Action-mode run of the image, for one or more Dockerfiles, alternated
-# (A B A B ...) so a noisy machine hits each alike. The figures in docs/release.md come from here.
+# (A B A B ...) so a noisy machine hits each alike. The figures in docs/adr/0008 come from here.
 #
 #   bash bench/image.sh ROUNDS DOCKERFILE [DOCKERFILE ...]
 #   bash bench/image.sh 3 <(git show v0.1.0:Dockerfile) Dockerfile     # e.g. before and after

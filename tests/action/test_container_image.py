@@ -99,7 +99,7 @@ def test_the_standard_library_is_compiled_at_build_time(image: BuiltImage, tmp_p
 
 def test_image_is_small(image: BuiltImage) -> None:
     # Measured 179 MB on the debootstrap stand-in base (122 MB), 189 MB before the image kept only
-    # the interpreter and its standard library (docs/release.md); 339 MB with numpy (the search) and
+    # the interpreter and its standard library (ADR 0008); 339 MB with numpy (the search) and
     # git with its perl; 264 MB once dulwich read the base revision instead of git; 304 MB with the
     # MCP SDK the MCP retriever speaks through (cryptography, pydantic, httpx and mcp: docs/dependencies.md).
     # A jump is a bug.
