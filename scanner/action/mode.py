@@ -300,7 +300,7 @@ def internal_error_annotation() -> Annotation:
     return Annotation(
         AnnotationKind.ERROR,
         "kb-eval stopped on an internal error (a bug, not your input); the log above has the details.",
-        AnnotationProperties(title="kb-eval: internal error"),
+        AnnotationProperties(title=phrases.INTERNAL_ERROR),
     )
 
 
@@ -310,6 +310,6 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     try:
         return run_action(environ, sys.stdout, sys.stderr)
     except Exception:  # noqa: BLE001 - a bug must not pass for bad input or for success
-        echo_untrusted(sys.stdout, "kb-eval: internal error (please report this):\n" + traceback.format_exc())
+        echo_untrusted(sys.stdout, phrases.internal_error_log(traceback.format_exc()))
         write_annotations(sys.stdout, [internal_error_annotation()])
         return ExitCode.INTERNAL

@@ -160,10 +160,10 @@ def execute(argv: Sequence[str] | RunSettings | None = None) -> RunResult:
         write_summaries(args, render_input_error(str(worded)), stderr)
         return finished(ExitCode.BAD_INPUT, error=worded)
     except ReportInvalid as error:
-        stderr.write(f"kb-eval: internal error: {error}\n")
+        stderr.write(f"{phrases.INTERNAL_ERROR}: {error}\n")
         return finished(ExitCode.INTERNAL)
     except Exception:  # noqa: BLE001 - anything else is a bug, and must not pass for bad input
-        stderr.write("kb-eval: internal error (please report this):\n" + traceback.format_exc())
+        stderr.write(phrases.internal_error_log(traceback.format_exc()))
         return finished(ExitCode.INTERNAL)
     _print_diagnostics(diagnostics, stderr)
     stderr.write(console.findings_warning(outcome.report.run.findings, outcome.report.findings_at_base))

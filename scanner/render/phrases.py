@@ -38,6 +38,14 @@ TWO_CAUSES = (
 
 CORPUS_CHANGED_CONSEQUENCE = "a delta may reflect the corpus, not retrieval"
 
+INTERNAL_ERROR = "kb-eval: internal error"
+"""How exit 3 is named: in the log, whichever process caught the bug, and as its annotation's title."""
+
+
+def internal_error_log(traceback_text: str) -> str:
+    """What the log shows of a bug caught as an exception: its name, the request, the traceback."""
+    return f"{INTERNAL_ERROR} (please report this):\n{traceback_text}"
+
 
 SECTION_MARK = " › "
 """Between a path and a heading wherever a section is named: `cli.md › Enable tab completion`."""

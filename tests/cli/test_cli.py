@@ -138,6 +138,30 @@ def test_an_unexpected_exception_is_exit_3_not_bad_input(tmp_path: Path, monkeyp
     assert result.code == 3 and "ValueError: a bug" in result.stderr
 
 
+def test_a_bug_is_named_in_the_same_words_whether_the_cli_or_the_action_process_catches_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from scanner.action import mode
+
+    said = "kb-eval: internal error (please report this):"
+
+    def explode(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(pipeline, "prepare", explode)
+    caught_by_the_cli = run_cli("--kb-path", small_kb(tmp_path / "kb"))
+    assert caught_by_the_cli.code == ExitCode.INTERNAL and said in caught_by_the_cli.stderr.splitlines()
+    monkeypatch.setattr(mode, "run_action", explode)
+    assert mode.main({}) == ExitCode.INTERNAL
+    log = capsys.readouterr().out.splitlines()
+    assert said in log and "ValueError: a bug" in log
+    assert any(line.startswith("::error title=kb-eval%3A internal error::") for line in log)
+    # The near miss: input the Action refuses is no bug, and is not named as one.
+    monkeypatch.undo()
+    assert mode.main({}) == ExitCode.BAD_INPUT
+    assert "internal error" not in capsys.readouterr().out
+
+
 def test_the_schema_requires_findings_and_a_present_null_rank(tmp_path: Path) -> None:
     report = run_cli("--kb-path", small_kb(tmp_path / "kb"), "--format", "json").json()
     assert validation_errors(report) == []
