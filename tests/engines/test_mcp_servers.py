@@ -8,7 +8,9 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,6 +94,55 @@ def git(repo: Path, *argv: str) -> str:
     return done.stdout.strip()
 
 
+def pull_request_repo(tmp_path: Path, kb: Path, edit: Callable[[Path], None]) -> tuple[Path, str]:
+    """A repository holding `kb` at `repo/kb` as its base commit, and the head commit `edit` makes
+    of it (given `repo/kb`); the base commit's id."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed (.ci/run installs it)")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    copy_kb(kb, repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    edit(repo / "kb")
+    git(repo, "commit", "-qam", "head")
+    return repo, base
+
+
+def pull_request_and_base_alone(
+    repo: Path, base: str, settings: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pull request's report, and the report of its base evaluated alone from `git archive`
+    with the same search; checked to agree on the base's means and rankings."""
+    monkeypatch.chdir(repo)
+    pull_request = execute(["--kb-path", "kb", "--baseline-ref", base, *settings])
+    assert pull_request.exit_code == ExitCode.OK, pull_request.stderr_text
+    report: dict[str, Any] = json.loads(pull_request.stdout_text)
+    assert report["comparison"]["status"] == "compared"
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    tar = subprocess.run(["git", "-C", str(repo), "archive", base], capture_output=True, timeout=60, check=True)
+    subprocess.run(["tar", "-x", "-C", str(archive)], input=tar.stdout, timeout=60, check=True)
+    alone = execute(["--kb-path", str(archive / "kb"), *settings])
+    assert alone.exit_code == ExitCode.OK, alone.stderr_text
+    independent: dict[str, Any] = json.loads(alone.stdout_text)
+    # The base's record keeps the means (its confidence intervals are the head's alone to show).
+    base_means = report["previous"]["aggregate"]
+    assert base_means == {key: value for key, value in independent["aggregate"].items() if key in base_means}
+    assert {"mrr", "recall_at_k", "ndcg_at_k"} <= set(base_means)
+    assert [row["top_k"] for row in report["previous"]["per_query"]] == [row["top_k"] for row in independent["per_query"]]
+    # The near miss: the head answered from its own index, so what it changed is found at the base only.
+    assert report["aggregate"]["mrr"] < independent["aggregate"]["mrr"]
+    return report, independent
+
+
+def laptop_hits(report: dict[str, Any]) -> list[dict[str, Any]]:
+    hits: list[dict[str, Any]] = {row["id"]: row["top_k"] for row in report["per_query"]}["laptop"]
+    return hits
+
+
 SERVED = {
     "stdio": ["--mcp-command", "qmd --index {work}/qmd mcp"],
     "streamable-http": ["--serve-command", "qmd --index {work}/qmd mcp --http --host 127.0.0.1 --port {port}",
@@ -105,46 +156,19 @@ SERVED = {
 def test_qmd_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_on_git_archive_of_it(
     transport: str, qmd: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed (.ci/run installs it)")
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    shutil.copytree(qmd, repo / "kb")
-    shutil.copyfile(KEYWORDS, repo / "kb" / ".kb-eval.yml")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
-    # The pull request renames a word the golden file asks for: the head's index no longer finds it.
-    onboarding = repo / "kb" / "guides" / "onboarding.md"
-    onboarding.write_text(re.sub("[Ll]aptop", "workstation", onboarding.read_text(encoding="utf-8")), encoding="utf-8")
-    git(repo, "commit", "-qam", "head")
-    monkeypatch.chdir(repo)
+    def rename_laptop(kb: Path) -> None:
+        # The pull request renames a word the golden file asks for: the head's index no longer finds it.
+        onboarding = kb / "guides" / "onboarding.md"
+        onboarding.write_text(re.sub("[Ll]aptop", "workstation", onboarding.read_text(encoding="utf-8")), encoding="utf-8")
+
+    shutil.copyfile(KEYWORDS, qmd / ".kb-eval.yml")
+    repo, base = pull_request_repo(tmp_path, qmd, rename_laptop)
     settings = ["--no-history", "--score-level", "document", "--format", "json",
                 "--index-command", "qmd --index {work}/qmd collection add {kb} --name kb",
                 *SERVED[transport], "--mcp-tool", "query", "--mcp-arguments", LEX,
                 "--path-field", "file", "--path-prefix-strip", "kb/"]
-    pull_request = execute(["--kb-path", "kb", "--baseline-ref", base, *settings])
-    assert pull_request.exit_code == ExitCode.OK, pull_request.stderr_text
-    report = json.loads(pull_request.stdout_text)
-    assert report["comparison"]["status"] == "compared"
-    # The base, independently: its tree from `git archive`, evaluated alone with the same search.
-    archive = tmp_path / "archive"
-    archive.mkdir()
-    tar = subprocess.run(["git", "-C", str(repo), "archive", base], capture_output=True, timeout=60, check=True)
-    subprocess.run(["tar", "-x", "-C", str(archive)], input=tar.stdout, timeout=60, check=True)
-    alone = execute(["--kb-path", str(archive / "kb"), *settings])
-    assert alone.exit_code == ExitCode.OK, alone.stderr_text
-    independent = json.loads(alone.stdout_text)
-    # The base's record keeps the means (its confidence intervals are the head's alone to show).
-    base_means = report["previous"]["aggregate"]
-    assert base_means == {key: value for key, value in independent["aggregate"].items() if key in base_means}
-    assert {"mrr", "recall_at_k", "ndcg_at_k"} <= set(base_means)
-    assert [row["top_k"] for row in report["previous"]["per_query"]] == [row["top_k"] for row in independent["per_query"]]
-    # The near miss: the head answered from its own index, so the renamed word is found at the base only.
-    assert report["aggregate"]["mrr"] < independent["aggregate"]["mrr"]
-    laptop = {row["id"]: row["top_k"] for row in report["per_query"]}["laptop"]
-    assert laptop == [] and {row["id"]: row["top_k"] for row in independent["per_query"]}["laptop"]
+    report, independent = pull_request_and_base_alone(repo, base, settings, tmp_path, monkeypatch)
+    assert laptop_hits(report) == [] and laptop_hits(independent)
 
 
 BASIC_MEMORY_SIDE = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "basic-memory" / "side"
@@ -156,47 +180,21 @@ def test_basic_memory_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_o
 ) -> None:
     monkeypatch.setenv("PATH", mcp_servers.basic_memory_path())
     monkeypatch.setenv("HOME", str(mcp_servers.isolated_home(tmp_path)))
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed (.ci/run installs it)")
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    copy_kb(EXAMPLE_KB, repo)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
-    # The pull request rewrites the note the laptop question asks for in none of its words (basic-memory
-    # finds notes holding some of them): the head's index no longer finds it.
-    (repo / "kb" / "guides" / "onboarding.md").write_text("# Onboarding\n\nAsk your lead for access on day one.\n")
-    git(repo, "commit", "-qam", "head")
-    monkeypatch.chdir(repo)
+
+    def reword_onboarding(kb: Path) -> None:
+        # The pull request rewrites the note the laptop question asks for in none of its words
+        # (basic-memory finds notes holding some of them): the head's index no longer finds it.
+        (kb / "guides" / "onboarding.md").write_text("# Onboarding\n\nAsk your lead for access on day one.\n")
+
+    repo, base = pull_request_repo(tmp_path, EXAMPLE_KB, reword_onboarding)
     settings = ["--no-history", "--score-level", "document", "--format", "json",
                 "--index-command", f"{BASIC_MEMORY_SIDE} {{work}} index {{kb}}",
                 "--mcp-command", f"{BASIC_MEMORY_SIDE} {{work}} mcp", "--mcp-tool", "search_notes",
                 "--mcp-arguments",
                 '{"query": "{query}", "page_size": {limit}, "search_type": "text", "output_format": "json"}',
                 "--hits-path", "result.results", "--path-field", "file_path"]
-    pull_request = execute(["--kb-path", "kb", "--baseline-ref", base, *settings])
-    assert pull_request.exit_code == ExitCode.OK, pull_request.stderr_text
-    report = json.loads(pull_request.stdout_text)
-    assert report["comparison"]["status"] == "compared"
+    report, independent = pull_request_and_base_alone(repo, base, settings, tmp_path, monkeypatch)
     # basic-memory rewrites the notes it indexes; the recipe gives it a copy, so the checkout is untouched.
     assert git(repo, "status", "--porcelain") == ""
-    # The base, independently: its tree from `git archive`, evaluated alone with the same search.
-    archive = tmp_path / "archive"
-    archive.mkdir()
-    tar = subprocess.run(["git", "-C", str(repo), "archive", base], capture_output=True, timeout=60, check=True)
-    subprocess.run(["tar", "-x", "-C", str(archive)], input=tar.stdout, timeout=60, check=True)
-    alone = execute(["--kb-path", str(archive / "kb"), *settings])
-    assert alone.exit_code == ExitCode.OK, alone.stderr_text
-    independent = json.loads(alone.stdout_text)
-    base_means = report["previous"]["aggregate"]
-    assert base_means == {key: value for key, value in independent["aggregate"].items() if key in base_means}
-    assert {"mrr", "recall_at_k", "ndcg_at_k"} <= set(base_means)
-    assert [row["top_k"] for row in report["previous"]["per_query"]] == [row["top_k"] for row in independent["per_query"]]
-    # The near miss: the head answered from its own index, so the renamed word is found at the base only.
-    assert report["aggregate"]["mrr"] < independent["aggregate"]["mrr"]
-    laptop = {row["id"]: row["top_k"] for row in report["per_query"]}["laptop"]
-    independent_laptop = {row["id"]: row["top_k"] for row in independent["per_query"]}["laptop"]
-    assert [hit["path"] for hit in independent_laptop][:1] == ["guides/onboarding.md"]
-    assert "guides/onboarding.md" not in [hit["path"] for hit in laptop]
+    assert [hit["path"] for hit in laptop_hits(independent)][:1] == ["guides/onboarding.md"]
+    assert "guides/onboarding.md" not in [hit["path"] for hit in laptop_hits(report)]
