@@ -120,7 +120,7 @@ def budget(text: str) -> RegressionBudget:
     """`0.05`, or `metric=drop` and `tag:metric=drop` pairs beside it, comma separated
     (`0.05,map=0.02,recall@10=0.1,ops:mrr=0.02`).
     A drop is a number in [0, 1); a metric appears at most once; the single number at most once.
-    Whether a named k is measured is checked with --k (declaration.py, `check_budget_cutoffs`)."""
+    Whether a named k is measured is checked with --k (declaration.py, `_check_budget_cutoffs`)."""
     drop = float_in(0.0, 1.0, low_open=False, high_open=True, example="0.05")
     default: float | None = None
     pairs: list[tuple[MetricSelector, float]] = []

@@ -105,6 +105,8 @@ def definitions(root: Path) -> dict[str, list[str]]:
 ONCE = {
     "read_capped": "scanner/foundation/files.py",
     "write_atomically": "scanner/foundation/files.py",
+    "loads_strict": "scanner/foundation/strict_json.py",
+    "json_type": "scanner/foundation/strict_json.py",
     "is_revision_name": "scanner/git/revision.py",
     "MAX_REVISION_CHARS": "scanner/git/revision.py",
     "KbFiles": "scanner/corpus/kb_files.py",
