@@ -27,6 +27,7 @@ import argparse
 import json
 import random
 import sys
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -353,7 +354,7 @@ def query_from_section(rng: random.Random, vocab: Vocabularies, section: Section
 
 
 def generate_queries(
-    rng: random.Random, vocab: Vocabularies, documents: list[GeneratedDocument], count: int
+    rng: random.Random, vocab: Vocabularies, documents: list[StoredDocument], count: int
 ) -> list[GoldenQuery]:
     queries: list[GoldenQuery] = []
     seen: list[str] = []
@@ -411,21 +412,64 @@ def build_vocabularies(seed: int) -> Vocabularies:
     )
 
 
+class StoredDocument:
+    """A written document as the query generator needs it, kept small.
+
+    A million documents held whole (text and word tuples) need more memory than the machine that
+    benchmarks them; the text is on disk once written, and each section's words are kept as an
+    array of ids into one table of the distinct words, which gives back equal strings.
+    """
+
+    __slots__ = ("_sections", "_table", "path")
+
+    def __init__(self, doc: GeneratedDocument, ids: dict[str, int], table: list[str]) -> None:
+        self.path = doc.path
+        self._table = table
+        stored = []
+        for section in doc.sections:
+            word_ids = array("I")
+            for word in section.words:
+                found = ids.get(word)
+                if found is None:
+                    found = ids[word] = len(table)
+                    table.append(word)
+                word_ids.append(found)
+            stored.append((section.heading, section.language, word_ids, section.topic))
+        self._sections = tuple(stored)
+
+    @property
+    def sections(self) -> tuple[Section, ...]:
+        table = self._table
+        return tuple(Section(heading, language, tuple(table[i] for i in word_ids), topic)
+                     for heading, language, word_ids, topic in self._sections)
+
+
 def generate(out_dir: Path, docs: int, queries: int, seed: int, leaks: int) -> None:
     rng = random.Random(seed)
     vocab = build_vocabularies(seed)
     kb = out_dir / "kb"
     clusters = make_clusters(rng, vocab, max(1, docs // DOCS_PER_CLUSTER))
-    documents = [generate_document(rng, vocab, i, clusters) for i in range(docs)]
-    golden = generate_queries(rng, vocab, documents, queries)
-    documents += leak_notes(rng, golden, leaks)
     made: set[Path] = set()
-    for doc in documents:
+
+    def write(doc: GeneratedDocument) -> None:
         target = kb / doc.path
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
         target.write_bytes(doc.text.encode("utf-8"))
+
+    # Each document is written as it is made (nothing below draws from rng in between, so the
+    # bytes are those of generating all first), and only what the queries need is kept.
+    ids: dict[str, int] = {}
+    table: list[str] = []
+    documents: list[StoredDocument] = []
+    for i in range(docs):
+        doc = generate_document(rng, vocab, i, clusters)
+        write(doc)
+        documents.append(StoredDocument(doc, ids, table))
+    golden = generate_queries(rng, vocab, documents, queries)
+    for note in leak_notes(rng, golden, leaks):
+        write(note)
     (out_dir / ".kb-eval.yml").write_bytes(render_golden(golden).encode("utf-8"))
 
 
