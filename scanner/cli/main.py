@@ -292,7 +292,7 @@ def options_from_args(args: RunSettings) -> EvalOptions:
         ks=tuple(args.k),
         relevance_level=args.relevance_level,
         cache_dir=args.cache_dir,
-        corpus_caps=CorpusCaps(args.max_files, args.max_mib, args.max_sections),
+        corpus_caps=CorpusCaps(args.max_files, args.max_mib, args.max_sections, args.max_postings, args.max_terms),
         retriever=retriever_builder(args),
         score_level=args.score_level,
         interface=args.interface,

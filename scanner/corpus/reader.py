@@ -69,6 +69,33 @@ little text it holds, so this bounds what the byte cap cannot (many short headin
 documents are parsed; the run stops (exit 2) at the document that crosses it."""
 
 
+BYTES_PER_POSTING = 20.9
+"""Peak memory (PSS of every process of one run) per posting, a word in a section in one scoring
+layer: 1,711,168 postings and 125 MiB at 2,000 bench documents, 6,790,202 and 226 MiB at 8,000
+(bench/term_memory.py). The bench's notes have 860 postings a document, so this is most of
+BENCH_KIB_PER_DOCUMENT."""
+BYTES_PER_WORD = 241.0
+"""Peak memory per distinct word beyond its postings (the analyser's cache of words and the
+vocabulary, in the process that analysed it and in the merged vocabulary): 500,000 and 2,000,000
+random words, 187 and 564 MiB (bench/term_memory.py)."""
+ANALYSIS_PROCESSES = 4
+"""Processes that analyse at once on a hosted runner (search.index.MAX_ANALYSIS_WORKERS, one per
+core): each holds a vocabulary of its own."""
+
+DEFAULT_MAX_POSTINGS = _round(RUN_MEMORY_MIB * 2**20 / BYTES_PER_POSTING)
+"""Postings of the built-in search's index, every layer together (the `max-postings` setting): what
+RUN_MEMORY_MIB holds at BYTES_PER_POSTING, which the bench's notes at DEFAULT_MAX_FILES stay under
+(860 a document). This, not the bytes, is what grows when words do not repeat: every word of
+random text is a new posting. Counted as the postings are built, by every analysis process
+together, so memory never grows past it before the run stops (exit 2)."""
+
+DEFAULT_MAX_TERMS = _round(RUN_MEMORY_MIB * 2**20 / 4 / (ANALYSIS_PROCESSES * BYTES_PER_WORD))
+"""Distinct words (before stemming, stopwords and CJK bigrams included) one analysis process may
+hold, and the merged vocabulary's terms (the `max-terms` setting): every process at the cap at
+once holds a quarter of RUN_MEMORY_MIB. The bench's notes have 55,412 at 20,000 documents. Checked
+before a word is added, so the dictionaries never grow past it."""
+
+
 @dataclass(frozen=True, slots=True)
 class CorpusCaps:
     """How large a KB one run reads; past a cap the run stops (exit 2) naming the file and the setting."""
@@ -79,6 +106,11 @@ class CorpusCaps:
     """MiB of all indexable files together (`max-mib`)."""
     sections: int = DEFAULT_MAX_SECTIONS
     """Sections of all documents together (`max-sections`)."""
+
+    postings: int = DEFAULT_MAX_POSTINGS
+    """Postings of the built-in search's index, all layers together (`max-postings`)."""
+    terms: int = DEFAULT_MAX_TERMS
+    """Distinct words analysed by one process, and in the merged vocabulary (`max-terms`)."""
 
     @property
     def bytes(self) -> int:
@@ -251,7 +283,7 @@ class _Tally:
             if document is not None:
                 self.sections += len(document.chunks)
                 if self.sections > self.caps.sections:
-                    raise _over_cap(
+                    raise over_cap(
                         self.root, document.path, f"the KB has more than {self.caps.sections} sections", "max-sections"
                     )
                 if self.memo is not None and blob is not None and not warnings:
@@ -266,16 +298,16 @@ def capped(root: Path, source: Iterable[tuple[str, bytes]], caps: CorpusCaps) ->
     for count, (relative, data) in enumerate(source, start=1):
         total += len(data)
         if count > caps.files:
-            raise _over_cap(root, relative, f"the KB has more than {caps.files} indexable files", "max-files")
+            raise over_cap(root, relative, f"the KB has more than {caps.files} indexable files", "max-files")
         if total > caps.bytes:
-            raise _over_cap(root, relative, f"the KB's files add up to more than {caps.mib} MiB", "max-mib")
+            raise over_cap(root, relative, f"the KB's files add up to more than {caps.mib} MiB", "max-mib")
         yield relative, data
 
 
 def _check_corpus_size(root: Path, files: Sequence[tuple[str, Path]], caps: CorpusCaps) -> None:
     """Refuse a KB over the file or byte cap before any file is read."""
     if len(files) > caps.files:
-        raise _over_cap(root, files[caps.files][0], f"the KB has more than {caps.files} indexable files", "max-files")
+        raise over_cap(root, files[caps.files][0], f"the KB has more than {caps.files} indexable files", "max-files")
     total = 0
     for relative, absolute in files:
         try:
@@ -283,10 +315,11 @@ def _check_corpus_size(root: Path, files: Sequence[tuple[str, Path]], caps: Corp
         except OSError:
             continue  # reading it will record the skip
         if total > caps.bytes:
-            raise _over_cap(root, relative, f"the KB's files add up to more than {caps.mib} MiB", "max-mib")
+            raise over_cap(root, relative, f"the KB's files add up to more than {caps.mib} MiB", "max-mib")
 
 
-def _over_cap(root: Path, relative: str, what: str, setting: str) -> InputError:
+def over_cap(root: Path, relative: str, what: str, setting: str) -> InputError:
+    """The refusal of a KB past a corpus cap: the file where it stopped, and the setting that raises it."""
     return InputError(
         f"{what}; stopped at {shown(relative)} rather than evaluate part of it",
         file=str(root),

@@ -18,7 +18,7 @@ from scanner import __version__
 from scanner.corpus.kb_files import INDEXED_SUFFIXES
 from scanner.corpus.parse_cache import ParseCache
 from scanner.corpus.parse_memo import ParseMemo
-from scanner.corpus.reader import CorpusCaps, read_folder, read_given
+from scanner.corpus.reader import CorpusCaps, over_cap, read_folder, read_given
 from scanner.evaluation.answers import (
     AnswerSource,
     ScoreLevel,
@@ -47,6 +47,7 @@ from scanner.metrics.uncertainty import aggregate_columns, intervals
 from scanner.retrievers.base import AnswerCost, Hit, Retriever, RetrieverKind, SearchRequest
 from scanner.retrievers.runfile import RunFileRetriever
 from scanner.scan.quotes import Finding, QuoteLocation, locate, normalise, scan
+from scanner.search.analysis import IndexCapExceeded
 from scanner.search.index import Index, Reuse
 from scanner.search.query_compiler import compile_query
 from scanner.settings.declaration import DEFAULT_KS, DEFAULT_LIMIT, Interface, default_settings, interface_words
@@ -70,7 +71,7 @@ class EvalOptions:
     cache_dir: Path | None = None
     """Keep parsed documents here between runs (`parse_cache`); None: parse every file."""
     corpus_caps: CorpusCaps = field(default_factory=CorpusCaps)
-    """How large a KB each side may be (`max-files`, `max-mib`, `max-sections`)."""
+    """How large a KB each side may be (`max-files`, `max-mib`, `max-sections`, `max-postings`, `max-terms`)."""
     timestamp: datetime | None = None
     """Fixed in tests; the current UTC time otherwise."""
     score_level: ScoreLevel = ScoreLevel.SECTION
@@ -199,7 +200,7 @@ def prepare(
     )
     reuse = Reuse(side.reuse, side.unchanged.__contains__) if side.reuse is not None else None
     # Read, parsed and written to the chunk table document by document (never held whole).
-    index = Index.build(documents, reuse=reuse, keep_analysis=side.keep_analysis)
+    index = Index.build(documents, reuse=reuse, keep_analysis=side.keep_analysis, caps=options.corpus_caps)
     if side.refuse_impossible and index.corpus.documents == 0:
         raise InputError(
             "0 documents indexed: the knowledge base holds no file kb-eval reads, so nothing can be measured",
@@ -219,7 +220,14 @@ def bind(options: EvalOptions, prepared: Prepared, clock: PhaseClock | None = No
     """The retriever the settings choose, bound to this side: the built-in one analyses the
     side's index here (before the base, which takes that analysis over, starts); one with its
     own index gets this side's folder for `{kb}`. The caller closes it once it has answered."""
-    retriever = options.retriever(prepared.index, prepared.plan.requests, prepared.side.kb_path)
+    try:
+        retriever = options.retriever(prepared.index, prepared.plan.requests, prepared.side.kb_path)
+    except IndexCapExceeded as over:
+        what = "postings (a word in a section)" if over.setting == "max-postings" else "distinct words"
+        raise over_cap(
+            prepared.side.kb_path, prepared.index.path_of(over.chunk_id), f"the KB has more than {over.cap} {what}",
+            over.setting,
+        ) from None
     if clock is not None:
         clock.lap("index")
     return retriever

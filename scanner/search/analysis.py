@@ -52,6 +52,19 @@ DROPPED = -1
 """The id of a token that is not a term (a stopword)."""
 
 
+class IndexCapExceeded(Exception):
+    """Analysis stopped at a corpus cap (`max-terms`, `max-postings`): the pipeline turns it into the
+    refusal naming the KB file and the setting. A plain exception with plain arguments, so that
+    it crosses from an analysis worker to its parent intact."""
+
+    def __init__(self, setting: str, cap: int, chunk_id: int = 0) -> None:
+        super().__init__(setting, cap, chunk_id)
+        self.setting = setting
+        self.cap = cap
+        self.chunk_id = chunk_id
+        """The chunk being analysed when the count crossed the cap (ids start at 1; 0: not known)."""
+
+
 def has_cjk(text: str) -> bool:
     return _CJK_RUN.search(text) is not None
 
@@ -88,6 +101,10 @@ class Analyzer:
         self.vocabulary: dict[str, int] = {}
         self._tokens: dict[str, int] = {}
         self._stemmer = Stemmer.Stemmer(STEMMER)
+        self.max_words: int | None = None
+        """Refuse (IndexCapExceeded, `max-terms`) rather than cache more distinct words than this:
+        the cache holds every distinct word and the vocabulary at most one term for each, so this
+        bounds both as they grow. None: no cap (the query side, copies)."""
 
     def copy(self) -> Analyzer:
         """An analyzer that starts with this one's vocabulary (the same term ids) and grows apart."""
@@ -109,7 +126,11 @@ class Analyzer:
         vocabulary (index side; PostingsBuilder leaves DROPPED out)."""
         found = tokens(text)
         cache = self._tokens
-        for token in set(found).difference(cache):
+        new = set(found).difference(cache)
+        if self.max_words is not None and len(cache) + len(new) > self.max_words:
+            # Checked before the words are added: the dictionaries never grow past the cap.
+            raise IndexCapExceeded("max-terms", self.max_words)
+        for token in new:
             term_id = DROPPED
             for term in self.terms(token):
                 term_id = self.vocabulary.get(term, DROPPED)
@@ -117,6 +138,11 @@ class Analyzer:
                     term_id = self.vocabulary[term] = len(self.vocabulary)
             cache[token] = term_id
         return map(cache.__getitem__, found)
+
+    @property
+    def words(self) -> int:
+        """Distinct words analysed so far (what `max_words` caps)."""
+        return len(self._tokens)
 
     def query_terms(self, text: str) -> list[str]:
         """Terms of `text` in order, repeats kept (query side; the vocabulary is not touched)."""

@@ -21,7 +21,7 @@ Ties are broken by chunk position (path order), so a run is reproducible.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,7 +83,12 @@ class PostingsBuilder:
     triples of 12 bytes, and the final term order is made by a counting sort into preallocated
     arrays (8 bytes a posting) instead of a sort over 64-bit keys."""
 
-    def __init__(self, n_chunks: int, weights: Sequence[float]) -> None:
+    def __init__(
+        self, n_chunks: int, weights: Sequence[float], on_postings: Callable[[int], None] | None = None
+    ) -> None:
+        """`on_postings` is told how many postings each fold adds (at most BATCH_TOKENS tokens'
+        worth), before the next batch is read: a cap on postings is checked as they grow."""
+        self._on_postings = on_postings
         self._weights = [np.float32(w) for w in weights]
         self._tokens = [array("i") for _ in weights]
         self._lengths = [array("i") for _ in weights]
@@ -121,6 +126,8 @@ class PostingsBuilder:
             keys.append(ids.astype(np.int64) * stride + local)
             weights.append(np.full(len(local), weight, dtype=np.float32))
         unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+        if self._on_postings is not None:
+            self._on_postings(len(unique))
         tf = np.bincount(inverse, weights=np.concatenate(weights)).astype(np.float32)
         # The batch as a part for merge_postings: its terms in order (sorted, so each one's
         # postings are one run, in chunk order) and chunk positions from its first chunk.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import itertools
+import multiprocessing
 import os
 import shutil
 import sqlite3
@@ -21,15 +21,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from scanner.corpus.documents import Chunk, Document
 from scanner.corpus.markdown import BREADCRUMB_SEPARATOR
+from scanner.corpus.reader import CorpusCaps
 from scanner.foundation.progress import progress
 from scanner.foundation.workers import worker_pool
-from scanner.search.analysis import Analyzer
+from scanner.search.analysis import Analyzer, IndexCapExceeded
 from scanner.search.bm25 import (
     Bm25Parameters,
     Bm25Scorer,
@@ -39,6 +40,9 @@ from scanner.search.bm25 import (
     rebase_postings,
 )
 from scanner.search.titles import scored_fields
+
+DEFAULT_CAPS = CorpusCaps()
+"""The corpus caps' defaults (the settings' own)."""
 
 INDEXED_FIELDS = ("heading", "breadcrumb", "body")
 """Exactly the fields search indexes, in field-weight order."""
@@ -103,8 +107,11 @@ class Index:
     def __init__(
         self, folder: str, connection: sqlite3.Connection, snapshot: CorpusSnapshot, paths: frozenset[str],
         analysis_workers: int | None = None, *, order: Sequence[str] = (), starts: Sequence[int] = (),
+        caps: CorpusCaps = DEFAULT_CAPS,
     ) -> None:
         self.folder = folder
+        self.caps = caps
+        """Its analysis stops (IndexCapExceeded) past `caps.postings` postings or `caps.terms` words."""
         self.connection = connection
         self.corpus = snapshot
         self.paths = paths
@@ -129,7 +136,7 @@ class Index:
     @classmethod
     def build(
         cls, documents: Iterable[Document], *, analysis_workers: int | None = None, reuse: Reuse | None = None,
-        keep_analysis: bool = False,
+        keep_analysis: bool = False, caps: CorpusCaps = DEFAULT_CAPS,
     ) -> Index:
         """Index documents as they come, in path order (the order read_folder and read_given yield): each is written to
         the chunk table and dropped, so the parsed KB is never held whole. The table keeps each
@@ -219,7 +226,7 @@ class Index:
             raise
         snapshot = CorpusSnapshot(len(paths), count, "sha256:" + digest.hexdigest())
         starts.append(count)
-        index = cls(folder, connection, snapshot, frozenset(paths), analysis_workers, order=paths, starts=starts)
+        index = cls(folder, connection, snapshot, frozenset(paths), analysis_workers, order=paths, starts=starts, caps=caps)
         index.keep_analysis = keep_analysis
         if donor is not None and moved:
             index._reused = _Reused(donor, moved, _joined(fresh))
@@ -231,6 +238,11 @@ class Index:
         if at == len(self._order) or self._order[at] != path:
             return None
         return self._starts[at], self._starts[at + 1] - self._starts[at]
+
+    def path_of(self, chunk_id: int) -> str:
+        """The path of the document holding this chunk (ids start at 1)."""
+        at = max(0, bisect.bisect_right(self._starts, max(chunk_id - 1, 0)) - 1)
+        return self._order[min(at, len(self._order) - 1)] if self._order else ""
 
     def release_analysis(self) -> None:
         """Drop the Postings kept for a reusing index (this process will build none)."""
@@ -289,7 +301,7 @@ class Index:
         used = [f for f in range(len(INDEXED_FIELDS)) if any(layer[f] > 0 for layer in layers)]
         job = _AnalysisJob(
             os.path.join(self.folder, "chunks.sqlite"), tuple(_SCORED_COLUMNS[INDEXED_FIELDS[f]] for f in used),
-            tuple(tuple(layer[f] for f in used) for layer in layers),
+            tuple(tuple(layer[f] for f in used) for layer in layers), self.caps.postings, self.caps.terms,
         )
         key = tuple(layers)
         total = self.corpus.chunks
@@ -325,9 +337,13 @@ class Index:
             kept_to[donor_first : donor_first + count] = np.arange(first, first + count)
         tick(sum(count for _, _, count in reused.moved))
         size, vocabulary = self.corpus.chunks, len(self.analyzer.vocabulary)
-        return [
+        rebased = [
             rebase_postings(old, kept_to, part, new_to, size, vocabulary) for old, part in zip(donated, new, strict=True)
         ]
+        if sum(len(part.chunks) for part in rebased) > self.caps.postings:
+            # The postings taken over were counted on the donor's side; here only once they are placed.
+            raise IndexCapExceeded("max-postings", self.caps.postings, size)
+        return rebased
 
     def _analyse(self, job: _AnalysisJob, ranges: list[tuple[int, int]], tick: Callable[[int], None]) -> list[Postings]:
         """Postings of the chunks at these position ranges ([first, last), increasing), their
@@ -337,20 +353,26 @@ class Index:
         total = sum(last - first for first, last in ranges)
         workers = self.analysis_workers
         if workers < 2 or total < PARALLEL_MIN_CHUNKS:
-            return job.run(ranges, self.analyzer, self.connection, tick)
+            return job.run(ranges, self.analyzer, self.connection, tick, _PostingsCount())
         shares = _shares(ranges, workers)
         vocabulary = self.analyzer.vocabulary
+        # One count of postings for every process: each posting is built in exactly one of them,
+        # so their sum is the index's, and every process stops once it crosses the cap.
+        count = _PostingsCount(_shared_counter())
         # This process analyses the first share itself while workers-1 processes do the others:
         # as fast as a worker per share, one process's memory less.
-        with worker_pool(workers - 1) as pool:
+        with worker_pool(workers - 1, _share_postings_count, (count.shared,)) as pool:
             answers = pool.map(job.run_in_worker, shares[1:])
-            own = job.run(shares[0], self.analyzer, self.connection, tick)
+            own = job.run(shares[0], self.analyzer, self.connection, tick, count)
             # Already in this vocabulary: its own terms map to themselves.
             parts = [(np.arange(len(own[0].start) - 1, dtype=np.int64), own)]
             for share, (terms, part) in zip(shares[1:], answers):
                 mapping = np.fromiter(
                     (vocabulary.setdefault(term, len(vocabulary)) for term in terms), dtype=np.int64, count=len(terms)
                 )
+                if len(vocabulary) > job.max_words:
+                    # Each process held at most the cap; together they may hold more distinct words.
+                    raise IndexCapExceeded("max-terms", job.max_words, share[-1][1] if share else 0)
                 parts.append((mapping, part))
                 tick(sum(last - first for first, last in share))
             del terms, part, mapping  # the loop's last answer, which would outlive its merge
@@ -518,23 +540,44 @@ class _AnalysisJob:
     """Every field some layer uses (as the SQL expression that reads it), each analysed once."""
     layers: tuple[tuple[float, ...], ...]
     """Per layer, a weight per column (0: not in this layer)."""
+    max_postings: int
+    """Stop past this many postings, every layer and every process together (`max-postings`)."""
+    max_words: int
+    """Stop when one process's analyser would hold more distinct words than this (`max-terms`)."""
 
     def run(
         self, ranges: Sequence[tuple[int, int]], analyzer: Analyzer, connection: sqlite3.Connection,
-        tick: Callable[[int], None],
+        tick: Callable[[int], None], count: _PostingsCount,
     ) -> list[Postings]:
         fields = [[c for c, weight in enumerate(layer) if weight > 0] for layer in self.layers]
         total = sum(last - first for first, last in ranges)
-        builders = [PostingsBuilder(total, [w for w in layer if w > 0]) for layer in self.layers]
+        cap = self.max_postings
+
+        def counted(added: int) -> None:
+            if count.add(added) > cap:
+                raise IndexCapExceeded("max-postings", cap)
+
+        builders = [PostingsBuilder(total, [w for w in layer if w > 0], counted) for layer in self.layers]
+        analyzer.max_words = self.max_words
         analyze = analyzer.index_ids
         # Chunk ids are positions + 1.
         query = f"SELECT {', '.join(self.columns)} FROM chunks WHERE id > ? AND id <= ? ORDER BY id"
-        for row in itertools.chain.from_iterable(connection.execute(query, bounds) for bounds in ranges):
-            ids = [array("i", analyze(text)) for text in row]
-            for builder, used in zip(builders, fields):
-                builder.add([ids[c] for c in used])
-            tick(1)
-        return [builder.finish(len(analyzer.vocabulary)) for builder in builders]
+        for first, last in ranges:
+            chunk_id = first
+            try:
+                for row in connection.execute(query, (first, last)):
+                    chunk_id += 1
+                    ids = [array("i", analyze(text)) for text in row]
+                    for builder, used in zip(builders, fields):
+                        builder.add([ids[c] for c in used])
+                    tick(1)
+            except IndexCapExceeded as over:
+                # Where it stopped, for the refusal to name the document.
+                raise IndexCapExceeded(over.setting, over.cap, chunk_id) from None
+        try:
+            return [builder.finish(len(analyzer.vocabulary)) for builder in builders]
+        except IndexCapExceeded as over:
+            raise IndexCapExceeded(over.setting, over.cap, ranges[-1][1] if ranges else 0) from None
 
     def run_in_worker(self, ranges: Sequence[tuple[int, int]]) -> tuple[list[str], list[Postings]]:
         """In a worker process: its own read-only connection and vocabulary; the terms come back
@@ -542,10 +585,41 @@ class _AnalysisJob:
         connection = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
         try:
             analyzer = Analyzer()
-            postings = self.run(ranges, analyzer, connection, lambda _: None)
+            postings = self.run(ranges, analyzer, connection, lambda _: None, _PostingsCount(_WORKER_COUNT[0]))
         finally:
             connection.close()
         return list(analyzer.vocabulary), postings
+
+
+class _PostingsCount:
+    """Postings built so far: in this process alone, or shared by the analysis processes."""
+
+    def __init__(self, shared: Any = None) -> None:
+        self.shared = shared
+        """A multiprocessing.Value('q') every analysis process adds to, or None."""
+        self._own = 0
+
+    def add(self, postings: int) -> int:
+        """Add `postings`; the total so far."""
+        if self.shared is None:
+            self._own += postings
+            return self._own
+        with self.shared.get_lock():
+            self.shared.value += postings
+            return int(self.shared.value)
+
+
+def _shared_counter() -> Any:
+    context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    return (context or multiprocessing).Value("q", 0)
+
+
+_WORKER_COUNT: list[Any] = [None]
+"""The shared count of postings, in an analysis worker (set when the worker starts)."""
+
+
+def _share_postings_count(shared: Any) -> None:
+    _WORKER_COUNT[0] = shared
 
 
 def _connect(path: str) -> sqlite3.Connection:

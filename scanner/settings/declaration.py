@@ -34,7 +34,13 @@ from scanner.compare.comparison import BaseRequest
 from scanner.compare.cost_budgets import CostBudgets
 from scanner.compare.floors import Floors
 from scanner.compare.gate import DEFAULT_ALPHA, DEFAULT_REGRESSION_THRESHOLD, RegressionBudget
-from scanner.corpus.reader import DEFAULT_MAX_FILES, DEFAULT_MAX_MIB, DEFAULT_MAX_SECTIONS
+from scanner.corpus.reader import (
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_MIB,
+    DEFAULT_MAX_POSTINGS,
+    DEFAULT_MAX_SECTIONS,
+    DEFAULT_MAX_TERMS,
+)
 from scanner.evaluation.answers import ScoreLevel
 from scanner.foundation.errors import InputError
 from scanner.git.revision import is_revision_name
@@ -73,7 +79,7 @@ MAX_CONCURRENCY = 64
 once only answers 429."""
 FORMATS = ("text", "json")
 MAX_CAP_SETTING = 10**12
-"""Largest `max-files`, `max-mib` and `max-sections`: far past any machine's memory, and an integer
+"""Largest value of each corpus cap (`max-files` ... `max-terms`): far past any machine's memory, and an integer
 every comparison holds."""
 
 
@@ -321,6 +327,18 @@ SETTINGS: tuple[Setting, ...] = (
         "stop (exit 2) rather than index more sections than this, all documents together",
         parse.int_in(1, MAX_CAP_SETTING, DEFAULT_MAX_SECTIONS), DEFAULT_MAX_SECTIONS, str(DEFAULT_MAX_SECTIONS),
         metavar="N",
+    ),
+    Setting(
+        "max-postings", "max_postings", Group.EVALUATED,
+        "stop (exit 2) rather than build more postings (a word in a section) than this for the built-in search; "
+        "counted as they are built, so text of words that never repeat cannot outgrow the memory the caps promise",
+        parse.int_in(1, MAX_CAP_SETTING, DEFAULT_MAX_POSTINGS), DEFAULT_MAX_POSTINGS, str(DEFAULT_MAX_POSTINGS),
+        metavar="N",
+    ),
+    Setting(
+        "max-terms", "max_terms", Group.EVALUATED,
+        "stop (exit 2) rather than analyse more distinct words than this for the built-in search",
+        parse.int_in(1, MAX_CAP_SETTING, DEFAULT_MAX_TERMS), DEFAULT_MAX_TERMS, str(DEFAULT_MAX_TERMS), metavar="N",
     ),
     Setting(
         "cache-dir", "cache_dir", Group.OUTPUT,
@@ -649,6 +667,8 @@ class RunSettings:
     max_files: int
     max_mib: int
     max_sections: int
+    max_postings: int
+    max_terms: int
     cache_dir: Path | None
     summary_file: Path | None
     """The CLI's `--summary FILE`."""

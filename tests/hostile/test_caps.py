@@ -17,6 +17,7 @@ from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, MAX_FRONTMATTER_B
 from scanner.corpus.reader import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_MIB,
+    DEFAULT_MAX_POSTINGS,
     DEFAULT_MAX_SECTIONS,
     CorpusCaps,
     build_document,
@@ -173,3 +174,6 @@ def test_the_default_caps_refuse_no_kb_the_earlier_fixed_caps_let_in() -> None:
     # the file cap is not reached long after the byte cap, nor the section cap before the file cap.
     assert DEFAULT_MAX_MIB * 2**20 >= 0.95 * DEFAULT_MAX_FILES * 4_600
     assert DEFAULT_MAX_SECTIONS >= 0.95 * DEFAULT_MAX_FILES * 11
+    # Nor the postings cap before the file cap: 17,188,754 postings at 20,000 of those notes
+    # (bench/term_memory.py counts them), 860 a document.
+    assert DEFAULT_MAX_POSTINGS >= DEFAULT_MAX_FILES * 860

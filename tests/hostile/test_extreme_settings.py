@@ -40,7 +40,7 @@ EXTREMES = [
 ]
 
 
-CAPS = ("max-files", "max-mib", "max-sections")
+CAPS = ("max-files", "max-mib", "max-sections", "max-postings", "max-terms")
 
 
 @pytest.mark.parametrize("setting", [s for s in SETTINGS if s.form is not Form.SWITCH], ids=lambda s: s.name)

@@ -36,6 +36,8 @@ BAD_VALUES = {
     "max-files": "0",
     "max-mib": "-1",
     "max-sections": "1e6",
+    "max-postings": "0",
+    "max-terms": "-5",
     "baseline-ref": "-n",  # a revision git would read as an option
     "comment": "sometimes",
     "limit": "0",
@@ -103,7 +105,7 @@ def test_the_parsed_result_keeps_the_historic_argparse_names() -> None:
         "summary_file",
         # Added after the argparse era, named as the flag is.
         "relevance_level", "export_trec", "index_command", "index_timeout", "serve_command", "serve_timeout",
-        "latency_budget", "answer_budget", "max_files", "max_mib", "max_sections",
+        "latency_budget", "answer_budget", "max_files", "max_mib", "max_sections", "max_postings", "max_terms",
         "mcp_command", "mcp_url", "mcp_tool", "mcp_arguments", "mcp_timeout", "fail_under",
     }
     assert run_settings_attributes() == historic
@@ -208,7 +210,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
         "path-field": "p", "heading-field": "t", "score-field": "s", "path-prefix-strip": "/kb",
         "index-command": "make-index {kb}", "index-timeout": "30", "serve-command": "serve {port}",
         "serve-timeout": "40", "latency-budget": "p95=800ms", "answer-budget": "max=64KiB",
-        "max-files": "5", "max-mib": "6", "max-sections": "7",
+        "max-files": "5", "max-mib": "6", "max-sections": "7", "max-postings": "8", "max-terms": "9",
         "annotations": "false", "max-annotations": "3", "summary": "false", "comment": "true",
         "github-token": "t-123",
     }
@@ -238,7 +240,7 @@ def test_the_action_reads_every_declared_input_by_its_runner_variable(tmp_path: 
     assert (run.latency_budget.time, run.answer_budget.size) == ((("p95", 0.8),), (("max", 65536.0),))
     assert (inputs.annotations, inputs.max_annotations, inputs.summary, inputs.comment, inputs.github_token) == (
         False, 3, False, CommentMode.ALWAYS, "t-123")
-    assert (run.max_files, run.max_mib, run.max_sections) == (5, 6, 7)
+    assert (run.max_files, run.max_mib, run.max_sections, run.max_postings, run.max_terms) == (5, 6, 7, 8, 9)
     assert run.interface is Interface.ACTION
 
 
