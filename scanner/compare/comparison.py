@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import enum
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -341,12 +341,6 @@ def compare_runs(
         return _incomparable(reasons, source, revision)
 
     metrics = metrics_of(current.aggregate)
-    metric_deltas = []
-    for metric in metrics:
-        new = metric.in_aggregate(current.aggregate)
-        old = metric.in_aggregate(previous.aggregate)
-        if new is not None and old is not None:
-            metric_deltas.append(MetricDelta(metric=metric, previous=old, current=new))
 
     previous_rows = {row.id: row for row in previous.queries or ()}
     current_rows = current.queries or ()
@@ -358,16 +352,11 @@ def compare_runs(
         if old_row is None:
             continue
         pools.append(pool_query(row, old_row, current.largest_k))
-        deltas = []
-        for metric in metrics:
-            new = metric.in_query(row.metrics)
-            old = metric.in_query(old_row.metrics)
-            if new is not None and old is not None:
-                deltas.append(MetricDelta(metric=metric, previous=old, current=new))
+        deltas = _query_deltas(metrics, row.metrics, old_row.metrics)
         before, after = first_expected_rank(old_row), first_expected_rank(row)
         query_deltas.append(
             QueryDelta(
-                query_id=row.id, query=row.text, deltas=tuple(deltas), rank_before=before, rank_after=after,
+                query_id=row.id, query=row.text, deltas=deltas, rank_before=before, rank_after=after,
                 now_above=newly_above(row, old_row, after), moves=expected_moves(row, old_row),
             )
         )
@@ -376,7 +365,7 @@ def compare_runs(
         reasons=(),
         source=source,
         previous=previous,
-        metric_deltas=tuple(metric_deltas),
+        metric_deltas=aggregate_deltas(current.aggregate, previous.aggregate),
         query_deltas=tuple(query_deltas),
         only_in_current=tuple(r.id for r in current_rows if r.id not in previous_rows),
         only_in_previous=tuple(i for i in previous_rows if i not in current_ids),
@@ -384,6 +373,29 @@ def compare_runs(
         revision=revision,
         pools=tuple(pools),
     )
+
+
+def metric_deltas(
+    metrics: Iterable[Metric], current: Callable[[Metric], float | None], previous: Callable[[Metric], float | None]
+) -> tuple[MetricDelta, ...]:
+    """A delta for each of `metrics` that both runs recorded, in the order given."""
+    found = []
+    for metric in metrics:
+        new, old = current(metric), previous(metric)
+        if new is not None and old is not None:
+            found.append(MetricDelta(metric=metric, previous=old, current=new))
+    return tuple(found)
+
+
+def aggregate_deltas(current: AggregateMetrics, previous: AggregateMetrics) -> tuple[MetricDelta, ...]:
+    """How each mean of `current` moved since `previous` (a run's, or one tag's)."""
+    return metric_deltas(
+        metrics_of(current), lambda metric: metric.in_aggregate(current), lambda metric: metric.in_aggregate(previous)
+    )
+
+
+def _query_deltas(metrics: Sequence[Metric], current: QueryMetrics, previous: QueryMetrics) -> tuple[MetricDelta, ...]:
+    return metric_deltas(metrics, lambda metric: metric.in_query(current), lambda metric: metric.in_query(previous))
 
 
 def first_expected_rank(query: QueryRecord) -> int | None:

@@ -32,6 +32,7 @@ from scanner.compare.comparison import (
     MetricFamily,
     NotComparedCause,
     Source,
+    aggregate_deltas,
     metrics_of,
 )
 from scanner.compare.significance import SignFlipResult, paired_sign_flip_test
@@ -316,12 +317,11 @@ def tag_verdicts(
         if current is None or previous is None:
             continue  # a tag the previous run did not have: nothing of it to compare
         ids = frozenset(q.id for q in run.queries or () if tag in q.tags)
-        for metric in metrics_of(current):
-            limit = budget.threshold_for(metric, tag)
-            new, old = metric.in_aggregate(current), metric.in_aggregate(previous)
-            if limit is None or new is None or old is None:
+        for delta in aggregate_deltas(current, previous):
+            limit = budget.threshold_for(delta.metric, tag)
+            if limit is None:
                 continue
-            verdict = _verdict(comparison, MetricDelta(metric=metric, previous=old, current=new), limit, alpha, tag, ids)
+            verdict = _verdict(comparison, delta, limit, alpha, tag, ids)
             if verdict is not None:
                 verdicts.append(verdict)
     return verdicts
