@@ -251,7 +251,7 @@ def answer(
         plan.golden, lists, index.paths)
     check_answers(
         plan.golden, lists, index.paths,
-        _answer_source(retriever.kind, retriever.describe(), retriever.source_file if isinstance(retriever, RunFileRetriever) else None),
+        AnswerSource(retriever.kind, retriever.path_prefixes, retriever.source_file if isinstance(retriever, RunFileRetriever) else None),
         options.score_level, diagnostics,
         golden_name=PurePosixPath(plan.golden.path.replace("\\", "/")).name, words=words, notes=retriever.notes(),
         headings={path: [row[0] for row in rows] for path, rows in index.sections(named).items()} if named else None,
@@ -348,16 +348,6 @@ def with_intervals(run: RunRecord) -> RunRecord:
         run,
         aggregate=bootstrapped(run.aggregate, rows),
         by_tag=with_tag_intervals(run.by_tag, rows, bootstrapped),
-    )
-
-
-def _answer_source(kind: RetrieverKind, described: Mapping[str, object], file: str | None = None) -> AnswerSource:
-    mapping = described.get("mapping")
-    prefixes = mapping.get("path_prefix_strip") if isinstance(mapping, dict) else None
-    return AnswerSource(
-        kind=kind,
-        prefixes=tuple(str(p) for p in prefixes) if isinstance(prefixes, list) else (),
-        file=file,
     )
 
 

@@ -98,6 +98,12 @@ class Retriever(Protocol):
         `value` is the `name` that `describe()` records."""
         ...
 
+    @property
+    def path_prefixes(self) -> tuple[str, ...]:
+        """The `path-prefix-strip` values it was given, URLs redacted, for advice on the paths it
+        returns; () for a retriever that maps no answers."""
+        ...
+
     def describe(self) -> dict[str, object]:
         """What identifies this retriever and its settings, for the run fingerprint.
 

@@ -50,6 +50,7 @@ DEFAULT_PARAMETERS = Bm25Parameters()
 
 class BuiltinRetriever:
     kind = RetrieverKind.BUILTIN
+    path_prefixes: tuple[str, ...] = ()
 
     def __init__(
         self,

@@ -116,6 +116,10 @@ class CommandRetriever:
 
     kind = RetrieverKind.COMMAND
 
+    @property
+    def path_prefixes(self) -> tuple[str, ...]:
+        return self._mapping.shown_prefixes()
+
     def __init__(
         self, settings: CommandSettings, mapping: ResponseMapping, environ: Mapping[str, str] | None = None,
         slots: SideSlots | None = None,

@@ -72,6 +72,10 @@ class HttpRetriever:
 
     kind = RetrieverKind.HTTP
 
+    @property
+    def path_prefixes(self) -> tuple[str, ...]:
+        return self._mapping.shown_prefixes()
+
     def __init__(
         self, settings: HttpSettings, mapping: ResponseMapping, env: Mapping[str, str],
         slots: SideSlots | None = None,

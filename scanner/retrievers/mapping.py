@@ -54,8 +54,12 @@ class ResponseMapping:
             "path_field": self.path_field,
             "heading_field": self.heading_field,
             "score_field": self.score_field,
-            "path_prefix_strip": [redact_url(prefix) for prefix in self.path_prefix_strip],
+            "path_prefix_strip": list(self.shown_prefixes()),
         }
+
+    def shown_prefixes(self) -> tuple[str, ...]:
+        """`path_prefix_strip` as a report or a message may show it (URLs redacted)."""
+        return tuple(redact_url(prefix) for prefix in self.path_prefix_strip)
 
 
 class Notes:

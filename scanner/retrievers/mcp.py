@@ -93,6 +93,10 @@ class McpRetriever:
 
     kind = RetrieverKind.MCP
 
+    @property
+    def path_prefixes(self) -> tuple[str, ...]:
+        return self._mapping.shown_prefixes()
+
     def __init__(
         self, settings: McpSettings, mapping: ResponseMapping, env: Mapping[str, str] | None = None,
         slots: SideSlots | None = None, transport: Callable[[], Transport] | None = None,

@@ -172,6 +172,7 @@ class RunFileRetriever:
     """Answers golden queries from rankings computed elsewhere, keyed by golden query id."""
 
     kind = RetrieverKind.RUN
+    path_prefixes: tuple[str, ...] = ()
 
     def __init__(self, path: Path, template: str | None = None) -> None:
         self._file = str(path)

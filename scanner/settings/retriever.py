@@ -204,6 +204,10 @@ class SideBound:
     def kind(self) -> RetrieverKind:
         return self._inner.kind
 
+    @property
+    def path_prefixes(self) -> tuple[str, ...]:
+        return self._inner.path_prefixes
+
     def describe(self) -> dict[str, object]:
         return {**self._inner.describe(), **self._programs}
 

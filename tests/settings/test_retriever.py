@@ -254,6 +254,19 @@ def test_a_retriever_bound_to_a_side_is_of_the_kind_it_wraps() -> None:
         retriever.close()
 
 
+def test_a_retriever_gives_the_checks_of_its_answers_the_prefixes_it_strips_with_urls_redacted() -> None:
+    prefixes = ["--path-prefix-strip=https://u:secret@kb.example/docs", "--path-prefix-strip=/srv/kb"]
+    for argv in ([f"--command={COMMAND}", *prefixes],
+                 [f"--command={COMMAND}", f"--index-command={SAMPLE_VALUES['index-command']}", *prefixes]):
+        retriever = build_retriever(cli(*argv), never_builtin_index(), [], env={"PATH": os.environ["PATH"]})
+        try:
+            assert retriever.path_prefixes == ("https://kb.example/docs", "/srv/kb")
+        finally:
+            retriever.close()
+    # The near miss: the built-in search maps no answers, so it strips nothing.
+    assert build_retriever(cli(), never_builtin_index(), []).path_prefixes == ()
+
+
 # --- the fingerprint: each retriever's describe() alone holds its settings ------------------
 
 
