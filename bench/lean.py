@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
@@ -134,18 +135,18 @@ class Measured:
     answered: int
 
 
-def command(system: str, kb: Path, golden: Path, out: Path) -> list[str]:
+def command(system: str, kb: Path, golden: Path, out: Path, flags: Sequence[str] = ()) -> list[str]:
     if system == "kb-eval":
         return [sys.executable, "-c", "import sys; from scanner.cli.main import main; sys.exit(main())",
-                f"--kb-path={kb}", f"--golden={golden}", "--no-history", "--format=json", f"--output={out}"]
+                f"--kb-path={kb}", f"--golden={golden}", "--no-history", "--format=json", f"--output={out}", *flags]
     return [sys.executable, str(Path(__file__).resolve()), "--child", system, str(kb), str(golden), str(out)]
 
 
-def measure(system: str, kb: Path, golden: Path) -> Measured:
+def measure(system: str, kb: Path, golden: Path, flags: Sequence[str] = ()) -> Measured:
     with tempfile.TemporaryDirectory(prefix="kb-eval-lean-") as tmp:
         out = Path(tmp) / "out.json"
         started = time.perf_counter()
-        process = subprocess.Popen(command(system, kb, golden, out), cwd=REPO, stdout=subprocess.DEVNULL,
+        process = subprocess.Popen(command(system, kb, golden, out, flags), cwd=REPO, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
         sampler = TreeRssSampler(process.pid)
         sampler.start()
@@ -191,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--reference", default="bm25s-lean")
     parser.add_argument("--json", type=Path, help="write every round here")
+    parser.add_argument("--kb-eval-flag", action="append", default=[],
+                        help="a flag for kb-eval's command line, e.g. --kb-eval-flag=--max-files=1000000 (repeatable)")
     args = parser.parse_args(argv)
     systems = [s for s in args.systems.split(",") if s]
     if any(s not in SYSTEMS for s in systems):
@@ -204,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     for number in range(args.repeat):
         this: dict[str, Measured] = {}
         for system in systems:
-            this[system] = measure(system, kb, golden)
+            this[system] = measure(system, kb, golden, args.kb_eval_flag)
             m = this[system]
             print(f"round {number + 1} {system:<13} CPU {m.cpu_seconds:8.2f} s  wall {m.wall_seconds:8.2f} s  "
                   f"peak {m.peak_pss_mib:7.0f} MiB  answered {m.answered}  load {load_average()}", flush=True)
