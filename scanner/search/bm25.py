@@ -290,7 +290,8 @@ class Bm25Scorer:
         counted = int(present.sum())
         self.layers = []
         for layer, boost, mask in zip(layers, boosts, masks or [None] * len(layers), strict=True):
-            impacts = _impacts(layer, counted, parameters) * np.float32(boost)
+            impacts = _impacts(layer, counted, parameters)
+            impacts *= np.float32(boost)  # in place: the same float32 product, no second array
             if mask is not None:
                 impacts *= mask[layer.chunks]
             self.layers.append((layer.start, layer.chunks, impacts))
@@ -348,15 +349,28 @@ def _impacts(postings: Postings, n_chunks: int, parameters: Bm25Parameters) -> n
     with `n_chunks` the chunks that count (N) and the mean length taken over them."""
     lengths = postings.lengths
     mean = float(lengths.sum(dtype=np.float64)) / n_chunks if n_chunks else 0.0
-    df = np.diff(postings.start)
+    start = postings.start
+    df = np.diff(start)
     idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
     k1, b = np.float32(parameters.k1), np.float32(parameters.b)
     norm = k1 * (np.float32(1) - b + b * lengths / np.float32(mean if mean > 0 else 1.0))
-    # In place where the result is the same to the last bit: three arrays the size of the postings
-    # at a time (4 bytes a posting each) instead of five.
-    impacts = np.repeat(idf, df)
-    saturation = norm[postings.chunks]
-    saturation += postings.tf
-    np.divide(postings.tf * (k1 + 1), saturation, out=saturation)
-    impacts *= saturation
+    impacts = np.empty(len(postings.chunks), dtype=np.float32)
+    # Block by block of whole terms (about MERGE_BLOCK postings): the temporaries are a block's,
+    # not three more arrays the size of the postings, which were the peak of a large index's
+    # memory. Each element is computed by the same float32 operations, so the impacts are equal
+    # to the last bit.
+    first_term, terms = 0, len(df)
+    while first_term < terms:
+        lo = int(start[first_term])
+        last_term = int(np.searchsorted(start, lo + MERGE_BLOCK, side="right")) - 1
+        last_term = min(max(last_term, first_term + 1), terms)
+        hi = int(start[last_term])
+        tf = postings.tf[lo:hi]
+        block = np.repeat(idf[first_term:last_term], df[first_term:last_term])
+        saturation = norm[postings.chunks[lo:hi]]
+        saturation += tf
+        np.divide(tf * (k1 + 1), saturation, out=saturation)
+        block *= saturation
+        impacts[lo:hi] = block
+        first_term = last_term
     return impacts
