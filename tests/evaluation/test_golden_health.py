@@ -123,3 +123,30 @@ def test_a_starter_query_keeps_its_own_warning_and_gets_no_second_one(tmp_path: 
     assert code == ExitCode.OK and codes.count("starter-placeholder") == 1
     # The near miss: the same title without the starter tag is warned as a title query.
     assert [t["id"] for t in report["golden_health"]["title_queries"]] == ["t"] and codes.count("title-query") == 1
+
+
+def test_a_heading_that_cannot_reach_the_threshold_is_not_aligned_and_one_that_can_is(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # difflib's alignment is pure Python and runs per heading of every answer: the bounds from the
+    # lengths and the shared characters decide most headings without it, with the same answer.
+    from scanner.evaluation import health
+
+    aligned: list[str] = []
+
+    class Counting(health.SequenceMatcher):  # type: ignore[misc,name-defined]
+        def ratio(self) -> float:
+            aligned.append(self.b)
+            return float(super().ratio())
+
+    monkeypatch.setattr(health, "SequenceMatcher", Counting)
+    headings = ["Deploy guide", "Deploy guides", "Rollback", "Deploy the whole fleet again", "xyzzy quux plugh"]
+    found = health.title_queries([query("deploy guide", "a.md")], {"a.md": headings})
+    assert [(t.title, t.similarity) for t in found] == [("Deploy guide", 1.0)]
+    # Only the headings whose bounds reach 0.85 were aligned; "Deploy guides" (0.96) among them.
+    assert aligned == ["deploy guide", "deploy guides"]
+    assert title_similarity("deploy guide", "deploy guides") >= TITLE_SIMILARITY
+    # Unbounded, the ratio of every pair is difflib's own.
+    from difflib import SequenceMatcher
+
+    for heading in headings:
+        expected = SequenceMatcher(None, "deploy guide", heading.lower(), autojunk=False).ratio()
+        assert title_similarity("deploy guide", heading) == expected
