@@ -57,6 +57,17 @@ class Document:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldDocument:
+    """A document another side of the run has already indexed, with the same path and bytes (a
+    file the pull request left as it was): neither read nor parsed again, its chunks are taken
+    from that side's index (scanner.search.index.Reuse)."""
+
+    path: str
+    sections: int
+    """How many chunks it has there."""
+
+
+@dataclass(frozen=True, slots=True)
 class Corpus:
     documents: tuple[Document, ...]
     """Sorted by path, so every derived artefact (index, digest, report) is deterministic."""

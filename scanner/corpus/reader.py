@@ -15,13 +15,13 @@ import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar, overload
 
-from scanner.corpus.documents import Chunk, Corpus, Document
+from scanner.corpus.documents import Chunk, Corpus, Document, HeldDocument
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles, shown, skipped_file
 from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, ParsedDocument, parse_document
 from scanner.corpus.parse_cache import Lookup, ParseCache, Proof, cache_key, lookup, pack, proves_itself, unpack
-from scanner.corpus.parse_memo import ParseMemo, blob_id, memo_key
+from scanner.corpus.parse_memo import ParseMemo, Remembered, blob_id
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.foundation.files import FileRefused, LinkPolicy, read_capped
@@ -153,9 +153,9 @@ def read_folder(
 
     Parsing is split over `workers` processes (default: one per CPU) when there are enough
     files. With a `cache`, a file whose path and bytes were parsed by an earlier run is not parsed
-    again (the cache is saved when the generator is exhausted). With a `memo`, every parsed
-    document is remembered by its path and bytes, for `read_given` (a pull request's base is read
-    after its head, and most of its files are the same)."""
+    again (the cache is saved when the generator is exhausted). With a `memo`, every document
+    parsed without a warning is remembered by its path and bytes (its size and section count: a
+    pull request's base is read after its head, and most of its files are the same)."""
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
     files = _files_within_caps(root, exclude, diagnostics, caps)
     workers = workers if workers is not None else (os.cpu_count() or 1)
@@ -199,22 +199,23 @@ def read_folder(
 
 def read_given(
     root: Path,
-    source: Iterable[tuple[str, bytes]],
+    source: Iterable[tuple[str, bytes | Remembered]],
     diagnostics: Diagnostics | None = None,
     *,
-    memo: ParseMemo | None = None,
     caps: CorpusCaps = CorpusCaps(),
-) -> Iterator[Document]:
+) -> Iterator[Document | HeldDocument]:
     """Parse the (KB-relative path, bytes) pairs another reader chose (scanner.git.tree, by
     scanner.corpus.kb_files' rules, with the per-file limits applied), yielding documents in path
-    order, under the same per-KB caps as the folder's. `root` is what a refusal names. A file whose
-    path and bytes are in the `memo` is not parsed again; one parsed here is remembered there."""
+    order, under the same per-KB caps as the folder's. `root` is what a refusal names. A file
+    given as what the head's read remembered of it (the memo's entry for its path and bytes) is
+    neither read nor parsed: it comes out as a HeldDocument, for an index that takes it from the
+    head's (scanner.search.index.Reuse)."""
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
-    tally = _Tally(root, caps, diagnostics, memo=None, keep_entries=False)  # _read_given remembers
+    tally = _Tally(root, caps, diagnostics, memo=None, keep_entries=False)
     with progress("read", total=None, unit="files") as tick:
-        # Another reader's order is its own (a git tree's): these are sorted here, and held,
-        # which costs nothing extra as the memo holds them anyway.
-        read = list(tally.take((_read_given(relative, data, memo) for relative, data in capped(root, source, caps)), tick))
+        # Another reader's order is its own (a git tree's): these are sorted here, and held (the
+        # documents parsed are the ones the pull request changed; the others are HeldDocuments).
+        read = list(tally.take((_read_given(relative, data) for relative, data in capped(root, source, caps)), tick))
     yield from sorted(read, key=lambda document: document.path)
 
 
@@ -269,7 +270,17 @@ class _Tally:
     refused_entries: int = 0
     entries: dict[str, str] = field(default_factory=dict)
 
-    def take(self, results: Iterable[_ReadResult | _WorkerResult], tick: Callable[[], None]) -> Iterator[Document]:
+    @overload
+    def take(self, results: Iterable[_ReadResult | _WorkerResult], tick: Callable[[], None]) -> Iterator[Document]: ...
+
+    @overload
+    def take(
+        self, results: Iterable[_ReadResult | _GivenResult], tick: Callable[[], None]
+    ) -> Iterator[Document | HeldDocument]: ...
+
+    def take(
+        self, results: Iterable[_ReadResult | _GivenResult | _WorkerResult], tick: Callable[[], None]
+    ) -> Iterator[Document | HeldDocument]:
         # Consumed as they arrive: holding every worker's payload until the end would double
         # the peak memory of reading a large KB.
         for document, warnings, entry, refused, blob in results:
@@ -281,22 +292,26 @@ class _Tally:
             if isinstance(document, _Packed):
                 document = document.unpacked()
             if document is not None:
-                self.sections += len(document.chunks)
+                self.sections += document.sections if isinstance(document, HeldDocument) else len(document.chunks)
                 if self.sections > self.caps.sections:
                     raise over_cap(
                         self.root, document.path, f"the KB has more than {self.caps.sections} sections", "max-sections"
                     )
-                if self.memo is not None and blob is not None and not warnings:
-                    self.memo.remember(memo_key(document.path, blob), document, warnings)
+                if self.memo is not None and blob is not None and not warnings and isinstance(document, Document):
+                    self.memo.remember(document.path, blob[0], blob[1], len(document.chunks))
                 yield document
 
 
-def capped(root: Path, source: Iterable[tuple[str, bytes]], caps: CorpusCaps) -> Iterator[tuple[str, bytes]]:
+_Data = TypeVar("_Data", bound=bytes | Remembered)
+
+
+def capped(root: Path, source: Iterable[tuple[str, _Data]], caps: CorpusCaps) -> Iterator[tuple[str, _Data]]:
     """The per-KB file and byte caps for files another reader chose (a git revision's tree): the
-    same refusal as the folder walk's, so a pull request cannot slip a huge corpus in as its base."""
+    same refusal as the folder walk's, so a pull request cannot slip a huge corpus in as its base.
+    A file the memo remembers counts the size it had when the head read it."""
     total = 0
     for count, (relative, data) in enumerate(source, start=1):
-        total += len(data)
+        total += data.size if isinstance(data, Remembered) else len(data)
         if count > caps.files:
             raise over_cap(root, relative, f"the KB has more than {caps.files} indexable files", "max-files")
         if total > caps.bytes:
@@ -362,10 +377,12 @@ class _Packed(NamedTuple):
         return Document(path, title, title_line, tuple(Chunk.of(path, fields) for fields in chunks))
 
 
-_ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None, bool, str | None]
+_ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None, bool, tuple[str, int] | None]
 """(document or None, its warnings, its cache entry (key, JSON; the JSON "" when no cache needs it)
-or None, whether a cache entry was refused, its git blob id when the parse memo needs it)."""
-_WorkerResult = tuple[_Packed | None, list[Diagnostic], tuple[str, str] | None, bool, str | None]
+or None, whether a cache entry was refused, its git blob id and size when the parse memo needs them)."""
+_GivenResult = tuple[HeldDocument, list[Diagnostic], None, bool, None]
+"""A file the head's index holds, given by what the memo remembered of it."""
+_WorkerResult = tuple[_Packed | None, list[Diagnostic], tuple[str, str] | None, bool, tuple[str, int] | None]
 """A _ReadResult as a worker sends it: the document packed."""
 
 
@@ -404,12 +421,12 @@ def _read_one(
 ) -> _ReadResult:
     """One file, from the cache when an entry there proves it was made from these bytes. With
     `caching`, its entry is its key and, with `packing`, the cache's JSON of it (else ""). With
-    `blobbing`, the bytes' git blob id for the parse memo."""
+    `blobbing`, the bytes' git blob id and size for the parse memo."""
     local = Diagnostics()
     data = _read_bytes(relative, absolute, local)
     if data is None:
         return None, local.items, None, False, None
-    blob = blob_id(data) if blobbing else None
+    blob = (blob_id(data), len(data)) if blobbing else None
     key = cache_key(relative, data) if caching else ""
     found = lookup(connection, key, data) if caching else Lookup.MISSING
     cached = unpack(relative, found) if isinstance(found, str) else None
@@ -427,20 +444,13 @@ def _read_one(
     return document, local.items, entry, (isinstance(found, str) and not agrees) or found is Lookup.REFUSED, blob
 
 
-def _read_given(relative: str, data: bytes, memo: ParseMemo | None) -> _ReadResult:
-    """One file given as bytes: from the memo when this path and these bytes were parsed before."""
-    if memo is None:
-        local = Diagnostics()
-        return _parse(relative, data, local), local.items, None, False, None
-    key = memo_key(relative, blob_id(data))
-    remembered = memo.recall(key)
-    if remembered is not None:
-        return remembered[0], remembered[1], None, False, None
+def _read_given(relative: str, data: bytes | Remembered) -> _ReadResult | _GivenResult:
+    """One file given as bytes, parsed; or as what the memo remembered of it, held by the head's
+    index (no warnings: the memo remembers only files parsed without one)."""
+    if isinstance(data, Remembered):
+        return HeldDocument(relative, data.sections), [], None, False, None
     local = Diagnostics()
-    document = _parse(relative, data, local)
-    if document is not None:
-        memo.remember(key, document, local.items)
-    return document, local.items, None, False, None
+    return _parse(relative, data, local), local.items, None, False, None
 
 
 def build_document(relative: str, text: str, diagnostics: Diagnostics) -> Document:

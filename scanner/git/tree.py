@@ -41,15 +41,18 @@ class TreeFile:
 
 
 def list_tree(
-    repository: Repository, commit: str, rules: KbFiles, diagnostics: Diagnostics, deadline: Deadline
+    repository: Repository, commit: str, rules: KbFiles, diagnostics: Diagnostics, deadline: Deadline,
+    sizes: Mapping[str, int] | None = None,
 ) -> list[TreeFile] | None:
-    """The files the KB holds at `commit`, in path order; None when the KB folder is not there."""
+    """The files the KB holds at `commit`, in path order; None when the KB folder is not there.
+    `sizes`: blob id -> size of blobs already read (the head's files), not looked up again."""
     with open_repository(repository) as repo:
-        return _list(repo, repository.prefix, commit, rules, diagnostics, deadline)
+        return _list(repo, repository.prefix, commit, rules, diagnostics, deadline, sizes or {})
 
 
 def _list(
-    repo: Repo, prefix: str, commit_id: str, rules: KbFiles, diagnostics: Diagnostics, deadline: Deadline
+    repo: Repo, prefix: str, commit_id: str, rules: KbFiles, diagnostics: Diagnostics, deadline: Deadline,
+    sizes: Mapping[str, int],
 ) -> list[TreeFile] | None:
     store = repo.object_store
     try:
@@ -68,7 +71,7 @@ def _list(
         # The folders entered, as the walk enters them: each once, not every prefix of every path
         # (a KB 1,500 levels deep cost the square of its depth per file).
         folders: set[str] = set()
-        for entry in _kb_entries(store, kb_tree, rules, deadline, folders):
+        for entry in _kb_entries(store, kb_tree, rules, deadline, folders, sizes):
             entries[entry[0]] = entry[1:]
     except KeyError as error:
         raise missing(error) from None
@@ -89,12 +92,14 @@ names, and the deadline must end its listing too."""
 
 
 def _kb_entries(
-    store: DiskObjectStore, kb_tree: bytes, rules: KbFiles, deadline: Deadline, folders: set[str]
+    store: DiskObjectStore, kb_tree: bytes, rules: KbFiles, deadline: Deadline, folders: set[str],
+    sizes: Mapping[str, int],
 ) -> Iterator[tuple[str, str, str, int]]:
     """(path, mode, blob, size) of every entry under the KB's tree, except below the folders the walk
     prunes (dot-folders, excluded folders): those are not descended into, so a pull request's
     vendored or tool folder inside the KB costs nothing. A file's size comes from its object's
-    header, only for a name the KB could hold (a file over the cap is never inflated)."""
+    header, only for a name the KB could hold (a file over the cap is never inflated), unless
+    `sizes` knows it (a pull request's base: the head read most of its blobs)."""
     pending: list[tuple[str, bytes]] = [("", kb_tree)]
     while pending:
         folder, tree_id = pending.pop()
@@ -116,8 +121,12 @@ def _kb_entries(
             blob = item.sha.decode("ascii")
             size = 0
             if mode in _FILE_MODES and rules.is_candidate(path):
-                deadline.check()
-                size = object_size(store, blob)
+                known = sizes.get(blob)
+                if known is not None:
+                    size = known
+                else:
+                    deadline.check()
+                    size = object_size(store, blob)
             yield path, mode, blob, size
 
 

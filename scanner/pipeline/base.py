@@ -39,7 +39,7 @@ from scanner.compare.comparison import (
     no_previous,
 )
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
-from scanner.corpus.parse_memo import ParseMemo, blob_id, memo_key
+from scanner.corpus.parse_memo import ParseMemo, Remembered, blob_id, memo_key
 from scanner.corpus.reader import capped
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
@@ -184,16 +184,20 @@ def evaluate_base(
 
     Which of them the pull request left as they were is decided from the tree's listing before
     any is read: the path and blob id the head's read remembered (`memo`). With the head's index
-    (built with `keep_analysis` and analysed), the base's index takes the head's analysis of those
-    documents and analyses only the others (Reuse): the work of a pull request's base grows with
-    what the pull request changed, and its rankings are those of a fresh index."""
+    (built with `keep_analysis` and analysed), those are neither sized, read nor parsed: the
+    base's index takes their rows and analysis from the head's and analyses only the others
+    (Reuse): the work of a pull request's base grows with what the pull request changed, and its
+    rankings are those of a fresh index."""
     diagnostics = Diagnostics()
     rules = KbFiles.excluding(options.exclude)
     golden = plan.golden
     try:
         # Its own deadline, from now: the head was read and analysed since the revision was looked
         # up, and a large KB's head must not use up the base's time.
-        files = list_tree(base.repository, base.commit, rules, diagnostics, Deadline.after(GIT_DEADLINE_SECONDS))
+        files = list_tree(
+            base.repository, base.commit, rules, diagnostics, Deadline.after(GIT_DEADLINE_SECONDS),
+            memo.sizes if memo is not None else {},
+        )
         if files is None:
             return no_previous(
                 f"the KB folder {base.repository.prefix or '.'} does not exist at {base.commit[:12]} "
@@ -208,25 +212,37 @@ def evaluate_base(
         unchanged = frozenset(
             file.path for file in files if memo is not None and memo.holds(memo_key(file.path, file.blob))
         )
+        # Taken from the head's index, rows and analysis, when there is one to take them from.
+        held: dict[str, Remembered] = {}
+        if memo is not None and head is not None:
+            for file in files:
+                remembered = memo.recall(memo_key(file.path, file.blob))
+                if remembered is not None:
+                    held[file.path] = remembered
 
-        def source(_diagnostics: Diagnostics) -> Iterator[tuple[str, bytes]]:
-            blobs = read_blobs(base.repository, [file.blob for file in files], deadline, MAX_DOCUMENT_BYTES)
-            yield from zip((file.path for file in files), blobs)
+        def source(_diagnostics: Diagnostics) -> Iterator[tuple[str, bytes | Remembered]]:
+            """Every file of the listing: the bytes of those the head does not hold, read now."""
+            read = [file for file in files if file.path not in held]
+            blobs = read_blobs(base.repository, [file.blob for file in read], deadline, MAX_DOCUMENT_BYTES)
+            for file in files:
+                yield file.path, held[file.path] if file.path in held else next(blobs)
 
+        reuse = head if held else None
         if options.retriever.kind is RetrieverKind.BUILTIN:
             side = Side(
-                kb_path=options.kb_path, source=source, memo=memo, unchanged=unchanged,
-                reuse=head if memo is not None else None, refuse_impossible=False, timestamp=base.committed_at,
+                kb_path=options.kb_path, source=source, unchanged=unchanged, reuse=reuse, refuse_impossible=False,
+                timestamp=base.committed_at,
             )
             outcome = evaluate_side(options, base_plan, side, diagnostics)
         else:
             # A search with its own index is built from a folder: the base's KB written out (the
-            # files the reader would read, under its caps), read from there like the head's.
+            # files the reader would read, under its caps) for its `{kb}`; kb-eval reads it as above.
             with tempfile.TemporaryDirectory(prefix="kb-eval-base-") as work:
                 folder = Path(work) / "kb"
-                write_out(folder, capped(folder, source(diagnostics), options.corpus_caps))
+                every = read_blobs(base.repository, [file.blob for file in files], deadline, MAX_DOCUMENT_BYTES)
+                write_out(folder, capped(folder, zip((file.path for file in files), every), options.corpus_caps))
                 side = Side(
-                    kb_path=folder, memo=memo, unchanged=unchanged, refuse_impossible=False,
+                    kb_path=folder, source=source, unchanged=unchanged, reuse=reuse, refuse_impossible=False,
                     timestamp=base.committed_at,
                 )
                 outcome = evaluate_side(options, base_plan, side, diagnostics)

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from scanner import __version__
 from scanner.corpus.kb_files import INDEXED_SUFFIXES
 from scanner.corpus.parse_cache import ParseCache
-from scanner.corpus.parse_memo import ParseMemo
+from scanner.corpus.parse_memo import ParseMemo, Remembered
 from scanner.corpus.reader import CorpusCaps, over_cap, read_folder, read_given
 from scanner.evaluation.answers import (
     AnswerSource,
@@ -89,19 +89,20 @@ class Side:
     kb_path: Path
     """Where the documents are read from when there is no `source`, what messages name, and the
     folder a search with its own index is given for `{kb}` (the base's is its KB written out)."""
-    source: Callable[[Diagnostics], Iterable[tuple[str, bytes]]] | None = None
-    """(path, bytes) of the KB's files from elsewhere than `kb_path` (a git tree); None: walk `kb_path`."""
+    source: Callable[[Diagnostics], Iterable[tuple[str, bytes | Remembered]]] | None = None
+    """(path, bytes) of the KB's files from elsewhere than `kb_path` (a git tree), or (path, what
+    the head's read remembered of it) for a file `reuse` holds; None: walk `kb_path`."""
     memo: ParseMemo | None = None
-    """Shared by both sides, so a file unchanged between them is parsed once."""
+    """Filled by the head's read: what the base needs of each file it holds (scanner.corpus.parse_memo)."""
     cache_dir: Path | None = None
     """The parse cache (the head only: the base's files come from git and the memo)."""
     unchanged: frozenset[str] = frozenset()
     """Documents whose path and bytes the other side (the head) already holds, decided before
     this side is read: the quote scan skips them (a finding is a function of the document's text
-    and the golden set, so theirs are the head's) and, with `reuse`, their analysis is taken over."""
+    and the golden set, so theirs are the head's)."""
     reuse: Index | None = None
-    """The head's index, built with `keep_analysis`, whose analysis of the `unchanged` documents
-    this side's index takes (search.index.Reuse)."""
+    """The head's index, built with `keep_analysis`, whose rows and analysis this side's index
+    takes for the files `source` gives as remembered (search.index.Reuse)."""
     keep_analysis: bool = False
     """Keep this side's analysis for another side's `reuse` (the head's, when the base is evaluated)."""
     refuse_impossible: bool = True
@@ -192,13 +193,13 @@ def prepare(
     clock = clock if clock is not None else PhaseClock()
     cache = ParseCache(side.cache_dir) if side.cache_dir is not None else None
     documents = (
-        read_given(side.kb_path, side.source(diagnostics), diagnostics, memo=side.memo, caps=options.corpus_caps)
+        read_given(side.kb_path, side.source(diagnostics), diagnostics, caps=options.corpus_caps)
         if side.source is not None
         else read_folder(
             side.kb_path, options.exclude, diagnostics, cache=cache, memo=side.memo, caps=options.corpus_caps
         )
     )
-    reuse = Reuse(side.reuse, side.unchanged.__contains__) if side.reuse is not None else None
+    reuse = Reuse(side.reuse) if side.reuse is not None else None
     # Read, parsed and written to the chunk table document by document (never held whole).
     index = Index.build(documents, reuse=reuse, keep_analysis=side.keep_analysis, caps=options.corpus_caps)
     if side.refuse_impossible and index.corpus.documents == 0:

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scanner.corpus.documents import Chunk, Document
+from scanner.corpus.documents import Chunk, Document, HeldDocument
 from scanner.corpus.markdown import BREADCRUMB_SEPARATOR
 from scanner.corpus.reader import CorpusCaps
 from scanner.foundation.progress import progress
@@ -71,20 +71,17 @@ class IndexedChunk(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Reuse:
-    """Another index whose analysis a new index takes over for the documents `same` names.
+    """Another index whose rows and analysis a new index takes over for its HeldDocuments.
 
     A pull request's base differs from its head in the few documents the pull request changed:
     the base's index takes the head's chunk-table rows and analysed chunks (postings and
-    lengths) for every other document and parses and analyses only the changed ones, then
-    computes its own collection statistics (bm25.rebase_postings), so its rankings and scores
-    are those of an index built from scratch. The donor's folder must outlive the build (its
-    table is attached and read)."""
+    lengths) for every other document (a HeldDocument: the same path and bytes, so the same
+    chunks) and parses and analyses only the changed ones, then computes its own collection
+    statistics, so its rankings and scores are those of an index built from scratch. The
+    donor's folder must outlive the build (its table is attached and read)."""
 
     index: Index
     """Built with `keep_analysis`, and analysed (a scorer built) before this index is searched."""
-    same: Callable[[str], bool]
-    """Whether the document at this path is the very one `index` holds: the same path and the
-    same bytes, so the same chunks (the parse memo's key, scanner.corpus.parse_memo)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,16 +132,16 @@ class Index:
 
     @classmethod
     def build(
-        cls, documents: Iterable[Document], *, analysis_workers: int | None = None, reuse: Reuse | None = None,
-        keep_analysis: bool = False, caps: CorpusCaps = DEFAULT_CAPS,
+        cls, documents: Iterable[Document | HeldDocument], *, analysis_workers: int | None = None,
+        reuse: Reuse | None = None, keep_analysis: bool = False, caps: CorpusCaps = DEFAULT_CAPS,
     ) -> Index:
         """Index documents as they come, in path order (the order read_folder and read_given yield): each is written to
         the chunk table and dropped, so the parsed KB is never held whole. The table keeps each
         chunk's source lines too, so a finding is located from it (Index.chunk).
 
-        With `reuse`, the documents it names as the same are not analysed again: their postings
-        are taken from its index (Reuse). With `keep_analysis`, this index keeps its own for one
-        that reuses them."""
+        With `reuse`, the HeldDocuments are taken from its index, rows and analysis (Reuse); a
+        HeldDocument that index does not hold, as many chunks, is a kb-eval bug. With
+        `keep_analysis`, this index keeps its own analysis for one that reuses it."""
         folder = tempfile.mkdtemp(prefix="kb-eval-index-")
         connection = _connect(os.path.join(folder, "chunks.sqlite"))
         connection.execute(
@@ -172,29 +169,26 @@ class Index:
                     raise RuntimeError(f"documents out of path order: {document.path!r} after {paths[-1]!r}")
                 paths.append(document.path)
                 starts.append(count)
-                taken = False
-                if document.chunks:
+                if isinstance(document, HeldDocument):
                     found = donor._document_chunks(document.path) if donor is not None else None
-                    taken = found is not None and reuse is not None and reuse.same(document.path) \
-                        and found[1] == len(document.chunks)
-                    if found is not None and taken:
+                    if found is None or found[1] != document.sections:
+                        raise RuntimeError(f"{document.path!r} is held by no index this one reuses")
+                    if found[1]:
                         moved.append((found[0], count, found[1]))
-                    else:
-                        fresh.append((count, len(document.chunks)))
-                if taken:
-                    # Its rows are the donor's (copied below); only the digest reads its text here.
-                    for chunk in document.chunks:
-                        count += 1
-                        _digest(digest, (chunk.path, chunk.heading, chunk.breadcrumb, chunk.body))
-                    continue
+                    count += found[1]
+                    continue  # its rows are the donor's, copied below
+                if document.chunks:
+                    fresh.append((count, len(document.chunks)))
                 for chunk, scored in zip(document.chunks, scored_fields(document), strict=True):
                     breadcrumb = chunk.breadcrumb
                     count += 1
-                    for value in (chunk.path, chunk.heading, breadcrumb, chunk.body):
-                        encoded = value.encode("utf-8", "surrogatepass")
-                        # Length-prefixed, so no two different corpora share a digest by moving a seam.
-                        digest.update(len(encoded).to_bytes(8, "big"))
-                        digest.update(encoded)
+                    if not moved:
+                        # Until a document is taken from the donor, the digest goes with the rows.
+                        for value in (chunk.path, chunk.heading, breadcrumb, chunk.body):
+                            encoded = value.encode("utf-8", "surrogatepass")
+                            # Length-prefixed, so no two different corpora share a digest by moving a seam.
+                            digest.update(len(encoded).to_bytes(8, "big"))
+                            digest.update(encoded)
                     yield (
                         count, chunk.path, chunk.heading, breadcrumb, chunk.body, chunk.start_line, chunk.end_line,
                         chunk.heading_line, chunk.body_start_line, ",".join(map(str, chunk.breadcrumb_lines)),
@@ -219,6 +213,9 @@ class Index:
             connection.execute("COMMIT")
             if donor is not None:
                 connection.execute("DETACH DATABASE donor")
+            if moved:
+                # The rows past the first one taken, in chunk order, from the table now whole.
+                _digest_rows(digest, connection, moved[0][1])
         except BaseException:
             # Reading stopped part-way (a corpus cap, an interrupt): the half-written table goes
             # with it, as a finished index's does when it is dropped.
@@ -479,12 +476,16 @@ class _Reused:
     """(first chunk position here, chunk count) of each run of documents analysed here."""
 
 
-def _digest(digest: hashlib._Hash, values: tuple[str, str, str, str]) -> None:
-    """The corpus digest's update for one chunk, as Index.build's loop makes it inline."""
-    for value in values:
-        encoded = value.encode("utf-8", "surrogatepass")
-        digest.update(len(encoded).to_bytes(8, "big"))
-        digest.update(encoded)
+def _digest_rows(digest: hashlib._Hash, connection: sqlite3.Connection, first: int) -> None:
+    """The corpus digest's updates for every chunk past position `first`, read from the table in
+    chunk order, as Index.build's loop makes them for the chunks it writes (the text the table
+    returns is the text written: SQLite keeps it as UTF-8, which holds no lone surrogate)."""
+    rows = connection.execute("SELECT path, heading, breadcrumb, body FROM chunks WHERE id > ? ORDER BY id", (first,))
+    for row in rows:
+        for value in row:
+            encoded = value.encode("utf-8", "surrogatepass")
+            digest.update(len(encoded).to_bytes(8, "big"))
+            digest.update(encoded)
 
 
 def _joined_moves(moved: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:

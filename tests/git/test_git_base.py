@@ -15,7 +15,7 @@ import pytest
 from scanner.cli.main import RunResult, execute, parse_cli
 from scanner.compare.comparison import BaseRequest, Comparison, NotComparedCause, Origin
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
-from scanner.corpus.parse_memo import ParseMemo
+from scanner.corpus.parse_memo import ParseMemo, Remembered, memo_key
 from scanner.corpus.reader import read_corpus, read_given
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import ExitCode
@@ -154,7 +154,9 @@ def test_the_base_is_never_written_to_the_history(tmp_path: Path) -> None:
     assert result.outcome is not None and result.outcome.document["comparison"]["source"] == "git"
 
 
-def test_unchanged_files_are_parsed_once_for_both_sides(tmp_path: Path) -> None:
+def test_the_files_the_head_read_are_neither_sized_read_nor_parsed_again_for_the_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = new_repo(tmp_path / "repo")
     base = commit(repo, BASE_KB, "base")
     commit(repo, REGRESSING_CHANGE, "head")
@@ -162,12 +164,34 @@ def test_unchanged_files_are_parsed_once_for_both_sides(tmp_path: Path) -> None:
     read_corpus(repo / "kb", memo=memo)
     resolved = resolve_base(repo / "kb", BaseRequest(base), one_index=False)
     assert isinstance(resolved, ResolvedBase)
-    files = list_tree(resolved.repository, resolved.commit, KbFiles.excluding(()), Diagnostics(), soon())
+    sized: list[str] = []
+
+    def spy(store: object, blob: str) -> int:
+        sized.append(blob)
+        return object_size(store, blob)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("scanner.git.tree.object_size", spy)
+    rules = KbFiles.excluding(())
+    files = list_tree(resolved.repository, resolved.commit, rules, Diagnostics(), soon(), memo.sizes)
     assert files is not None
-    blobs = read_blobs(resolved.repository, [f.blob for f in files], soon(), MAX_DOCUMENT_BYTES)
-    documents = list(read_given(repo / "kb", ((f.path, b) for f, b in zip(files, blobs)), memo=memo))
-    assert [d.path for d in documents] == ["deploy.md", "onboarding.md", "rollback.md"]
-    assert memo.hits == 2  # deploy.md and rollback.md; onboarding.md changed and is parsed
+    # Only onboarding.md, which the pull request changed, is sized from git; the near miss: a
+    # listing without the head's sizes sizes every file, and lists the same.
+    assert [f.path for f in files if f.blob in sized] == ["onboarding.md"]
+    sized.clear()
+    assert list_tree(resolved.repository, resolved.commit, rules, Diagnostics(), soon()) == files
+    assert len(sized) == 3
+    held = {f.path: memo.recall(memo_key(f.path, f.blob)) for f in files}
+    changed = [f for f in files if held[f.path] is None]
+    blobs = iter(read_blobs(resolved.repository, [f.blob for f in changed], soon(), MAX_DOCUMENT_BYTES))
+    given: list[tuple[str, bytes | Remembered]] = []
+    for f in files:
+        remembered = held[f.path]
+        given.append((f.path, remembered if remembered is not None else next(blobs)))
+    documents = list(read_given(repo / "kb", given))
+    assert [(d.path, type(d).__name__) for d in documents] == [
+        ("deploy.md", "HeldDocument"), ("onboarding.md", "Document"), ("rollback.md", "HeldDocument"),
+    ]
+    assert memo.hits == 2
 
 
 # --- a shallow clone, a missing revision ----------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scanner.corpus.documents import Document
+from scanner.corpus.documents import Document, HeldDocument
 from scanner.corpus.reader import build_document
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.retrievers.builtin import BuiltinRetriever, FieldWeights
@@ -39,7 +39,7 @@ def pull_request(head: tuple[Document, ...]) -> tuple[tuple[Document, ...], tupl
     for n, document in enumerate(head):
         if document.path in edited:
             # The base's version: words the head's version lacks; two with more sections, one with
-            # as many (only `same` tells that one apart).
+            # as many.
             text = f"# Old {document.title}\nold text zeppelin\n"
             if n != 70:
                 text += "## Older\nrollout kettle\n## Oldest\nimage\n"
@@ -50,6 +50,11 @@ def pull_request(head: tuple[Document, ...]) -> tuple[tuple[Document, ...], tupl
     base_docs = tuple(sorted((*base, deleted), key=lambda d: d.path))
     same = {d.path for d in base_docs} & {d.path for d in head_docs} - edited
     return head_docs, base_docs, same
+
+
+def held(documents: tuple[Document, ...], same: set[str]) -> list[Document | HeldDocument]:
+    """The documents as the base's reader gives them: those the head holds as HeldDocuments."""
+    return [HeldDocument(d.path, len(d.chunks)) if d.path in same else d for d in documents]
 
 
 def edited_head(corpus: tuple[Document, ...]) -> tuple[Document, ...]:
@@ -94,12 +99,12 @@ def test_an_index_reusing_anothers_analysis_ranks_and_scores_as_one_built_from_s
     head = Index.build(head_docs, analysis_workers=workers, keep_analysis=True)
     head_hits = ranked(head)
     analysed = spy_on_analysis(monkeypatch)
-    reusing = Index.build(base_docs, analysis_workers=workers, reuse=Reuse(head, same.__contains__))
+    reusing = Index.build(held(base_docs, same), analysis_workers=workers, reuse=Reuse(head))
     reused_hits = ranked(reusing)
     changed = [d for d in base_docs if d.path not in same]
     assert len(changed) == 4  # three edited, one deleted by the pull request
     head_by_path, base_by_path = {d.path: d for d in head_docs}, {d.path: d for d in base_docs}
-    # One edit keeps the document's section count: only `same` tells it apart.
+    # One edit keeps the document's section count: it is read, not taken, all the same.
     assert any(len(head_by_path[d.path].chunks) == len(d.chunks) for d in changed if d.path in head_by_path)
     assert len(base_by_path) == len(head_by_path)
     # Only the changed documents' chunks were analysed for the reusing index.
@@ -133,7 +138,7 @@ def test_without_the_donors_analysis_the_index_is_analysed_whole() -> None:
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
     head = Index.build(head_docs, analysis_workers=1)  # keeps nothing
     ranked(head)
-    reusing = Index.build(base_docs, analysis_workers=1, reuse=Reuse(head, same.__contains__))
+    reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
     scratch = Index.build(base_docs, analysis_workers=1)
     assert ranked(reusing) == ranked(scratch)
     # Its own vocabulary, in its own order: nothing was taken from the head.
@@ -141,16 +146,20 @@ def test_without_the_donors_analysis_the_index_is_analysed_whole() -> None:
     assert "quokka" in head.analyzer.vocabulary and "quokka" not in reusing.analyzer.vocabulary
 
 
-def test_a_document_named_the_same_but_cut_into_other_sections_is_analysed_again() -> None:
+def test_a_held_document_the_donor_holds_with_other_sections_is_refused_as_a_bug() -> None:
     one = build_document("a.md", "# A\nkettle\n", Diagnostics())
     two = build_document("b.md", "# B\nstove\n", Diagnostics())
     head = Index.build([one, two], analysis_workers=1, keep_analysis=True)
     ranked(head)
-    longer = build_document("b.md", "# B\nstove\n## C\npan pan\n", Diagnostics())
-    # `same` wrongly says b.md is unchanged; its section count tells otherwise.
-    reusing = Index.build([one, longer], analysis_workers=1, reuse=Reuse(head, lambda path: True))
-    assert ranked(reusing) == ranked(Index.build([one, longer], analysis_workers=1))
-    assert [hit.path for hit in BuiltinRetriever(reusing).search("pan", 5)] == ["b.md"]
+    # The reader gives a held document only for a path and bytes the head indexed: one the donor
+    # does not hold as many chunks, or at all, would take another's rows.
+    for wrong in (HeldDocument("b.md", 2), HeldDocument("c.md", 1)):
+        with pytest.raises(RuntimeError, match="held by no index"):
+            Index.build([HeldDocument("a.md", 1), wrong], analysis_workers=1, reuse=Reuse(head))
+    with pytest.raises(RuntimeError, match="held by no index"):
+        Index.build([HeldDocument("a.md", 1)], analysis_workers=1)  # nothing to take it from
+    reusing = Index.build([HeldDocument("a.md", 1), HeldDocument("b.md", 1)], analysis_workers=1, reuse=Reuse(head))
+    assert ranked(reusing) == ranked(Index.build([one, two], analysis_workers=1))
 
 
 def test_rebasing_drops_the_donors_other_chunks_and_merges_the_new_ones_in_chunk_order() -> None:
