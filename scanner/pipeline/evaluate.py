@@ -275,9 +275,8 @@ def judge(
     plan, side, index = prepared.plan, prepared.side, prepared.index
     golden, ks, returned = plan.golden, plan.ks, answers.returned
     with index.read_snapshot():
-        chunks = counted(index.chunks_by_document(), "scanned", index.corpus.documents, "documents")
-        if side.unchanged:
-            chunks = ((path, rows) for path, rows in chunks if path not in side.unchanged)
+        scanned = index.corpus.documents - len(side.unchanged & index.paths)
+        chunks = counted(index.chunks_by_document(side.unchanged), "scanned", scanned, "documents")
         findings = scan(chunks, golden.queries, returned)
         located = locate_findings(findings, index, golden)
     clock.lap("scan")

@@ -21,8 +21,9 @@ Ties are broken by chunk position (path order), so a run is reproducible.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -196,68 +197,65 @@ def merge_postings(parts: list[tuple[npt.NDArray[np.int64], Postings]], vocabula
     return Postings(start, chunks, tf, joined.astype(np.float32))
 
 
-def rebase_postings(
-    donor: Postings, kept_to: npt.NDArray[np.int64], new: Postings, new_to: npt.NDArray[np.int64],
-    size: int, vocabulary_size: int,
-) -> Postings:
-    """Another corpus's Postings from a donor's: the donor's chunks that `kept_to` maps (donor
-    position -> position here, -1: not here) keep their postings and lengths as they are, the
-    chunks analysed anew (`new`, in the same term ids, at positions `new_to[local position]`) are
-    added, and everything else of the donor is left out. Both maps must be increasing (path order
-    on both sides), so each term's postings stay in ascending chunk order.
+@dataclass(frozen=True, slots=True)
+class DerivedPostings:
+    """Another corpus's postings read through a donor's, never laid out whole: the donor's chunks
+    that `kept_to` maps (donor position -> position here, -1: not here) keep their postings and
+    lengths, the chunks analysed anew (`new`, in the same term ids, at positions
+    `new_to[local position]`) are added, and everything else of the donor is left out. Both maps
+    must be increasing (path order on both sides).
 
-    A chunk's postings and length are a function of its own text (PostingsBuilder), so the result
-    is the Postings an analysis of the whole corpus would give, up to the numbering of the terms;
-    the collection statistics (df, N, mean length) are computed from it by Bm25Scorer as for any
-    Postings. The merge is one pass over each side in blocks, in (term, chunk) order: every
-    posting's place is its rank among the donor's kept postings plus the new postings before it
-    (a binary search among the new ones), and the new postings take the places left free in
-    order. Time grows with the postings of the two sides, never with their product."""
-    new_chunks = new_to[new.chunks].astype(np.int64) if len(new.chunks) else np.zeros(0, dtype=np.int64)
-    new_terms = np.repeat(np.arange(len(new.start) - 1, dtype=np.int64), np.diff(new.start))
-    # (term, chunk) as one sortable key; terms are below the vocabulary's size, chunks below `size`.
-    stride = np.int64(max(size, 1))
-    new_keys = new_terms * stride + new_chunks
-    del new_terms
-    donor_terms = len(donor.start) - 1
-    total = len(donor.chunks)
+    A chunk's postings and length are a function of its own text (PostingsBuilder), so a term's
+    postings here (`term`) are those an analysis of the whole corpus would give, up to the
+    numbering of the terms. A pull request's base is its head with a few documents changed: its
+    search reads the head's postings of the terms it is asked, and the work and the memory it
+    adds grow with those terms' postings and the chunks changed, not with the corpus."""
 
-    def blocks() -> Iterator[tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
-        """(first posting, positions kept in the block, their chunks here) per block of the donor."""
-        for first in range(0, total, MERGE_BLOCK):
-            mapped = kept_to[donor.chunks[first : first + MERGE_BLOCK]]
-            kept = np.flatnonzero(mapped >= 0)
-            yield first, kept, mapped[kept]
+    donor: Postings
+    kept_to: npt.NDArray[np.int64]
+    new: Postings
+    new_to: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.float32]
+    """Every chunk's weighted length here."""
 
-    df = np.zeros(vocabulary_size, dtype=np.int64)
-    df[: len(new.start) - 1] += np.diff(new.start)
-    for first, kept, _ in blocks():
-        terms = np.searchsorted(donor.start, kept + first, side="right") - 1
-        df[:donor_terms] += np.bincount(terms, minlength=donor_terms)
-    start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
-    del df
-    placed = int(start[-1])
-    chunks = np.empty(placed, dtype=np.int32)
-    tf = np.empty(placed, dtype=np.float32)
-    free = np.ones(placed, dtype=bool)
-    done = 0
-    for first, kept, mapped in blocks():
-        terms = np.searchsorted(donor.start, kept + first, side="right") - 1
-        keys = terms * stride + mapped
-        positions = done + np.arange(len(kept)) + np.searchsorted(new_keys, keys)
-        chunks[positions] = mapped
-        tf[positions] = donor.tf[kept + first]
-        free[positions] = False
-        done += len(kept)
-    slots = np.flatnonzero(free)
-    del free
-    chunks[slots] = new_chunks
-    tf[slots] = new.tf
-    lengths = np.zeros(size, dtype=np.float32)
-    moved = np.flatnonzero(kept_to >= 0)
-    lengths[kept_to[moved]] = donor.lengths[moved]
-    lengths[new_to] = new.lengths
-    return Postings(start, chunks, tf, lengths)
+    @classmethod
+    def of(
+        cls, donor: Postings, kept_to: npt.NDArray[np.int64], new: Postings, new_to: npt.NDArray[np.int64], size: int
+    ) -> DerivedPostings:
+        lengths = np.zeros(size, dtype=np.float32)
+        moved = np.flatnonzero(kept_to >= 0)
+        lengths[kept_to[moved]] = donor.lengths[moved]
+        lengths[new_to] = new.lengths
+        return cls(donor, kept_to, new, new_to, lengths)
+
+    def most(self) -> int:
+        """At least as many postings as these have: the donor's and the new ones."""
+        return len(self.donor.chunks) + len(self.new.chunks)
+
+    def count(self) -> int:
+        """How many postings these have, counted block by block over the donor's."""
+        kept = sum(
+            int(np.count_nonzero(self.kept_to[self.donor.chunks[first : first + MERGE_BLOCK]] >= 0))
+            for first in range(0, len(self.donor.chunks), MERGE_BLOCK)
+        )
+        return kept + len(self.new.chunks)
+
+    def term(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """The chunks here holding `term`, ascending, and its weighted count in each."""
+        chunks, tf = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        donor, new = self.donor, self.new
+        if term + 1 < len(donor.start):
+            lo, hi = int(donor.start[term]), int(donor.start[term + 1])
+            mapped = self.kept_to[donor.chunks[lo:hi]]
+            kept = mapped >= 0
+            chunks, tf = mapped[kept].astype(np.int32), donor.tf[lo:hi][kept]
+        if term + 1 < len(new.start) and new.start[term + 1] > new.start[term]:
+            lo, hi = int(new.start[term]), int(new.start[term + 1])
+            # Few new postings into many kept ones: each goes before the first kept chunk after it.
+            added = self.new_to[new.chunks[lo:hi]].astype(np.int32)
+            at = np.searchsorted(chunks, added)
+            chunks, tf = np.insert(chunks, at, added), np.insert(tf, at, new.tf[lo:hi])
+        return chunks, tf
 
 
 SPARSE_SCORES_BELOW = 16
@@ -270,7 +268,7 @@ class Bm25Scorer:
     whose scores add up: BM25F over the weighted fields, plus the fields scored alone."""
 
     def __init__(
-        self, layers: Sequence[Postings], parameters: Bm25Parameters, boosts: Sequence[float] = (1.0,),
+        self, layers: Sequence[Postings | DerivedPostings], parameters: Bm25Parameters, boosts: Sequence[float] = (1.0,),
         masks: Sequence[npt.NDArray[np.bool_] | None] | None = None,
     ) -> None:
         """Each layer is BM25-scored on its own (its own idf and length normalisation), multiplied
@@ -279,7 +277,8 @@ class Bm25Scorer:
 
         Layers are kept apart rather than merged into one posting list: a merge sorts every
         posting (seconds and twice the memory at 100,000 chunks), while a query reads a few
-        short slices per layer either way."""
+        short slices per layer either way. A layer of DerivedPostings is scored term by term as
+        queries ask for its terms, with the same arithmetic, so to the same bits."""
         self.size = len(layers[0].lengths) if layers else 0
         # A chunk without a single term in any layer can never be found; it is left out of the
         # collection statistics (N and mean length), so that a section holding nothing search
@@ -288,40 +287,39 @@ class Bm25Scorer:
         for layer in layers:
             present |= layer.lengths > 0
         counted = int(present.sum())
-        self.layers = []
+        self.layers: list[_ScoredLayer] = []
         for layer, boost, mask in zip(layers, boosts, masks or [None] * len(layers), strict=True):
+            if isinstance(layer, DerivedPostings):
+                self.layers.append(_DerivedLayer(layer, counted, parameters, np.float32(boost), mask))
+                continue
             impacts = _impacts(layer, counted, parameters)
             impacts *= np.float32(boost)  # in place: the same float32 product, no second array
             if mask is not None:
                 impacts *= mask[layer.chunks]
-            self.layers.append((layer.start, layer.chunks, impacts))
+            self.layers.append(_PrecomputedLayer(layer.start, layer.chunks, impacts))
+
+    def postings_of(self, layer: int, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """The chunk positions holding `term` in this layer, ascending, and its impact in each."""
+        chunks, impacts, _ = self.layers[layer].gather(np.array([term], dtype=np.int64))
+        return chunks, impacts
 
     def top(self, query: Sequence[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
         """(chunk position, score) of the best `depth` chunks with a positive score, best first."""
         if depth <= 0 or not query or self.size == 0:
             return []
+        terms = np.fromiter((t for t, _ in query), dtype=np.int64, count=len(query))
+        weights = np.fromiter((w for _, w in query), dtype=np.float64, count=len(query))
         found_chunks, found_scores = [], []
-        for start, chunks, impacts in self.layers:
-            known = len(start) - 1  # terms added to the vocabulary after this layer have no postings here
-            kept = [(t, w) for t, w in query if t < known]
-            if not kept:
+        for layer in self.layers:
+            chunks, impacts, lengths = layer.gather(terms)
+            if len(chunks) == 0:
                 continue
-            terms = np.fromiter((t for t, _ in kept), dtype=np.int64, count=len(kept))
-            weights = np.fromiter((w for _, w in kept), dtype=np.float64, count=len(kept))
-            lo, hi = start[terms], start[terms + 1]
-            lengths = hi - lo
-            total = int(lengths.sum())
-            if total == 0:
-                continue
-            # Every posting of every query term in one gather (a few array operations whatever the
-            # number of terms): position i of the concatenation belongs to term j, at lo[j] + offset.
-            ends = np.cumsum(lengths)
-            postings = np.arange(total) + np.repeat(lo - (ends - lengths), lengths)
-            found_chunks.append(chunks[postings])
-            found_scores.append(impacts[postings] * np.repeat(weights, lengths))
+            found_chunks.append(chunks)
+            found_scores.append(impacts * np.repeat(weights, lengths))
         if not found_chunks:
             return []
         hit = np.concatenate(found_chunks)
+        candidates: npt.NDArray[Any]
         if len(hit) * SPARSE_SCORES_BELOW < self.size:
             # Few postings against many chunks: sum per chunk touched, not over an array of every
             # chunk (at 200,000 sections that array was most of a rare-term query's time). The
@@ -344,16 +342,87 @@ class Bm25Scorer:
         return [(int(c), float(s)) for c, s in zip(candidates[order], candidate_scores[order])]
 
 
+class _ScoredLayer(Protocol):
+    def gather(
+        self, terms: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Every posting of `terms`, term after term, each term's in chunk order: (chunk
+        positions, impacts, how many postings each term has)."""
+        ...
+
+
+class _PrecomputedLayer(NamedTuple):
+    """A layer's postings with every impact computed (a tuple, as the layers were before derived
+    ones: what the benches and the cap tests count)."""
+
+    start: npt.NDArray[np.int64]
+    chunks: npt.NDArray[np.int32]
+    impacts: npt.NDArray[np.float32]
+
+    def gather(
+        self, terms: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        start = self.start
+        # Terms added to the vocabulary after this layer have no postings here.
+        known = terms < len(start) - 1
+        lo = np.zeros(len(terms), dtype=np.int64)
+        hi = np.zeros(len(terms), dtype=np.int64)
+        lo[known], hi[known] = start[terms[known]], start[terms[known] + 1]
+        lengths = hi - lo
+        total = int(lengths.sum())
+        # Every posting of every query term in one gather (a few array operations whatever the
+        # number of terms): position i of the concatenation belongs to term j, at lo[j] + offset.
+        ends = np.cumsum(lengths)
+        postings = np.arange(total) + np.repeat(lo - (ends - lengths), lengths)
+        return self.chunks[postings], self.impacts[postings], lengths
+
+
+class _DerivedLayer:
+    """A layer of DerivedPostings, each term's impacts computed when a query first asks for it, by
+    _impacts' arithmetic over this corpus's statistics (N, mean length, the term's df here)."""
+
+    def __init__(
+        self, postings: DerivedPostings, n_chunks: int, parameters: Bm25Parameters, boost: np.float32,
+        mask: npt.NDArray[np.bool_] | None,
+    ) -> None:
+        self.postings = postings
+        self.n_chunks = n_chunks
+        self.k1 = np.float32(parameters.k1)
+        self.norm = _norm(postings.lengths, n_chunks, parameters)
+        self.boost = boost
+        self.mask = mask
+        self._terms: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
+        """term -> its chunks and impacts, once asked for (a query set repeats its words)."""
+
+    def gather(
+        self, terms: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        found = [self._term(int(term)) for term in terms]
+        lengths = np.fromiter((len(chunks) for chunks, _ in found), dtype=np.int64, count=len(found))
+        if not found:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), lengths
+        return np.concatenate([c for c, _ in found]), np.concatenate([i for _, i in found]), lengths
+
+    def _term(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        known = self._terms.get(term)
+        if known is None:
+            chunks, tf = self.postings.term(term)
+            df = np.array([len(chunks)], dtype=np.int64)
+            impacts = _term_impacts(_idf(df, self.n_chunks), df, chunks, tf, self.norm, self.k1) * self.boost
+            if self.mask is not None:
+                impacts *= self.mask[chunks]
+            known = self._terms[term] = (chunks, impacts)
+        return known
+
+
 def _impacts(postings: Postings, n_chunks: int, parameters: Bm25Parameters) -> npt.NDArray[np.float32]:
     """BM25 of every posting: idf(term) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / mean)),
     with `n_chunks` the chunks that count (N) and the mean length taken over them."""
-    lengths = postings.lengths
-    mean = float(lengths.sum(dtype=np.float64)) / n_chunks if n_chunks else 0.0
     start = postings.start
     df = np.diff(start)
-    idf = np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
-    k1, b = np.float32(parameters.k1), np.float32(parameters.b)
-    norm = k1 * (np.float32(1) - b + b * lengths / np.float32(mean if mean > 0 else 1.0))
+    idf = _idf(df, n_chunks)
+    norm = _norm(postings.lengths, n_chunks, parameters)
+    k1 = np.float32(parameters.k1)
     impacts = np.empty(len(postings.chunks), dtype=np.float32)
     # Block by block of whole terms (about MERGE_BLOCK postings): the temporaries are a block's,
     # not three more arrays the size of the postings, which were the peak of a large index's
@@ -365,12 +434,33 @@ def _impacts(postings: Postings, n_chunks: int, parameters: Bm25Parameters) -> n
         last_term = int(np.searchsorted(start, lo + MERGE_BLOCK, side="right")) - 1
         last_term = min(max(last_term, first_term + 1), terms)
         hi = int(start[last_term])
-        tf = postings.tf[lo:hi]
-        block = np.repeat(idf[first_term:last_term], df[first_term:last_term])
-        saturation = norm[postings.chunks[lo:hi]]
-        saturation += tf
-        np.divide(tf * (k1 + 1), saturation, out=saturation)
-        block *= saturation
-        impacts[lo:hi] = block
+        impacts[lo:hi] = _term_impacts(
+            idf[first_term:last_term], df[first_term:last_term], postings.chunks[lo:hi], postings.tf[lo:hi], norm, k1
+        )
         first_term = last_term
+    return impacts
+
+
+def _idf(df: npt.NDArray[np.int64], n_chunks: int) -> npt.NDArray[np.float32]:
+    return np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
+
+
+def _norm(lengths: npt.NDArray[np.float32], n_chunks: int, parameters: Bm25Parameters) -> npt.NDArray[np.float32]:
+    """k1 * (1 - b + b * length / mean) of every chunk."""
+    mean = float(lengths.sum(dtype=np.float64)) / n_chunks if n_chunks else 0.0
+    k1, b = np.float32(parameters.k1), np.float32(parameters.b)
+    return k1 * (np.float32(1) - b + b * lengths / np.float32(mean if mean > 0 else 1.0))
+
+
+def _term_impacts(
+    idf: npt.NDArray[np.float32], df: npt.NDArray[np.int64], chunks: npt.NDArray[np.int32],
+    tf: npt.NDArray[np.float32], norm: npt.NDArray[np.float32], k1: np.float32,
+) -> npt.NDArray[np.float32]:
+    """The impacts of postings laid out term after term (`df` of each), element by element, so a
+    term's are the same bits whether it is computed alone, in a block or with every other."""
+    impacts = np.repeat(idf, df)
+    saturation = norm[chunks]
+    saturation += tf
+    np.divide(tf * (k1 + 1), saturation, out=saturation)
+    impacts *= saturation
     return impacts

@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import chain, groupby
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -34,10 +34,10 @@ from scanner.search.analysis import Analyzer, IndexCapExceeded
 from scanner.search.bm25 import (
     Bm25Parameters,
     Bm25Scorer,
+    DerivedPostings,
     Postings,
     PostingsBuilder,
     merge_postings,
-    rebase_postings,
 )
 from scanner.search.titles import scored_fields
 
@@ -290,11 +290,13 @@ class Index:
                 self._scorers[key] = Bm25Scorer(layers, parameters, [1.0] + [boost for _, boost in alone], masks)
         return self._scorers[key]
 
-    def _postings(self, layers: Sequence[tuple[float, ...]]) -> list[Postings]:
+    def _postings(self, layers: Sequence[tuple[float, ...]]) -> Sequence[Postings | DerivedPostings]:
         """Postings for each layer (a weight per field; a field of weight 0 is left out of that
         layer), in one pass over the chunk table: each field is analysed once, whatever the number
         of layers. By worker processes over consecutive chunk ranges when the KB is large enough,
-        merged into one vocabulary here; in this process otherwise."""
+        merged into one vocabulary here; in this process otherwise. With a donor's analysis
+        (Reuse), only the chunks not taken from it are analysed, and the postings are read through
+        the donor's (DerivedPostings)."""
         used = [f for f in range(len(INDEXED_FIELDS)) if any(layer[f] > 0 for layer in layers)]
         job = _AnalysisJob(
             os.path.join(self.folder, "chunks.sqlite"), tuple(_SCORED_COLUMNS[INDEXED_FIELDS[f]] for f in used),
@@ -317,15 +319,15 @@ class Index:
             if reused is None or donated is None or not usable:
                 postings = self._analyse(job, [(0, total)], tick)
             else:
-                postings = self._rebase(job, reused, donated, tick)
+                return self._derive(job, reused, donated, tick)
         if self.keep_analysis:
             self._kept[key] = postings
         return postings
 
-    def _rebase(
+    def _derive(
         self, job: _AnalysisJob, reused: _Reused, donated: list[Postings], tick: Callable[[int], None]
-    ) -> list[Postings]:
-        """The postings of this corpus from the donor's, analysing only the chunks not reused."""
+    ) -> list[DerivedPostings]:
+        """The postings of this corpus through the donor's, analysing only the chunks not reused."""
         fresh = reused.fresh
         new = self._analyse(job, [(first, first + count) for first, count in fresh], tick)
         new_to = np.concatenate([np.arange(first, first + count) for first, count in fresh] or [np.zeros(0, np.int64)])
@@ -333,14 +335,16 @@ class Index:
         for donor_first, first, count in reused.moved:
             kept_to[donor_first : donor_first + count] = np.arange(first, first + count)
         tick(sum(count for _, _, count in reused.moved))
-        size, vocabulary = self.corpus.chunks, len(self.analyzer.vocabulary)
-        rebased = [
-            rebase_postings(old, kept_to, part, new_to, size, vocabulary) for old, part in zip(donated, new, strict=True)
+        derived = [
+            DerivedPostings.of(old, kept_to, part, new_to, self.corpus.chunks)
+            for old, part in zip(donated, new, strict=True)
         ]
-        if sum(len(part.chunks) for part in rebased) > self.caps.postings:
-            # The postings taken over were counted on the donor's side; here only once they are placed.
-            raise IndexCapExceeded("max-postings", self.caps.postings, size)
-        return rebased
+        # The postings taken over were counted on the donor's side; here as the base holds them
+        # (counted one by one only when the donor's and the new ones together would exceed it).
+        if sum(part.most() for part in derived) > self.caps.postings and \
+                sum(part.count() for part in derived) > self.caps.postings:
+            raise IndexCapExceeded("max-postings", self.caps.postings, self.corpus.chunks)
+        return derived
 
     def _analyse(self, job: _AnalysisJob, ranges: list[tuple[int, int]], tick: Callable[[int], None]) -> list[Postings]:
         """Postings of the chunks at these position ranges ([first, last), increasing), their
@@ -387,11 +391,23 @@ class Index:
         finally:
             self.connection.execute("COMMIT")
 
-    def chunks_by_document(self) -> Iterator[tuple[str, list[IndexedChunk]]]:
-        """Every indexed chunk, grouped by document, in path order."""
+    def chunks_by_document(self, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, list[IndexedChunk]]]:
+        """Every indexed chunk, grouped by document, in path order; the documents `skip` names are
+        not read at all (a pull request's base scans only the documents it changed)."""
         # Ids were given in path order (Index.build walks the sorted corpus): no sort needed.
-        cursor = self.connection.execute("SELECT id, path, heading, breadcrumb, body FROM chunks ORDER BY id")
-        for path, rows in groupby(cursor, key=itemgetter(1)):
+        query = "SELECT id, path, heading, breadcrumb, body FROM chunks"
+        if not skip:
+            cursors: Iterable[sqlite3.Cursor] = [self.connection.execute(query + " ORDER BY id")]
+        else:
+            wanted = _joined([
+                (self._starts[at], self._starts[at + 1] - self._starts[at])
+                for at, path in enumerate(self._order) if path not in skip and self._starts[at + 1] > self._starts[at]
+            ])
+            cursors = (
+                self.connection.execute(query + " WHERE id > ? AND id <= ? ORDER BY id", (first, first + count))
+                for first, count in wanted
+            )
+        for path, rows in groupby(chain.from_iterable(cursors), key=itemgetter(1)):
             yield path, list(rows)
 
     def locate_chunks(self, chunk_ids: list[int]) -> dict[int, tuple[str, str, tuple[str, ...]]]:
@@ -478,12 +494,15 @@ class _Reused:
 
 def _digest_rows(digest: hashlib._Hash, connection: sqlite3.Connection, first: int) -> None:
     """The corpus digest's updates for every chunk past position `first`, read from the table in
-    chunk order, as Index.build's loop makes them for the chunks it writes (the text the table
-    returns is the text written: SQLite keeps it as UTF-8, which holds no lone surrogate)."""
-    rows = connection.execute("SELECT path, heading, breadcrumb, body FROM chunks WHERE id > ? ORDER BY id", (first,))
+    chunk order, as Index.build's loop makes them for the chunks it writes: SQLite keeps text as
+    UTF-8 (which holds no lone surrogate) and hands it over as those bytes when cast to a blob."""
+    rows = connection.execute(
+        "SELECT CAST(path AS BLOB), CAST(heading AS BLOB), CAST(breadcrumb AS BLOB), CAST(body AS BLOB)"
+        " FROM chunks WHERE id > ? ORDER BY id",
+        (first,),
+    )
     for row in rows:
-        for value in row:
-            encoded = value.encode("utf-8", "surrogatepass")
+        for encoded in row:
             digest.update(len(encoded).to_bytes(8, "big"))
             digest.update(encoded)
 

@@ -140,6 +140,13 @@ def test_the_per_kb_caps_hold_for_files_another_reader_chose(tmp_path: Path) -> 
     assert len(list(corpus.read_given(tmp_path, iter(one_mib), caps=corpus.CorpusCaps(mib=1)))) == 2
     with pytest.raises(InputError, match="more than 1 MiB"):
         list(corpus.read_given(tmp_path, iter([*one_mib, ("c.md", b"c")]), caps=corpus.CorpusCaps(mib=1)))
+    # A file the head's read holds counts as it was read there (its size, its sections), unread.
+    held: list[tuple[str, bytes | Remembered]] = [("a.md", Remembered(2**20 // 2, 3)), one_mib[1]]
+    assert len(list(corpus.read_given(tmp_path, iter(held), caps=corpus.CorpusCaps(mib=1)))) == 2
+    with pytest.raises(InputError, match="more than 1 MiB"):
+        list(corpus.read_given(tmp_path, iter([*held, ("c.md", b"c")]), caps=corpus.CorpusCaps(mib=1)))
+    with pytest.raises(InputError, match="more than 3 sections"):
+        list(corpus.read_given(tmp_path, iter(held), caps=corpus.CorpusCaps(sections=3)))
 
 
 def test_files_another_reader_chose_are_read_in_path_order_and_the_folder_is_not_walked(tmp_path: Path) -> None:

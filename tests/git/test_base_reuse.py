@@ -134,3 +134,51 @@ def test_the_base_evaluated_beside_the_head_ranks_as_from_scratch(
     assert rankings(evaluated.run) == rankings(scratch)  # through the child's JSON, float for float
     assert evaluated.run.corpus == scratch.corpus
     assert rankings(scratch)["q3"][0][0] == "notes/n13.md"
+
+
+def test_a_pull_request_that_edits_adds_deletes_renames_and_moves_document_frequencies_has_the_base_of_git_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.git.test_git_base import run
+    from tests.sides.test_both_sides import archived
+
+    repo = new_repo(tmp_path / "repo")
+    commit(repo, BASE_KB, "base")
+    (repo / "kb/notes/n13.md").unlink()  # deleted
+    (repo / "kb/notes/n17.md").rename(repo / "kb/moved-n17.md")  # renamed, the same bytes
+    kettles = sum("kettle" in str(text) for text in BASE_KB.values())
+    edits = dict(PULL_REQUEST)  # two edited, one added
+    # An edit that takes "kettle" out of a note: its document frequency is one less at the head.
+    edits["notes/n12.md"] = "# Note 12\nstove only, no more of the word\n\n## Details\nshard\n"
+    assert "kettle" in str(BASE_KB["notes/n12.md"]) and kettles > 5
+    commit(repo, edits, "the pull request")
+    kb = repo / "kb"
+    result, report = run(kb, "--baseline-ref=HEAD~1")
+    assert result.exit_code == 0, result.stderr_text
+    assert report["comparison"]["status"] == "compared"
+    _, alone = run(archived(repo, "HEAD~1", tmp_path / "archive"))
+    base = report["previous"]
+    # Hits, scores to the last bit (JSON floats), metrics and the corpus, as a run of the base alone.
+    assert base["per_query"] == alone["per_query"]
+    assert base["corpus"] == alone["corpus"]
+    # (Only the run a report is about gets its intervals bootstrapped.)
+    assert {k: v for k, v in base["aggregate"].items() if not k.startswith("interval")} == {
+        k: v for k, v in alone["aggregate"].items() if not k.startswith("interval")
+    }
+    # The near miss: the head's scores of the sections it shares with the base differ (its kettle
+    # is rarer), so a base that kept any of the head's statistics would not be equal above.
+    kettle = next(q for q in report["per_query"] if q["id"] == "q1")
+    at_base = next(q for q in base["per_query"] if q["id"] == "q1")
+    assert kettle["top_k"] != at_base["top_k"]
+    # In process, the same base from the head's rows and analysis: only the sections of the
+    # documents the base holds otherwise analysed, two each: n05, n12, n13, n20, and n17, which
+    # the head holds under another path.
+    memo = ParseMemo()
+    _, plan, head_index = head_keeping_analysis(EvalOptions(kb_path=kb), memo)
+    analysed = spy_on_analysis(monkeypatch)
+    resolved = resolve_base(kb, BaseRequest("HEAD~1"), one_index=False)
+    assert isinstance(resolved, ResolvedBase)
+    evaluated = evaluate_base(resolved, EvalOptions(kb_path=kb), plan, memo, head_index)
+    assert isinstance(evaluated, BaseEvaluation)
+    assert analysed == [10]
+    assert rankings(evaluated.run) == rankings(from_scratch(kb, resolved, plan))

@@ -11,7 +11,7 @@ from scanner.corpus.reader import build_document
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.retrievers.builtin import BuiltinRetriever, FieldWeights
 from scanner.search import index as index_module
-from scanner.search.bm25 import Postings, rebase_postings
+from scanner.search.bm25 import DerivedPostings, Postings
 from scanner.search.index import Index, Reuse
 from tests.search.test_index import documents
 from tests.support.analysis_spy import spy_on_analysis
@@ -73,12 +73,12 @@ def layer_table(index: Index) -> list[dict[str, tuple[bytes, bytes]]]:
     the two indexes number them differently."""
     scorer = index._scorers[DEFAULT_KEY]
     tables = []
-    for start, chunks, impacts in scorer.layers:
+    for layer in range(len(scorer.layers)):
         table = {}
         for term, term_id in index.analyzer.vocabulary.items():
-            if term_id + 1 < len(start) and start[term_id + 1] > start[term_id]:
-                lo, hi = start[term_id], start[term_id + 1]
-                table[term] = (chunks[lo:hi].tobytes(), impacts[lo:hi].tobytes())
+            chunks, impacts = scorer.postings_of(layer, term_id)
+            if len(chunks):
+                table[term] = (chunks.astype(np.int32).tobytes(), impacts.tobytes())
         tables.append(table)
     return tables
 
@@ -162,7 +162,7 @@ def test_a_held_document_the_donor_holds_with_other_sections_is_refused_as_a_bug
     assert ranked(reusing) == ranked(Index.build([one, two], analysis_workers=1))
 
 
-def test_rebasing_drops_the_donors_other_chunks_and_merges_the_new_ones_in_chunk_order() -> None:
+def test_derived_postings_drop_the_donors_other_chunks_and_merge_the_new_ones_in_chunk_order() -> None:
     # Donor: chunks 0..3, terms x (0, 2, 3), y (1, 3). Here: donor chunks 0, 2, 3 at 0, 2, 4;
     # new chunks at 1 and 3 with terms y (1), z (1, 3).
     donor = Postings(
@@ -173,15 +173,13 @@ def test_rebasing_drops_the_donors_other_chunks_and_merges_the_new_ones_in_chunk
         start=np.array([0, 0, 1, 3]), chunks=np.array([0, 0, 1], dtype=np.int32),
         tf=np.array([6, 7, 8], dtype=np.float32), lengths=np.array([20, 21], dtype=np.float32),
     )
-    kept_to = np.array([0, -1, 2, 4])
-    rebased = rebase_postings(donor, kept_to, new, np.array([1, 3]), 5, 3)
-    assert rebased.start.tolist() == [0, 3, 5, 7]
-    assert rebased.chunks.tolist() == [0, 2, 4, 1, 4, 1, 3]
-    assert rebased.tf.tolist() == [1, 2, 3, 6, 5, 7, 8]
-    assert rebased.lengths.tolist() == [10, 20, 12, 21, 13]
+    derived = DerivedPostings.of(donor, np.array([0, -1, 2, 4]), new, np.array([1, 3]), 5)
+    got = [(derived.term(t)[0].tolist(), derived.term(t)[1].tolist()) for t in range(4)]
+    assert got == [([0, 2, 4], [1, 2, 3]), ([1, 4], [6, 5]), ([1, 3], [7, 8]), ([], [])]
+    assert derived.lengths.tolist() == [10, 20, 12, 21, 13]
 
 
-def test_rebasing_is_blockwise_and_gives_the_same_postings_whatever_the_block(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_derived_postings_are_every_kept_and_new_posting_of_the_term_in_chunk_order() -> None:
     rng = np.random.default_rng(7)
     terms, donor_chunks = 40, 300
     pairs = sorted({(int(t), int(c)) for t, c in zip(rng.integers(0, terms, 3000), rng.integers(0, donor_chunks, 3000))})
@@ -201,11 +199,7 @@ def test_rebasing_is_blockwise_and_gives_the_same_postings_whatever_the_block(mo
         chunks=np.array([c for _, c in new_pairs], dtype=np.int32),
         tf=rng.random(len(new_pairs)).astype(np.float32), lengths=rng.random(50).astype(np.float32),
     )
-    whole = rebase_postings(donor, kept_to, new, slots, size, terms + 5)
-    monkeypatch.setattr("scanner.search.bm25.MERGE_BLOCK", 7)
-    small = rebase_postings(donor, kept_to, new, slots, size, terms + 5)
-    for field in ("start", "chunks", "tf", "lengths"):
-        assert np.array_equal(getattr(whole, field), getattr(small, field))
+    derived = DerivedPostings.of(donor, kept_to, new, slots, size)
     # Against the obvious: every (term, chunk, tf) of both sides, sorted.
     expected = sorted(
         [(t, int(kept_to[c]), float(donor.tf[i])) for t in range(terms) for i in range(start[t], start[t + 1])
@@ -213,6 +207,45 @@ def test_rebasing_is_blockwise_and_gives_the_same_postings_whatever_the_block(mo
         + [(t, int(slots[new.chunks[i]]), float(new.tf[i])) for t in range(terms + 5)
            for i in range(new.start[t], new.start[t + 1])]
     )
-    got = [(t, int(whole.chunks[i]), float(whole.tf[i])) for t in range(terms + 5)
-           for i in range(whole.start[t], whole.start[t + 1])]
+    got = [(t, int(c), float(f)) for t in range(terms + 5) for c, f in zip(*derived.term(t))]
     assert got == expected
+
+
+def test_the_postings_cap_counts_the_postings_the_base_holds_not_the_donors(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scanner.corpus.reader import CorpusCaps
+    from scanner.search.analysis import IndexCapExceeded
+
+    head_docs, base_docs, same = pull_request(edited_head(documents(240)))
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    ranked(head)
+    scratch = Index.build(base_docs, analysis_workers=1)
+    scratch.scorer(*DEFAULT_KEY)
+    exact = sum(len(p.chunks) for p in scratch._postings(_default_layers()))
+    counted: list[int] = []
+    real_count = DerivedPostings.count
+
+    def spy(self: DerivedPostings) -> int:
+        counted.append(1)
+        return real_count(self)
+
+    monkeypatch.setattr(DerivedPostings, "count", spy)
+    # At the base's own count it is built; one under, refused, counted one by one.
+    reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head), caps=CorpusCaps(postings=exact))
+    assert ranked(reusing) == ranked(scratch) and counted
+    with pytest.raises(IndexCapExceeded, match="max-postings"):
+        over = Index.build(
+            held(base_docs, same), analysis_workers=1, reuse=Reuse(head), caps=CorpusCaps(postings=exact - 1)
+        )
+        ranked(over)
+    # Far from the cap, the donor's and the new postings are not counted one by one.
+    counted.clear()
+    ranked(Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head)))
+    assert not counted
+
+
+def _default_layers() -> list[tuple[float, ...]]:
+    """The layers the default search analyses: BM25F's, then the fields scored alone."""
+    weights, parameters = DEFAULT_KEY
+    inside = tuple(w * (1 - share) for w, share in zip(weights, parameters.alone))
+    alone = [f for f, (w, share) in enumerate(zip(weights, parameters.alone)) if w * share > 0]
+    return [inside] + [tuple(1.0 if f == field else 0.0 for f in range(len(weights))) for field in alone]
