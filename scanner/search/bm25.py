@@ -300,22 +300,24 @@ class Bm25Scorer:
 
     def postings_of(self, layer: int, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
         """The chunk positions holding `term` in this layer, ascending, and its impact in each."""
-        chunks, impacts, _ = self.layers[layer].gather(np.array([term], dtype=np.int64))
-        return chunks, impacts
+        return self.layers[layer].term_postings(term)
 
     def top(self, query: Sequence[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
         """(chunk position, score) of the best `depth` chunks with a positive score, best first."""
         if depth <= 0 or not query or self.size == 0:
             return []
-        terms = np.fromiter((t for t, _ in query), dtype=np.int64, count=len(query))
-        weights = np.fromiter((w for _, w in query), dtype=np.float64, count=len(query))
-        found_chunks, found_scores = [], []
+        found_chunks: list[npt.NDArray[np.integer]] = []
+        found_scores: list[npt.NDArray[np.floating]] = []
         for layer in self.layers:
-            chunks, impacts, lengths = layer.gather(terms)
-            if len(chunks) == 0:
-                continue
-            found_chunks.append(chunks)
-            found_scores.append(impacts * np.repeat(weights, lengths))
+            for term, weight in query:
+                chunks, impacts = layer.term_postings(term)
+                if len(chunks) == 0:
+                    continue
+                # Each term's postings as they are (a slice), joined once below: an index of every
+                # posting cost three passes over them more. A weight of 1 leaves the impacts as
+                # they are; another multiplies them in float64, as the sums are made.
+                found_chunks.append(chunks)
+                found_scores.append(impacts if weight == 1.0 else impacts * np.float64(weight))
         if not found_chunks:
             return []
         hit = np.concatenate(found_chunks)
@@ -343,11 +345,9 @@ class Bm25Scorer:
 
 
 class _ScoredLayer(Protocol):
-    def gather(
-        self, terms: npt.NDArray[np.int64]
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-        """Every posting of `terms`, term after term, each term's in chunk order: (chunk
-        positions, impacts, how many postings each term has)."""
+    def term_postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """The chunk positions holding `term`, ascending, and its impact in each (empty for a
+        term this layer does not hold)."""
         ...
 
 
@@ -359,22 +359,12 @@ class _PrecomputedLayer(NamedTuple):
     chunks: npt.NDArray[np.int32]
     impacts: npt.NDArray[np.float32]
 
-    def gather(
-        self, terms: npt.NDArray[np.int64]
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-        start = self.start
-        # Terms added to the vocabulary after this layer have no postings here.
-        known = terms < len(start) - 1
-        lo = np.zeros(len(terms), dtype=np.int64)
-        hi = np.zeros(len(terms), dtype=np.int64)
-        lo[known], hi[known] = start[terms[known]], start[terms[known] + 1]
-        lengths = hi - lo
-        total = int(lengths.sum())
-        # Every posting of every query term in one gather (a few array operations whatever the
-        # number of terms): position i of the concatenation belongs to term j, at lo[j] + offset.
-        ends = np.cumsum(lengths)
-        postings = np.arange(total) + np.repeat(lo - (ends - lengths), lengths)
-        return self.chunks[postings], self.impacts[postings], lengths
+    def term_postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        # A term added to the vocabulary after this layer has no postings here.
+        if term >= len(self.start) - 1:
+            return self.chunks[:0], self.impacts[:0]
+        lo, hi = int(self.start[term]), int(self.start[term + 1])
+        return self.chunks[lo:hi], self.impacts[lo:hi]
 
 
 class _DerivedLayer:
@@ -394,16 +384,7 @@ class _DerivedLayer:
         self._terms: dict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = {}
         """term -> its chunks and impacts, once asked for (a query set repeats its words)."""
 
-    def gather(
-        self, terms: npt.NDArray[np.int64]
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-        found = [self._term(int(term)) for term in terms]
-        lengths = np.fromiter((len(chunks) for chunks, _ in found), dtype=np.int64, count=len(found))
-        if not found:
-            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), lengths
-        return np.concatenate([c for c, _ in found]), np.concatenate([i for _, i in found]), lengths
-
-    def _term(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+    def term_postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
         known = self._terms.get(term)
         if known is None:
             chunks, tf = self.postings.term(term)

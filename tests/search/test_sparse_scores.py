@@ -57,3 +57,21 @@ def test_a_rare_query_allocates_for_the_chunks_it_touches_and_a_common_one_for_e
     sizes.clear()
     index.top([(300, 1.0), (301, 1.0)], 10)  # two common terms: 1,000 or more postings
     assert sizes == [CHUNKS]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_chunk_s_score_is_the_sum_of_its_terms_impacts_times_their_weights_in_query_order(seed: int) -> None:
+    # The reference: each posting's impact in float64 times the term's weight, added in query
+    # order; a weight of 1 and a weight of 2 alike, so the unweighted shortcut changes no bit.
+    index, asked = scorer(seed), queries(seed)
+    start, chunks, impacts = index.layers[0]
+    for query in asked[:100]:
+        sums: dict[int, float] = {}
+        for term, weight in query:
+            for position in range(int(start[term]), int(start[term + 1])):
+                chunk = int(chunks[position])
+                sums[chunk] = sums.get(chunk, 0.0) + float(np.float64(impacts[position]) * weight)
+        best = sorted(((-s, c) for c, s in sums.items() if s > 0))[:10]
+        assert index.top(query, 10) == [(c, -s) for s, c in best]
+    assert any(weight == 1.0 for query in asked for _, weight in query)
+    assert any(weight != 1.0 for query in asked for _, weight in query)
