@@ -43,6 +43,10 @@ def compose_untrusted(text: str, max_nodes: int) -> yaml.Node | None:
         return _compose_events(yaml.parse(text, Loader=yaml.SafeLoader), max_nodes)
 
 
+LIBYAML_NESTING_PROBLEM = "exceeded maximum nesting depth"
+"""libyaml's own refusal of deep flow nesting (its limit is 1,000 levels, past MAX_YAML_DEPTH)."""
+
+
 class _Refused(yaml.composer.ComposerError):
     """What compose_untrusted refuses itself, whichever parser read the text."""
 
@@ -118,12 +122,20 @@ def refuse_deep_nesting(text: str, loader: type) -> None:
     Reads the event stream, which libyaml and PyYAML produce without recursion, and stops at the
     offending event (measured: under 20 ms for `[` x 1,000,000), so any composer can run after it."""
     depth = 0
-    for event in yaml.parse(text, Loader=loader):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            if depth > MAX_YAML_DEPTH:
-                raise _Refused(
-                    None, None, f"nested more than {MAX_YAML_DEPTH} levels deep", event.start_mark  # type: ignore[arg-type]
-                )
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise _Refused(
+                        None, None, f"nested more than {MAX_YAML_DEPTH} levels deep", event.start_mark  # type: ignore[arg-type]
+                    )
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.MarkedYAMLError as error:
+        # libyaml 0.2.6 (PyYAML 6.0.4's wheels) stops flow nesting past its own limit of 1,000 while
+        # scanning ahead, before the events reach the check above: the same refusal, said the same
+        # way whichever libyaml the wheel carries.
+        if error.problem != LIBYAML_NESTING_PROBLEM or isinstance(error, _Refused):
+            raise
+        raise _Refused(None, None, f"nested more than {MAX_YAML_DEPTH} levels deep", error.problem_mark) from None

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from scanner.foundation.yaml_nodes import MAX_YAML_DEPTH, compose_untrusted
+from scanner.foundation.yaml_nodes import (
+    LIBYAML_NESTING_PROBLEM,
+    MAX_YAML_DEPTH,
+    compose_untrusted,
+    refuse_deep_nesting,
+)
 
 GOLDEN_LIKE = (
     "# a comment\ndefaults:\n  limit: 5\nqueries:\n"
@@ -87,3 +93,26 @@ def test_values_past_the_node_cap_are_refused_and_the_cap_itself_composes() -> N
     assert len(compose_untrusted("[" + "a," * 999 + "]", 1000).value) == 999  # type: ignore[union-attr]
     with pytest.raises(yaml.composer.ComposerError, match="more than 1000 values"):
         compose_untrusted("[" + "a," * 1000 + "]", 1000)
+
+
+@pytest.mark.parametrize(("problem", "refused_as_nesting"), [
+    (LIBYAML_NESTING_PROBLEM, True),
+    ("found unexpected end of stream", False),
+])
+def test_libyamls_own_nesting_refusal_reads_as_kb_evals_and_its_other_errors_pass_through(
+    monkeypatch: pytest.MonkeyPatch, problem: str, refused_as_nesting: bool
+) -> None:
+    # libyaml 0.2.6 (PyYAML 6.0.4's wheels) raises this while scanning ahead of a deep flow
+    # collection; the lock's PyYAML never does, so the scanner's error is raised here as it raises it.
+    mark = yaml.Mark("<frontmatter>", 0, 1, 1006, None, None)
+
+    def scanning_ahead(text: str, Loader: type) -> Iterator[object]:
+        raise yaml.scanner.ScannerError("while increasing flow level", mark, problem, mark)
+        yield  # a generator, as yaml.parse is
+
+    monkeypatch.setattr(yaml, "parse", scanning_ahead)
+    with pytest.raises(yaml.MarkedYAMLError) as caught:
+        refuse_deep_nesting("nest: [[[", yaml.SafeLoader)
+    assert (f"nested more than {MAX_YAML_DEPTH} levels deep" in str(caught.value)) is refused_as_nesting
+    assert (caught.value.problem == problem) is not refused_as_nesting
+    assert caught.value.problem_mark is not None and caught.value.problem_mark.line == 1
