@@ -33,7 +33,7 @@ import numpy.typing as npt
 class Bm25Parameters:
     k1: float = 1.5
     """Term-frequency saturation (bm25s's default; Lucene's is 1.2). Chosen on the real collections
-    (docs/search-quality.md, `bench/quality_table.py --sweep`): with the default weights, 1.5 was
+    (ADR 0006, `bench/quality_table.py --sweep`): with the default weights, 1.5 was
     best or within 0.004 of the best on four of the six collections."""
     b: float = 0.75
     """Length normalisation; Lucene's and bm25s's default. 0.4 lost 0.01-0.02 on CISI and JSQuAD."""
@@ -55,7 +55,7 @@ class Bm25Parameters:
     """A field's own BM25 is added only to chunks that hold text in another field. A chunk that is
     nothing but its title already has the title scored on its own inside BM25F (its length is the
     title's); a second score would count that title twice and lift every title-only page above
-    the pages whose text answers (docs/search-quality.md: CACM, half of whose records are titles)."""
+    the pages whose text answers (ADR 0006: CACM, half of whose records are titles)."""
 
 
 @dataclass(frozen=True, slots=True)
