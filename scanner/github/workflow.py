@@ -257,7 +257,8 @@ class UntrustedWriter:
 
 
 _RUNNER_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
-_LEGACY_COMMAND = re.compile(r"##\[")
+_LEGACY_COMMAND_TEXT = "##["
+_LEGACY_COMMAND = re.compile(re.escape(_LEGACY_COMMAND_TEXT))
 
 
 def defuse_workflow_commands(text: str) -> str:
@@ -268,6 +269,10 @@ def defuse_workflow_commands(text: str) -> str:
     anywhere in a line is the legacy form (TryParse). The first `:` becomes `\\x3a` and
     `##[` becomes `#\\x23[`, the spelling `shown()` uses, so a reader sees what was there.
     The net under every line kb-eval prints (scanner/render/console.py)."""
+    if "::" not in text and _LEGACY_COMMAND_TEXT not in text:
+        # No line can be a command: the text as it is, without a pass over each of its lines
+        # (a 29 MB JSON report printed to stdout took as long as serialising it).
+        return text
     parts = _RUNNER_LINE_BREAK.split(text)
     for index in range(0, len(parts), 2):  # even indexes are lines, odd ones the breaks
         line = _LEGACY_COMMAND.sub(r"#\\x23[", parts[index])
