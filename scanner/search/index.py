@@ -477,6 +477,10 @@ PARALLEL_MIN_CHUNKS = 5_000
 costs more than the second core saves. At 1,000 bench documents (11,052 chunks) the split was
 already faster than one process (bench/speed_table.py)."""
 
+_RECENT_TEXTS = 64
+"""Texts whose ids analysis keeps for the rows after them: more than a document's distinct
+breadcrumbs, few enough that looking one up is one small dict's."""
+
 MAX_ANALYSIS_WORKERS = 4
 """Each worker holds its share of the postings and a vocabulary; more than a few add memory, not speed."""
 
@@ -580,6 +584,18 @@ class _AnalysisJob:
         builders = [PostingsBuilder(total, [w for w in layer if w > 0], counted) for layer in self.layers]
         analyzer.max_words = self.max_words
         analyze = analyzer.index_ids
+        # Sections under one heading repeat their breadcrumb (and many bodies are empty): a text
+        # equal to one of the last few analysed takes its ids, which analysis would give again.
+        recent: dict[str, array[int]] = {}
+
+        def analysed(text: str) -> array[int]:
+            known = recent.get(text)
+            if known is None:
+                if len(recent) >= _RECENT_TEXTS:
+                    recent.clear()
+                known = recent[text] = array("i", analyze(text))
+            return known
+
         # Chunk ids are positions + 1.
         query = f"SELECT {', '.join(self.columns)} FROM chunks WHERE id > ? AND id <= ? ORDER BY id"
         for first, last in ranges:
@@ -587,7 +603,7 @@ class _AnalysisJob:
             try:
                 for row in connection.execute(query, (first, last)):
                     chunk_id += 1
-                    ids = [array("i", analyze(text)) for text in row]
+                    ids = [analysed(text) for text in row]
                     for builder, used in zip(builders, fields):
                         builder.add([ids[c] for c in used])
                     tick(1)

@@ -140,3 +140,26 @@ def test_a_build_stopped_part_way_leaves_no_index_folder_behind(
     assert not list(tmp_path.glob("kb-eval-index-*"))
     index = Index.build([build_document("a.md", "# A\ntext\n", Diagnostics())])
     assert list(tmp_path.glob("kb-eval-index-*")) and index.corpus.chunks == 1  # kept while it lives
+
+
+def test_a_breadcrumb_repeated_by_the_sections_under_one_heading_is_analysed_once() -> None:
+    sections = "".join(f"### Step {n}\nturn the kettle {n}\n" for n in range(6))
+    page = build_document("a.md", f"# Guide\n## Install\n{sections}", Diagnostics())
+    index = Index.build([page], analysis_workers=1)
+    analysed: list[str] = []
+    analyse = index.analyzer.index_ids
+
+    def counted(text: str) -> Iterator[int]:
+        analysed.append(text)
+        return analyse(text)
+
+    index.analyzer.index_ids = counted  # type: ignore[method-assign]
+    (postings,) = index._postings([(1.0, 1.0, 1.0)])
+    crumbs = [text for text in analysed if "Install" in text]
+    # The Install section's heading, then the six steps' breadcrumb (the title counted once), once.
+    assert crumbs == ["Install", "Guide > Install"]
+    # The near miss: each step's own heading and body differ, so each is analysed.
+    assert sum(1 for text in analysed if text.startswith("Step")) == 6
+    # Every section still counts the breadcrumb's words: `install` is in the seven sections under it.
+    install = index.analyzer.vocabulary["instal"]
+    assert int(postings.start[install + 1] - postings.start[install]) == 7
