@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 
 from scanner.evaluation.records import QueryRecord
 from scanner.foundation.diagnostics import DiagnosticCode, Diagnostics
-from scanner.metrics.measures import AggregateMetrics, aggregate
+from scanner.metrics.catalogue import aggregate
+from scanner.metrics.measures import AggregateMetrics
 
 MAX_TAGS_AGGREGATED = 100
 """Tags with an aggregate of their own in one run: those carried by the most queries (ties by

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scanner.metrics.measures import AggregateMetrics, QueryMetrics
@@ -26,6 +26,10 @@ was recorded before the measure existed."""
 class Aggregation(enum.Enum):
     MEAN = "mean"
     """The plain mean over the counted queries (macro average), as trec_eval's `all` row."""
+
+    def over(self, values: Sequence[float]) -> float:
+        """The aggregate of the counted queries' values (at least one)."""
+        return math.fsum(values) / len(values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,3 +157,31 @@ IN_COMPARISON_ORDER: tuple[Measure, ...] = tuple(sorted(CATALOGUE, key=lambda me
 BRIEF: tuple[Measure, ...] = tuple(
     sorted((m for m in CATALOGUE if m.brief_position is not None), key=lambda m: m.brief_position or 0)
 )
+
+
+def aggregate(per_query: Iterable[QueryMetrics], ks: Sequence[int]) -> AggregateMetrics:
+    """Each measure over the counted queries, aggregated as its catalogue entry says; a query
+    without a value of a measure (MAP in a run recorded before it existed) counts as 0."""
+    rows = [row for row in per_query if row.counted]
+    if not rows:
+        zero = {k: 0.0 for k in ks}
+        return AggregateMetrics(0, 0.0, dict(zero), dict(zero), dict(zero), dict(zero), dict(zero), 0.0)
+
+    def over(name: str, k: int | None) -> float:
+        measure = BY_REPORT_KEY[name]
+        values = [measure.query_value(row, k) for row in rows]
+        return measure.aggregation.over([0.0 if value is None else value for value in values])
+
+    def per_k(name: str) -> dict[int, float]:
+        return {k: over(name, k) for k in ks}
+
+    return AggregateMetrics(
+        query_count=len(rows),
+        mrr=over("mrr", None),
+        recall_at_k=per_k("recall_at_k"),
+        ndcg_at_k=per_k("ndcg_at_k"),
+        precision_at_k=per_k("precision_at_k"),
+        success_at_k=per_k("success_at_k"),
+        judged_at_k=per_k("judged_at_k"),
+        map=over("map", None),
+    )

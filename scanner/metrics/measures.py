@@ -44,7 +44,8 @@ Definitions (what a hit is, what counts, the empty cases):
   of hits in the top k (ir_measures `Judged@k`, which divides by what came back, not by k):
   how much of the top k some label judges; 0 when nothing came back.
 
-Aggregates are plain means over queries (macro average), as trec_eval's `all` row.
+Aggregates are plain means over queries (macro average), as trec_eval's `all` row: each measure's
+entry in catalogue.py says how it aggregates, and `catalogue.aggregate` reads it.
 
 A query with no relevant entry (`expected: []`, which kb-mcp accepts, or entries all below the
 relevance level) scores 0.0 on every metric, as kb-mcp's per-query functions return, and is left
@@ -56,7 +57,7 @@ measures nothing would lower the score of a golden set for holding a query that 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scanner.golden.file import ExpectedEntry
@@ -286,19 +287,3 @@ def score_query(
     )
 
 
-def aggregate(per_query: Iterable[QueryMetrics], ks: Sequence[int]) -> AggregateMetrics:
-    rows = [row for row in per_query if row.counted]
-    n = len(rows)
-    if n == 0:
-        zero = {k: 0.0 for k in ks}
-        return AggregateMetrics(0, 0.0, dict(zero), dict(zero), dict(zero), dict(zero), dict(zero), 0.0)
-    return AggregateMetrics(
-        query_count=n,
-        mrr=math.fsum(r.reciprocal_rank for r in rows) / n,
-        recall_at_k={k: math.fsum(r.recall_at_k[k] for r in rows) / n for k in ks},
-        ndcg_at_k={k: math.fsum(r.ndcg_at_k[k] for r in rows) / n for k in ks},
-        precision_at_k={k: math.fsum(r.precision_at_k[k] for r in rows) / n for k in ks},
-        success_at_k={k: math.fsum(r.success_at_k[k] for r in rows) / n for k in ks},
-        judged_at_k={k: math.fsum(r.judged_at_k[k] for r in rows) / n for k in ks},
-        map=math.fsum(r.average_precision or 0.0 for r in rows) / n,
-    )

@@ -35,11 +35,11 @@ from scanner.foundation.errors import InputError
 from scanner.foundation.progress import counted
 from scanner.golden.file import GoldenSet, find_golden, load_golden, refuse_too_many_hits
 from scanner.golden.labels import SectionInfo, check_headings, check_paths, labelled_members, paths_with_headings
+from scanner.metrics.catalogue import aggregate
 from scanner.metrics.measures import (
     DEFAULT_RELEVANCE_LEVEL,
     METRIC_VERSION,
     AggregateMetrics,
-    aggregate,
     relevant_entries,
     score_query,
 )

@@ -10,8 +10,8 @@ import pytest
 
 from scanner.compare.comparison import metrics_of
 from scanner.golden.file import ExpectedEntry
-from scanner.metrics.catalogue import CATALOGUE, IN_COMPARISON_ORDER, Measure
-from scanner.metrics.measures import AggregateMetrics, QueryMetrics, aggregate, score_query
+from scanner.metrics.catalogue import BY_REPORT_KEY, CATALOGUE, IN_COMPARISON_ORDER, Measure, aggregate
+from scanner.metrics.measures import AggregateMetrics, QueryMetrics, score_query
 from scanner.retrievers.base import Hit
 from scanner.settings.values import Refused, budget
 from tests.conftest import REPO
@@ -121,3 +121,22 @@ def test_kb_mcps_three_lead_the_comparison_order() -> None:
     # kb-mcp's diff lists recall@k, MRR and nDCG@k; the JSON's deltas and the gate's verdicts follow this order.
     assert [measure.name for measure in IN_COMPARISON_ORDER][:3] == ["recall", "mrr", "ndcg"]
     assert sorted(measure.comparison_position for measure in CATALOGUE) == list(range(len(CATALOGUE)))
+
+
+def test_each_measure_aggregates_as_its_catalogue_entry_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [
+        score_query(hits("a.md"), expected("a.md"), (5,)),
+        score_query(hits("x.md", "a.md"), expected("a.md"), (5,)),
+        score_query(hits("x.md"), expected("a.md"), (5,)),
+    ]
+    assert aggregate(rows, (5,)).map == pytest.approx((1.0 + 0.5 + 0.0) / 3)
+
+    class Largest:
+        def over(self, values: list[float]) -> float:
+            return max(values)
+
+    monkeypatch.setitem(BY_REPORT_KEY, "map", dataclasses.replace(BY_REPORT_KEY["map"], aggregation=Largest()))
+    changed = aggregate(rows, (5,))
+    assert changed.map == 1.0
+    # The near miss: a measure whose entry was left alone is still the mean.
+    assert changed.mrr == pytest.approx((1.0 + 0.5 + 0.0) / 3)

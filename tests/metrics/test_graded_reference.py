@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanner.golden.file import ExpectedEntry
-from scanner.metrics.measures import aggregate, score_query
+from scanner.metrics.catalogue import aggregate
+from scanner.metrics.measures import score_query
 from scanner.retrievers.base import Hit
 
 CRANQREL = Path(__file__).parents[1] / "fixtures" / "cranfield" / "cranqrel"

@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scanner.golden.file import ExpectedEntry
-from scanner.metrics.measures import Judgments, aggregate, score_query
+from scanner.metrics.catalogue import aggregate
+from scanner.metrics.measures import Judgments, score_query
 from scanner.retrievers.base import Hit
 from tests.support.counting import CallCounter
 from tests.support.matching import hit_matches
