@@ -21,6 +21,7 @@ from scanner.pipeline.evaluate import EvalOptions, Plan
 from scanner.report.document import run_document
 from scanner.report.read import run_from_document
 from scanner.search.index import Index
+from scanner.search.query_compiler import compile_query
 
 
 class BaseBesideHead:
@@ -58,6 +59,12 @@ class BaseBesideHead:
     def start(self, plan: Plan, head: Index) -> None:
         self._plan = plan
         self._head = head
+        # The base asks the golden queries the head asks: of the head's analysis it keeps only
+        # their terms' postings, before the child is forked, so no process holds the others.
+        head.keep_only_terms(
+            term for request in plan.requests if (compiled := compile_query(request.text)) is not None
+            for term, _ in compiled.terms
+        )
         if not self._fork or not hasattr(os, "fork"):
             return
         read_end, write_end = os.pipe()

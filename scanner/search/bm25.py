@@ -198,6 +198,36 @@ def merge_postings(parts: list[tuple[npt.NDArray[np.int64], Postings]], vocabula
 
 
 @dataclass(frozen=True, slots=True)
+class KeptAnalysis:
+    """A layer's Postings kept for an index that will reuse them (DerivedPostings), with how
+    many postings each chunk has; only `terms`' postings when they are known beforehand."""
+
+    postings: Postings
+    per_chunk: npt.NDArray[np.int64]
+    """Each chunk's postings, counted before any term was left out (the corpus cap counts them)."""
+    terms: frozenset[int] | None = None
+    """The terms whose postings are kept; None: every term."""
+
+    @classmethod
+    def of(cls, postings: Postings) -> KeptAnalysis:
+        return cls(postings, np.bincount(postings.chunks, minlength=len(postings.lengths)).astype(np.int64))
+
+    def only(self, terms: frozenset[int]) -> KeptAnalysis:
+        """The postings of `terms` alone, in the same term ids (every other term's are empty)."""
+        postings = self.postings
+        known = np.array(sorted(t for t in terms if t + 1 < len(postings.start)), dtype=np.int64)
+        df = np.zeros(len(postings.start) - 1, dtype=np.int64)
+        df[known] = postings.start[known + 1] - postings.start[known]
+        start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+        lo = postings.start[known]
+        lengths = df[known]
+        ends = np.cumsum(lengths)
+        taken = np.arange(int(lengths.sum())) + np.repeat(lo - (ends - lengths), lengths)
+        kept = Postings(start, postings.chunks[taken], postings.tf[taken], postings.lengths)
+        return KeptAnalysis(kept, self.per_chunk, terms)
+
+
+@dataclass(frozen=True, slots=True)
 class DerivedPostings:
     """Another corpus's postings read through a donor's, never laid out whole: the donor's chunks
     that `kept_to` maps (donor position -> position here, -1: not here) keep their postings and
@@ -217,33 +247,29 @@ class DerivedPostings:
     new_to: npt.NDArray[np.int64]
     lengths: npt.NDArray[np.float32]
     """Every chunk's weighted length here."""
+    count: int
+    """How many postings this corpus has."""
+    asked: frozenset[int] | None = None
+    """The donor's terms whose postings it kept (KeptAnalysis.terms): None, every term."""
 
     @classmethod
-    def of(
-        cls, donor: Postings, kept_to: npt.NDArray[np.int64], new: Postings, new_to: npt.NDArray[np.int64], size: int
-    ) -> DerivedPostings:
+    def of(cls, donor: KeptAnalysis, kept_to: npt.NDArray[np.int64], new: Postings, new_to: npt.NDArray[np.int64],
+           size: int) -> DerivedPostings:
+        postings = donor.postings
         lengths = np.zeros(size, dtype=np.float32)
         moved = np.flatnonzero(kept_to >= 0)
-        lengths[kept_to[moved]] = donor.lengths[moved]
+        lengths[kept_to[moved]] = postings.lengths[moved]
         lengths[new_to] = new.lengths
-        return cls(donor, kept_to, new, new_to, lengths)
-
-    def most(self) -> int:
-        """At least as many postings as these have: the donor's and the new ones."""
-        return len(self.donor.chunks) + len(self.new.chunks)
-
-    def count(self) -> int:
-        """How many postings these have, counted block by block over the donor's."""
-        kept = sum(
-            int(np.count_nonzero(self.kept_to[self.donor.chunks[first : first + MERGE_BLOCK]] >= 0))
-            for first in range(0, len(self.donor.chunks), MERGE_BLOCK)
-        )
-        return kept + len(self.new.chunks)
+        count = int(donor.per_chunk[moved].sum()) + len(new.chunks)
+        return cls(postings, kept_to, new, new_to, lengths, count, donor.terms)
 
     def term(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
         """The chunks here holding `term`, ascending, and its weighted count in each."""
         chunks, tf = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         donor, new = self.donor, self.new
+        if self.asked is not None and term + 1 < len(donor.start) and term not in self.asked:
+            # Its postings were not kept: the donor was told which terms would be asked for.
+            raise RuntimeError(f"term {term} was not kept by the index this one reuses")
         if term + 1 < len(donor.start):
             lo, hi = int(donor.start[term]), int(donor.start[term + 1])
             mapped = self.kept_to[donor.chunks[lo:hi]]
