@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scanner.report import serialise as serialise_module
 from scanner.report.serialise import serialise
 
 HOSTILE = st.lists(st.sampled_from(list("#[a \n\x85\u2028\u2029\\\"") + ["##[", "###["]), max_size=20).map("".join)
@@ -25,3 +27,17 @@ def test_any_text_is_written_without_a_raw_line_break_or_command_and_read_back_a
 def test_each_escape_is_the_json_escape_of_its_character() -> None:
     written = serialise(["###[x", "a\x85b\u2028c\u2029d"], compact=True)
     assert written == '["##\\u0023[x","a\\u0085b\\u2028c\\u2029d"]\n'
+
+
+@given(st.lists(st.dictionaries(HOSTILE, st.one_of(HOSTILE, st.lists(HOSTILE, max_size=3), st.integers()), max_size=3),
+                max_size=3))
+def test_the_report_is_json_dumps_indented_text_whatever_the_parts_it_is_escaped_in(documents: list[object]) -> None:
+    # Parts of one piece each: every seam of the encoding is a seam between parts.
+    reference = json.dumps(documents, ensure_ascii=False, indent=2, allow_nan=False)
+    for character in "\x85\u2028\u2029":
+        reference = reference.replace(character, f"\\u{ord(character):04x}")
+    reference = reference.replace("##[", "#\\u0023[") + "\n"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(serialise_module, "_JOINED_PIECES", 1)
+        assert serialise(documents) == reference
+    assert serialise(documents) == reference
