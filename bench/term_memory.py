@@ -1,7 +1,7 @@
 """Memory of a run per distinct term and per posting: random words against the bench's notes.
 
     python bench/term_memory.py                      # both corpora at two sizes each
-    python bench/term_memory.py --words 500000,2000000 --notes 2000,8000
+    python bench/term_memory.py --words 500000,1600000 --notes 2000,8000
 
 The corpus caps of files, bytes and sections bound a KB whose words repeat, as notes' words do.
 Text in which every word is new costs more per byte: every word is a term of the vocabulary
@@ -11,12 +11,14 @@ case, its peak memory the largest PSS summed over the process tree (bench/run.py
 TreeRssSampler):
 
 - `random N`: N random lower-case words of 6-12 letters (every one distinct), 100 words to a
-  paragraph, 40 paragraphs to a file under one heading each: one posting per term.
+  paragraph, 40 paragraphs to a file under one heading each: one posting per term. Both sizes
+  have more than 5,000 sections, so both are analysed by parallel processes as a large KB is.
 - `notes N`: bench/generate.py's seeded notes (seed 1, 225 queries): a vocabulary that stops
   growing, so the difference between two sizes is postings.
 
 For each case the postings and distinct terms are counted in this process by building the
-index as the run does (scanner.search.index). Printed: per case its peak and counts; then the
+index as the run does (scanner.search.index), without caps. A last case (--over) is a random-words
+KB past the default `max-terms`: the run's exit status (2) and the peak memory it reached first. Printed: per case its peak and counts; then the
 slopes between the two sizes of each corpus: bytes per posting from the notes, and bytes per
 term from the random words (less their one posting each).
 """
@@ -77,8 +79,8 @@ def counted(kb: Path) -> tuple[int, int, int, int]:
     from scanner.search.bm25 import Bm25Parameters
     from scanner.search.index import Index
 
-    big = CorpusCaps(10**9, 10**9, 10**9)
-    index = Index.build(read_folder(kb, caps=big))
+    big = CorpusCaps(10**9, 10**9, 10**9, 10**12, 10**12)
+    index = Index.build(read_folder(kb, caps=big), caps=big)
     scorer = index.scorer(FieldWeights().as_tuple(), Bm25Parameters())
     postings = sum(len(chunks) for _, chunks, _ in scorer.layers)
     return index.corpus.documents, index.corpus.chunks, postings, len(index.analyzer.vocabulary)
@@ -103,8 +105,10 @@ def peak(kb: Path, golden: Path, flags: list[str]) -> tuple[int, float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--words", default="500000,2000000", help="two sizes of the random-words KB")
+    parser.add_argument("--words", default="500000,1600000", help="two sizes of the random-words KB")
     parser.add_argument("--notes", default="2000,8000", help="two sizes of the bench's notes")
+    parser.add_argument("--over", type=int, default=4_000_000,
+                        help="a random-words KB past the default max-terms: its refusal's exit status and peak (0: none)")
     parser.add_argument("--flag", action="append", default=[], help="a CLI flag for every run (repeatable)")
     args = parser.parse_args(argv)
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
@@ -121,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
             rows[kind].append((mib_peak, postings, terms))
             print(f"| {kind} {size} | {status} | {seconds:.1f} | {mib_peak:.0f} | {documents} | {sections} | {postings} |"
                   f" {terms} | {mib:.1f} |", flush=True)
+    if args.over:
+        with tempfile.TemporaryDirectory(prefix="kb-eval-terms-kb-") as tmp:
+            kb, golden = random_words(Path(tmp), args.over)
+            mib = sum(f.stat().st_size for f in kb.rglob("*.md")) / 2**20
+            status, seconds, mib_peak = peak(kb, golden, args.flag)
+        print(f"| random {args.over} (past the cap) | {status} | {seconds:.1f} | {mib_peak:.0f} | - | - | - | - | {mib:.1f} |",
+              flush=True)
     (n1, p1, _), (n2, p2, _) = rows["notes"]
     per_posting = (n2 - n1) * 2**20 / (p2 - p1)
     (r1, rp1, rt1), (r2, rp2, rt2) = rows["random"]
