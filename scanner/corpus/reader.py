@@ -69,15 +69,16 @@ little text it holds, so this bounds what the byte cap cannot (many short headin
 documents are parsed; the run stops (exit 2) at the document that crosses it."""
 
 
-BYTES_PER_POSTING = 20.9
+BYTES_PER_POSTING = 24.4
 """Peak memory (PSS of every process of one run) per posting, a word in a section in one scoring
-layer: 1,711,168 postings and 125 MiB at 2,000 bench documents, 6,790,202 and 226 MiB at 8,000
-(bench/term_memory.py). The bench's notes have 860 postings a document, so this is most of
-BENCH_KIB_PER_DOCUMENT."""
-BYTES_PER_WORD = 241.0
+layer: 1,711,168 postings and 123 MiB at 2,000 bench documents, 6,790,202 and 242 MiB at 8,000
+(bench/term_memory.py; 20.9 in an earlier run, the larger kept). The bench's notes have 860
+postings a document, so this is most of BENCH_KIB_PER_DOCUMENT."""
+BYTES_PER_WORD = 296.0
 """Peak memory per distinct word beyond its postings (the analyser's cache of words and the
-vocabulary, in the process that analysed it and in the merged vocabulary): 500,000 and 2,000,000
-random words, 187 and 564 MiB (bench/term_memory.py)."""
+vocabulary, in the process that analysed it and in the merged vocabulary): 500,000 and 1,600,000
+random words, 189 and 527 MiB (bench/term_memory.py; 241 in an earlier run between 500,000 and
+2,000,000, the larger kept: dictionaries grow in doublings)."""
 ANALYSIS_PROCESSES = 4
 """Processes that analyse at once on a hosted runner (search.index.MAX_ANALYSIS_WORKERS, one per
 core): each holds a vocabulary of its own."""

@@ -432,9 +432,9 @@ def _impacts(postings: Postings, n_chunks: int, parameters: Bm25Parameters) -> n
     k1 = np.float32(parameters.k1)
     impacts = np.empty(len(postings.chunks), dtype=np.float32)
     # Block by block of whole terms (about MERGE_BLOCK postings): the temporaries are a block's,
-    # not three more arrays the size of the postings, which were the peak of a large index's
-    # memory. Each element is computed by the same float32 operations, so the impacts are equal
-    # to the last bit.
+    # not three more arrays the size of the postings (12 bytes a posting at 20,000 bench
+    # documents, traced; 5 now, under the merge's 14, which is the analysis's peak). Each element
+    # is computed by the same float32 operations, so the impacts are equal to the last bit.
     first_term, terms = 0, len(df)
     while first_term < terms:
         lo = int(start[first_term])
