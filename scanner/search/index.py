@@ -376,7 +376,8 @@ class Index:
             own = job.run(shares[0], self.analyzer, self.connection, tick, count)
             # Already in this vocabulary: its own terms map to themselves.
             parts = [(np.arange(len(own[0].start) - 1, dtype=np.int64), own)]
-            for share, (terms, part) in zip(shares[1:], answers):
+            for share, (terms, saved) in zip(shares[1:], answers):
+                part = [_load_postings(paths) for paths in saved]
                 mapping = np.fromiter(
                     (vocabulary.setdefault(term, len(vocabulary)) for term in terms), dtype=np.int64, count=len(terms)
                 )
@@ -624,16 +625,48 @@ class _AnalysisJob:
         except IndexCapExceeded as over:
             raise IndexCapExceeded(over.setting, over.cap, ranges[-1][1] if ranges else 0) from None
 
-    def run_in_worker(self, ranges: Sequence[tuple[int, int]]) -> tuple[list[str], list[Postings]]:
+    def run_in_worker(self, ranges: Sequence[tuple[int, int]]) -> tuple[list[str], list[_SavedPostings]]:
         """In a worker process: its own read-only connection and vocabulary; the terms come back
-        in id order, for the parent to map onto its vocabulary."""
+        in id order, for the parent to map onto its vocabulary, and the postings as files.
+
+        Files beside the chunk table, not pickled through the pool's pipe: pickled, a share's
+        postings were held four times at once (the worker's arrays and their pickle, the parent's
+        pickle and its arrays), the peak of a run's memory. Written, the worker's are freed before
+        the parent reads them, once."""
         connection = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
         try:
             analyzer = Analyzer()
             postings = self.run(ranges, analyzer, connection, lambda _: None, _PostingsCount(_WORKER_COUNT[0]))
         finally:
             connection.close()
-        return list(analyzer.vocabulary), postings
+        folder = os.path.dirname(self.database)
+        first = ranges[0][0] if ranges else 0
+        return list(analyzer.vocabulary), [
+            _save_postings(part, os.path.join(folder, f"share-{first}-layer-{layer}")) for layer, part in enumerate(postings)
+        ]
+
+
+_SavedPostings = tuple[str, ...]
+"""The .npy files of one Postings' arrays, in field order."""
+
+
+def _save_postings(postings: Postings, stem: str) -> _SavedPostings:
+    paths = []
+    for name in ("start", "chunks", "tf", "lengths"):
+        path = f"{stem}-{name}.npy"
+        np.save(path, getattr(postings, name), allow_pickle=False)
+        paths.append(path)
+    return tuple(paths)
+
+
+def _load_postings(paths: _SavedPostings) -> Postings:
+    """The Postings _save_postings wrote; its files are removed once read."""
+    arrays = []
+    for path in paths:
+        arrays.append(np.load(path, allow_pickle=False))
+        os.remove(path)
+    start, chunks, tf, lengths = arrays
+    return Postings(start, chunks, tf, lengths)
 
 
 class _PostingsCount:

@@ -163,3 +163,28 @@ def test_a_breadcrumb_repeated_by_the_sections_under_one_heading_is_analysed_onc
     # Every section still counts the breadcrumb's words: `install` is in the seven sections under it.
     install = index.analyzer.vocabulary["instal"]
     assert int(postings.start[install + 1] - postings.start[install]) == 7
+
+
+def test_a_worker_s_postings_reach_the_parent_as_files_that_are_gone_once_merged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    corpus = documents(120)
+    serial = Index.build(corpus, analysis_workers=1)
+    parallel = Index.build(corpus, analysis_workers=2)
+    monkeypatch.setattr(index_module, "PARALLEL_MIN_CHUNKS", 1)
+    loaded: list[str] = []
+    load = index_module._load_postings
+
+    def spy(paths: tuple[str, ...]) -> Postings:
+        loaded.extend(paths)
+        return load(paths)
+
+    monkeypatch.setattr(index_module, "_load_postings", spy)
+    (one,) = serial._postings([(2.0, 1.5, 1.0)])
+    (many,) = parallel._postings([(2.0, 1.5, 1.0)])
+    assert len(loaded) == 4 and all(path.startswith(parallel.folder) for path in loaded)  # one share's four arrays
+    assert sorted(os.listdir(parallel.folder)) == ["chunks.sqlite"]
+    assert postings_by_term(parallel, many) == postings_by_term(serial, one)
+    assert many.lengths.tolist() == one.lengths.tolist()
