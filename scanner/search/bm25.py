@@ -114,8 +114,9 @@ class PostingsBuilder:
         if count == 0:
             return
         stride = np.int64(count)
-        keys, weights = [], []
-        for tokens, lengths, weight in zip(self._tokens, self._lengths, self._weights):
+        fields = np.int64(len(self._weights))
+        keys = []
+        for field, (tokens, lengths, weight) in enumerate(zip(self._tokens, self._lengths, self._weights)):
             per_chunk = np.frombuffer(lengths, dtype=np.int32)[self._first_chunk :]
             ids = np.frombuffer(tokens, dtype=np.int32)
             local = np.repeat(np.arange(count, dtype=np.int64), per_chunk)
@@ -124,12 +125,21 @@ class PostingsBuilder:
             self._chunk_lengths[self._first_chunk : self._first_chunk + count] += (
                 np.bincount(local, minlength=count).astype(np.float32) * weight
             )
-            keys.append(ids.astype(np.int64) * stride + local)
-            weights.append(np.full(len(local), weight, dtype=np.float32))
-        unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
+            # (term, chunk) with the field below it: one sort, not np.unique's argsort, brings
+            # each (term, chunk) together with its fields in order, as the fields were added.
+            keys.append((ids.astype(np.int64) * stride + local) * fields + field)
+        ordered = np.sort(np.concatenate(keys))
+        pairs = ordered // fields
+        new_pair = np.empty(len(pairs), dtype=bool)
+        new_pair[:1] = True
+        np.not_equal(pairs[1:], pairs[:-1], out=new_pair[1:])
+        unique = pairs[new_pair]
         if self._on_postings is not None:
             self._on_postings(len(unique))
-        tf = np.bincount(inverse, weights=np.concatenate(weights)).astype(np.float32)
+        # Each pair's weights summed in the order bincount took them before: field by field, so
+        # the same float64 sums to the last bit.
+        weights = np.array(self._weights, dtype=np.float32)[ordered % fields]
+        tf = np.bincount(np.cumsum(new_pair) - 1, weights=weights).astype(np.float32)
         # The batch as a part for merge_postings: its terms in order (sorted, so each one's
         # postings are one run, in chunk order) and chunk positions from its first chunk.
         present, counts = np.unique(unique // stride, return_counts=True)

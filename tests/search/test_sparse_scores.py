@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,28 @@ def test_a_chunk_s_score_is_the_sum_of_its_terms_impacts_times_their_weights_in_
         assert index.top(query, 10) == [(c, -s) for s, c in best]
     assert any(weight == 1.0 for query in asked for _, weight in query)
     assert any(weight != 1.0 for query in asked for _, weight in query)
+
+
+@pytest.mark.parametrize("weights", [(2.0, 3.0625, 1.0), (0.1, 0.7, 0.3)])
+def test_a_posting_s_weighted_count_is_its_fields_weights_summed_field_by_field(
+    weights: tuple[float, float, float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reference: per (term, chunk), the float64 sum of each occurrence's field weight, the
+    # fields in order, made float32; a stopword (-1) counts nowhere. Small batches: many folds.
+    monkeypatch.setattr(bm25, "BATCH_TOKENS", 50)
+    rng = np.random.default_rng(7)
+    builder = bm25.PostingsBuilder(300, list(weights))
+    expected: dict[tuple[int, int], float] = {}
+    for chunk in range(300):
+        fields = [rng.integers(-1, 40, rng.integers(0, 12)).astype(np.int32) for _ in weights]
+        builder.add([array("i", ids.tolist()) for ids in fields])
+        for ids, weight in zip(fields, weights):
+            for term in ids.tolist():
+                if term >= 0:
+                    expected[term, chunk] = expected.get((term, chunk), 0.0) + float(np.float32(weight))
+    postings = builder.finish(40)
+    found = {
+        (term, int(postings.chunks[at])): float(postings.tf[at])
+        for term in range(40) for at in range(int(postings.start[term]), int(postings.start[term + 1]))
+    }
+    assert found == {key: float(np.float32(value)) for key, value in expected.items()}
