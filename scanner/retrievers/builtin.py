@@ -93,24 +93,34 @@ class BuiltinRetriever:
         return None
 
     def search_all(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
-        results = []
+        rankings = []
         with progress("answered", total=len(requests), unit="queries") as tick:
             for request in requests:
-                results.append(self.search(request.text, request.limit))
+                rankings.append(self._ranked(request.text, request.limit))
                 tick()
-        return results
+        # Where the hits sit, read for every query at once (a few statements of many ids), not
+        # one statement per query.
+        located = self.index.locate_chunks(sorted({position + 1 for ranked in rankings for position, _ in ranked}))
+        return [_hits(ranked, located) for ranked in rankings]
 
     def search(self, text: str, limit: int) -> list[Hit]:
+        ranked = self._ranked(text, limit)
+        return _hits(ranked, self.index.locate_chunks([position + 1 for position, _ in ranked]))
+
+    def _ranked(self, text: str, limit: int) -> list[tuple[int, float]]:
+        """(chunk position, score) of the best `limit` chunks for `text`."""
         compiled = compile_query(text)
         if compiled is None:
             return []
         scorer = self.index.scorer(self.weights.as_tuple(), self.parameters)
         vocabulary = self.index.analyzer.vocabulary
         terms = [(vocabulary[term], float(count)) for term, count in compiled.terms if term in vocabulary]
-        ranked = scorer.top(terms, limit)
-        # Scorer positions are 0-based in chunk-id order; chunk ids start at 1.
-        located = self.index.locate_chunks([position + 1 for position, _ in ranked])
-        return [
-            Hit(rank, located[position + 1][0], located[position + 1][1], score, located[position + 1][2])
-            for rank, (position, score) in enumerate(ranked, 1)
-        ]
+        return scorer.top(terms, limit)
+
+
+def _hits(ranked: list[tuple[int, float]], located: dict[int, tuple[str, str, tuple[str, ...]]]) -> list[Hit]:
+    # Scorer positions are 0-based in chunk-id order; chunk ids start at 1.
+    return [
+        Hit(rank, located[position + 1][0], located[position + 1][1], score, located[position + 1][2])
+        for rank, (position, score) in enumerate(ranked, 1)
+    ]

@@ -422,13 +422,17 @@ class Index:
 
     def locate_chunks(self, chunk_ids: list[int]) -> dict[int, tuple[str, str, tuple[str, ...]]]:
         """chunk id -> (path, heading, the enclosing headings outermost first, without the title)."""
-        if not chunk_ids:
-            return {}
-        marks = ",".join("?" * len(chunk_ids))
-        rows = self.connection.execute(
-            f"SELECT id, path, heading, breadcrumb, breadcrumb_part_lengths FROM chunks WHERE id IN ({marks})", chunk_ids
-        )
-        return {chunk_id: (path, heading, _parents(crumb, lengths)) for chunk_id, path, heading, crumb, lengths in rows}
+        found: dict[int, tuple[str, str, tuple[str, ...]]] = {}
+        for start in range(0, len(chunk_ids), _SQL_BATCH):
+            batch = chunk_ids[start : start + _SQL_BATCH]
+            marks = ",".join("?" * len(batch))
+            rows = self.connection.execute(
+                f"SELECT id, path, heading, breadcrumb, breadcrumb_part_lengths FROM chunks WHERE id IN ({marks})", batch
+            )
+            found.update(
+                (chunk_id, (path, heading, _parents(crumb, lengths))) for chunk_id, path, heading, crumb, lengths in rows
+            )
+        return found
 
     def sections(self, paths: Iterable[str]) -> dict[str, list[tuple[str, tuple[str, ...], int | None, bool]]]:
         """path -> each section of that document in order: (heading, enclosing headings outermost

@@ -279,3 +279,28 @@ def test_the_index_folder_is_removed_when_the_index_is_dropped() -> None:
     del index
     gc.collect()
     assert not os.path.exists(folder)
+
+
+def test_answering_many_queries_reads_where_the_hits_sit_in_statements_of_many_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scanner.search import index as index_module
+
+    files = {f"n{n:03d}.md": f"# Note {n}\nrollback image ranking {'database ' * (n % 5)}\n" for n in range(60)}
+    retriever = BuiltinRetriever(index_of(files))
+    requests = [SearchRequest(f"q{n}", ["rollback image", "ranking database", "note"][n % 3], 10) for n in range(300)]
+    one_by_one = [retriever.search(request.text, request.limit) for request in requests]
+    statements: list[int] = []
+    locate = retriever.index.locate_chunks
+
+    def counted(chunk_ids: list[int]) -> dict[int, tuple[str, str, tuple[str, ...]]]:
+        statements.append(len(chunk_ids))
+        return locate(chunk_ids)
+
+    monkeypatch.setattr(retriever.index, "locate_chunks", counted)
+    monkeypatch.setattr(index_module, "_SQL_BATCH", 20)
+    with retriever.index.read_snapshot():
+        together = retriever.search_all(requests)
+    assert together == one_by_one and sum(len(hits) for hits in together) == 3_000
+    # One look-up for the 300 queries, of every chunk they returned, once each.
+    assert statements == [len({(h.path, h.heading) for hits in together for h in hits})]
