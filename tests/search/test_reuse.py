@@ -265,3 +265,24 @@ def test_a_donor_keeping_only_the_query_terms_ranks_them_as_one_keeping_all() ->
     with pytest.raises(RuntimeError, match="not kept"):
         BuiltinRetriever(reusing).search(f"note {other}", 5)
 
+
+
+def test_a_derived_layer_keeps_impacts_within_its_budget_and_answers_the_same_without_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scanner.search import bm25
+
+    head_docs, base_docs, same = pull_request(edited_head(documents(240)))
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    ranked(head)
+    scratch = ranked(Index.build(base_docs, analysis_workers=1))
+    kept = {}
+    for budget in (10**9, 5):
+        monkeypatch.setattr(bm25, "DERIVED_CACHE_POSTINGS", budget)
+        reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
+        assert ranked(reusing) == ranked(reusing) == scratch  # asked twice: from the cache, or again
+        layers = reusing._scorers[DEFAULT_KEY].layers
+        kept[budget] = [sum(len(chunks) for chunks, _ in layer._terms.values()) for layer in layers]
+    # Unbounded, every term asked is kept; at 5, at most one term's postings past the budget.
+    assert all(total > 5 for total in kept[10**9])
+    assert all(len(layer._terms) <= 1 or total <= 5 for layer, total in zip(layers, kept[5]))
