@@ -188,3 +188,25 @@ def test_a_worker_s_postings_reach_the_parent_as_files_that_are_gone_once_merged
     assert sorted(os.listdir(parallel.folder)) == ["chunks.sqlite"]
     assert postings_by_term(parallel, many) == postings_by_term(serial, one)
     assert many.lengths.tolist() == one.lengths.tolist()
+
+
+def test_the_sections_of_a_few_documents_are_read_without_reading_the_rest_of_the_table() -> None:
+    # SQLite's virtual-machine steps, counted: reading two documents' sections costs the same
+    # however many other documents the table holds (a `path IN (...)` read every row).
+    def steps(size: int) -> int:
+        index = Index.build(documents(size), analysis_workers=1)
+        counted = [0]
+
+        def step() -> int:
+            counted[0] += 1
+            return 0
+
+        index.connection.set_progress_handler(step, 1)
+        asked = ["d0/note-000.md", "d1/note-001.md", "absent.md"]
+        sections, titles = index.sections(asked), index.titles_and_headings(asked)
+        index.connection.set_progress_handler(None, 1)
+        assert sorted(sections) == sorted(titles) == ["d0/note-000.md", "d1/note-001.md"]
+        assert [heading for heading, _, _, _ in sections["d1/note-001.md"]] == [f"{WORDS[4]} 1", CJK[1]]
+        return counted[0]
+
+    assert steps(400) <= steps(100) * 1.2
