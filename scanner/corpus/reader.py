@@ -26,7 +26,7 @@ from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnosti
 from scanner.foundation.errors import InputError
 from scanner.foundation.files import FileRefused, LinkPolicy, read_capped
 from scanner.foundation.progress import progress
-from scanner.foundation.workers import worker_pool
+from scanner.foundation.workers import ordered_map, worker_pool
 
 RUNNER_MIB = 16 * 1024
 """A GitHub-hosted runner's memory (4 cores, 16 GiB): what the default caps are derived for."""
@@ -120,6 +120,11 @@ class CorpusCaps:
 
 PARALLEL_MIN_FILES = 500
 """Below this many files one process reads the KB: starting workers costs more than it saves."""
+READ_TASK_FILES = 500
+"""Files a reading worker parses per task, at most."""
+READ_TASKS_IN_FLIGHT = 2
+"""Tasks per worker submitted ahead of the one being consumed: the parsed documents waiting for
+the index are at most READ_TASK_FILES x this x workers, whatever the KB's size."""
 
 
 def read_corpus(
@@ -178,8 +183,9 @@ def read_folder(
         if workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
             with worker_pool(workers, _open_worker_cache, (cache, keyed, packing, blobbing)) as pool:
                 try:
-                    chunksize = max(1, len(files) // (workers * 8))
-                    yield from tally.take(pool.map(_read_in_worker, files, chunksize=chunksize), tick)
+                    chunk = min(max(1, len(files) // (workers * 8)), READ_TASK_FILES)
+                    results = ordered_map(pool, _read_in_worker, files, chunk, READ_TASKS_IN_FLIGHT * workers)
+                    yield from tally.take(results, tick)
                 except BaseException:
                     # Past a cap, or the consumer stopped: the files not yet parsed are not parsed at all.
                     pool.shutdown(wait=True, cancel_futures=True)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import multiprocessing
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,3 +34,25 @@ def worker_pool(
             yield pool
     finally:
         gc.unfreeze()
+
+
+def ordered_map(
+    pool: ProcessPoolExecutor, function: Callable[[Any], Any], items: Sequence[Any], chunk: int, in_flight: int
+) -> Iterator[Any]:
+    """`function` of each item, in order, run by the pool `chunk` items to a task, with at most
+    `in_flight` tasks submitted and not yet consumed. ProcessPoolExecutor.map submits every task at
+    once, so results the consumer has not reached pile up in the parent (a million files read in
+    16 tasks: 3.7 GiB); here what waits is at most `in_flight` tasks' results, however many items."""
+    tasks = (items[first : first + chunk] for first in range(0, len(items), chunk))
+    pending: deque[Future[list[Any]]] = deque()
+    for task in itertools.islice(tasks, in_flight):
+        pending.append(pool.submit(_each, function, task))
+    while pending:
+        results = pending.popleft().result()
+        for task in itertools.islice(tasks, 1):
+            pending.append(pool.submit(_each, function, task))
+        yield from results
+
+
+def _each(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    return [function(item) for item in items]

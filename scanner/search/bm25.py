@@ -20,9 +20,10 @@ Ties are broken by chunk position (path order), so a run is reproducible.
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -86,11 +87,18 @@ class PostingsBuilder:
     arrays (8 bytes a posting) instead of a sort over 64-bit keys."""
 
     def __init__(
-        self, n_chunks: int, weights: Sequence[float], on_postings: Callable[[int], None] | None = None
+        self, n_chunks: int, weights: Sequence[float], on_postings: Callable[[int], None] | None = None,
+        spill: str | None = None,
     ) -> None:
         """`on_postings` is told how many postings each fold adds (at most BATCH_TOKENS tokens'
-        worth), before the next batch is read: a cap on postings is checked as they grow."""
+        worth), before the next batch is read: a cap on postings is checked as they grow. With
+        `spill` (a file path), each folded batch is written there instead of kept (finish_spilled)."""
         self._on_postings = on_postings
+        self._spill = spill
+        if spill is not None:
+            open(spill, "wb").close()  # opened per batch below: no handle outlives a refusal
+        self._df = np.zeros(0, dtype=np.int64)
+        """With `spill`: each term's postings so far (what placing the batches needs first)."""
         self._weights = [np.float32(w) for w in weights]
         self._tokens = [array("i") for _ in weights]
         self._lengths = [array("i") for _ in weights]
@@ -146,7 +154,16 @@ class PostingsBuilder:
         present, counts = np.unique(unique // stride, return_counts=True)
         start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         batch_lengths = self._chunk_lengths[self._first_chunk : self._first_chunk + count]
-        self._batches.append((present, Postings(start, (unique % stride).astype(np.int32), tf, batch_lengths)))
+        batch = Postings(start, (unique % stride).astype(np.int32), tf, batch_lengths)
+        if self._spill is None:
+            self._batches.append((present, batch))
+        else:
+            if len(present) and present[-1] >= len(self._df):
+                self._df = np.concatenate((self._df, np.zeros(max(int(present[-1]) + 1, 2 * len(self._df)) - len(self._df),
+                                                              dtype=np.int64)))
+            self._df[present] += counts
+            with open(self._spill, "ab") as file:
+                _write_batch(file, present, batch)
         self._tokens = [array("i") for _ in self._weights]
         self._first_chunk = len(self._lengths[0])
         self._buffered = 0
@@ -157,6 +174,82 @@ class PostingsBuilder:
         self._fold()
         batches, self._batches = self._batches, []
         return merge_postings(batches, vocabulary_size)
+
+    def finish_spilled(self, vocabulary_size: int) -> SpilledPostings:
+        """With `spill`: the batches as written, each term's count and each chunk's length, for
+        place_spilled (which reads them back one batch at a time)."""
+        if self._spill is None:
+            raise RuntimeError("finish_spilled without a spill file")
+        self._fold()
+        df = np.zeros(vocabulary_size, dtype=np.int64)
+        df[: len(self._df)] = self._df[:vocabulary_size]
+        return SpilledPostings(self._spill, df, self._chunk_lengths)
+
+
+@dataclass(frozen=True, slots=True)
+class SpilledPostings:
+    """A PostingsBuilder's batches in a file, as folded, for place_spilled. Postings placed from
+    them go straight to their place in the index: a process's own postings and the merge of the
+    processes' were two more copies of every posting held at once (the analysis's peak)."""
+
+    path: str
+    df: npt.NDArray[np.int64]
+    """Each of the builder's term ids: its postings."""
+    lengths: npt.NDArray[np.float32]
+    """Every chunk's weighted length (in terms)."""
+
+
+def _write_batch(file: Any, present: npt.NDArray[np.int64], batch: Postings) -> None:
+    file.write(np.array([len(present), len(batch.chunks), len(batch.lengths)], dtype=np.int64).tobytes())
+    for array_ in (present, batch.start, batch.chunks, batch.tf):
+        file.write(array_.tobytes())
+
+
+def _read_array(file: Any, dtype: type[np.generic], count: int) -> npt.NDArray[Any]:
+    size = np.dtype(dtype).itemsize * count
+    data = file.read(size)
+    if len(data) != size:
+        raise RuntimeError(f"{file.name} ends inside a batch")
+    return np.frombuffer(data, dtype=dtype)
+
+
+def _spilled_batches(path: str) -> Iterator[tuple[npt.NDArray[np.int64], Postings]]:
+    """The batches _write_batch wrote to `path`, one at a time, as (terms, Postings)."""
+    with open(path, "rb") as file:
+        while True:
+            header = file.read(24)
+            if not header:
+                return
+            terms, postings, chunks = (int(n) for n in np.frombuffer(header, dtype=np.int64))
+            present = _read_array(file, np.int64, terms)
+            start = _read_array(file, np.int64, terms + 1)
+            yield present, Postings(start, _read_array(file, np.int32, postings), _read_array(file, np.float32, postings),
+                                    np.zeros(chunks, dtype=np.float32))
+
+
+def place_spilled(parts: list[tuple[npt.NDArray[np.int64], SpilledPostings]], vocabulary_size: int) -> Postings:
+    """One Postings from builders' spilled batches over consecutive chunk ranges, each builder with
+    its own term ids (parts[i][0] maps builder i's ids onto the index's): merge_postings of every
+    batch of every part in order, reading one batch at a time. Each file is removed once placed.
+    The postings and their order are those of merge_postings over the builders' own finish()."""
+    df = np.zeros(vocabulary_size, dtype=np.int64)
+    for mapping, part in parts:
+        df[mapping[: len(part.df)]] += part.df
+    start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+    del df
+    total = int(start[-1])
+    chunks = np.empty(total, dtype=np.int32)
+    tf = np.empty(total, dtype=np.float32)
+    filled = start[:-1].copy()
+    first_chunk = 0
+    for mapping, part in parts:
+        for present, batch in _spilled_batches(part.path):
+            _place(batch, mapping[present], first_chunk, filled, chunks, tf)
+            first_chunk += len(batch.lengths)
+        os.remove(part.path)
+    lengths = [part.lengths for _, part in parts]
+    joined = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.float32)
+    return Postings(start, chunks, tf, joined.astype(np.float32))
 
 
 MERGE_BLOCK = 1 << 20
@@ -186,26 +279,35 @@ def merge_postings(parts: list[tuple[npt.NDArray[np.int64], Postings]], vocabula
     parts.reverse()  # popped from the end, in chunk order
     while parts:
         mapping, part = parts.pop()
-        local_df = np.diff(part.start)
-        first_term = 0
-        while first_term < len(local_df):
-            # Whole terms, about MERGE_BLOCK postings (a longer term alone).
-            lo = int(part.start[first_term])
-            last_term = int(np.searchsorted(part.start, lo + MERGE_BLOCK, side="right")) - 1
-            last_term = min(max(last_term, first_term + 1), len(local_df))
-            hi = int(part.start[last_term])
-            terms = np.repeat(np.arange(first_term, last_term), local_df[first_term:last_term])
-            # A local term's postings are one run; each lands at the global term's next free slots.
-            positions = filled[mapping[terms]] + (np.arange(lo, hi) - part.start[terms])
-            chunks[positions] = part.chunks[lo:hi] + first_chunk
-            tf[positions] = part.tf[lo:hi]
-            first_term = last_term
-        filled[mapping[: len(local_df)]] += local_df
+        _place(part, mapping, first_chunk, filled, chunks, tf)
         first_chunk += len(part.lengths)
         lengths.append(part.lengths)
         del part
     joined = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.float32)
     return Postings(start, chunks, tf, joined.astype(np.float32))
+
+
+def _place(
+    part: Postings, mapping: npt.NDArray[np.int64], first_chunk: int, filled: npt.NDArray[np.int64],
+    chunks: npt.NDArray[np.int32], tf: npt.NDArray[np.float32],
+) -> None:
+    """A part's postings into `chunks` and `tf` at each global term's next free slots (`filled`,
+    advanced past them); its term t is global term mapping[t], its chunks count from `first_chunk`."""
+    local_df = np.diff(part.start)
+    first_term = 0
+    while first_term < len(local_df):
+        # Whole terms, about MERGE_BLOCK postings (a longer term alone).
+        lo = int(part.start[first_term])
+        last_term = int(np.searchsorted(part.start, lo + MERGE_BLOCK, side="right")) - 1
+        last_term = min(max(last_term, first_term + 1), len(local_df))
+        hi = int(part.start[last_term])
+        terms = np.repeat(np.arange(first_term, last_term), local_df[first_term:last_term])
+        # A local term's postings are one run; each lands at the global term's next free slots.
+        positions = filled[mapping[terms]] + (np.arange(lo, hi) - part.start[terms])
+        chunks[positions] = part.chunks[lo:hi] + first_chunk
+        tf[positions] = part.tf[lo:hi]
+        first_term = last_term
+    filled[mapping[: len(local_df)]] += local_df
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,9 +408,12 @@ class Bm25Scorer:
 
     def __init__(
         self, layers: Sequence[Postings | DerivedPostings], parameters: Bm25Parameters, boosts: Sequence[float] = (1.0,),
-        masks: Sequence[npt.NDArray[np.bool_] | None] | None = None,
+        masks: Sequence[npt.NDArray[np.bool_] | None] | None = None, *, consume: bool = False,
     ) -> None:
-        """Each layer is BM25-scored on its own (its own idf and length normalisation), multiplied
+        """With `consume`, each layer's tf array becomes its impacts (nothing else may read the
+        layers' tf afterwards): the impacts then need no memory of their own.
+
+        Each layer is BM25-scored on its own (its own idf and length normalisation), multiplied
         by its boost; a chunk's score is the sum over layers. One layer with weighted fields is
         BM25F; one layer per field is per-field BM25 (Lucene's and tantivy's multi-field query).
 
@@ -329,7 +434,7 @@ class Bm25Scorer:
             if isinstance(layer, DerivedPostings):
                 self.layers.append(_DerivedLayer(layer, counted, parameters, np.float32(boost), mask))
                 continue
-            impacts = _impacts(layer, counted, parameters)
+            impacts = _impacts(layer, counted, parameters, layer.tf if consume else None)
             impacts *= np.float32(boost)  # in place: the same float32 product, no second array
             if mask is not None:
                 impacts *= mask[layer.chunks]
@@ -449,19 +554,23 @@ memory and 0.43 s of CPU to answer with no bound, 76 MiB and 0.53 s at 1 << 20, 
 here. A term asked again after it was dropped is computed again, to the same bits."""
 
 
-def _impacts(postings: Postings, n_chunks: int, parameters: Bm25Parameters) -> npt.NDArray[np.float32]:
+def _impacts(
+    postings: Postings, n_chunks: int, parameters: Bm25Parameters, out: npt.NDArray[np.float32] | None = None,
+) -> npt.NDArray[np.float32]:
     """BM25 of every posting: idf(term) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / mean)),
-    with `n_chunks` the chunks that count (N) and the mean length taken over them."""
+    with `n_chunks` the chunks that count (N) and the mean length taken over them. Written into
+    `out` if given, which may be postings.tf itself: a block's impacts are computed from its tf
+    before they are stored over it."""
     start = postings.start
     df = np.diff(start)
     idf = _idf(df, n_chunks)
     norm = _norm(postings.lengths, n_chunks, parameters)
     k1 = np.float32(parameters.k1)
-    impacts = np.empty(len(postings.chunks), dtype=np.float32)
+    impacts = np.empty(len(postings.chunks), dtype=np.float32) if out is None else out
     # Block by block of whole terms (about MERGE_BLOCK postings): the temporaries are a block's,
     # not three more arrays the size of the postings (12 bytes a posting at 20,000 bench
-    # documents, traced; 5 now, under the merge's 14, which is the analysis's peak). Each element
-    # is computed by the same float32 operations, so the impacts are equal to the last bit.
+    # documents, traced); written over the tf (`out`), the impacts add nothing to the postings'
+    # 8 bytes. Each element is computed by the same float32 operations, so equal to the last bit.
     first_term, terms = 0, len(df)
     while first_term < terms:
         lo = int(start[first_term])

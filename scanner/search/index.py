@@ -38,7 +38,8 @@ from scanner.search.bm25 import (
     KeptAnalysis,
     Postings,
     PostingsBuilder,
-    merge_postings,
+    SpilledPostings,
+    place_spilled,
 )
 from scanner.search.titles import scored_fields
 
@@ -284,7 +285,9 @@ class Index:
         if key not in self._scorers:
             if parameters.per_field:
                 fields = self._postings([_only(f, len(weights)) for f, boost in enumerate(weights) if boost > 0])
-                self._scorers[key] = Bm25Scorer(fields, parameters, [w for w in weights if w > 0])
+                self._scorers[key] = Bm25Scorer(
+                    fields, parameters, [w for w in weights if w > 0], consume=not self.keep_analysis
+                )
             else:
                 # Each field's weight is split: its `alone` share scored as the field's own BM25,
                 # the rest inside BM25F (bm25.Bm25Parameters.alone).
@@ -297,7 +300,10 @@ class Index:
                     other = layers[0].lengths - np.float32(inside[field]) * layer.lengths
                     smallest = min((w for f, w in enumerate(inside) if f != field and w > 0), default=1.0)
                     masks.append(other > smallest / 2 if parameters.alone_beside_text else None)
-                self._scorers[key] = Bm25Scorer(layers, parameters, [1.0] + [boost for _, boost in alone], masks)
+                # The tf arrays become the impacts unless a reusing index will read them (keep_analysis).
+                self._scorers[key] = Bm25Scorer(
+                    layers, parameters, [1.0] + [boost for _, boost in alone], masks, consume=not self.keep_analysis
+                )
         return self._scorers[key]
 
     def _postings(self, layers: Sequence[tuple[float, ...]]) -> Sequence[Postings | DerivedPostings]:
@@ -373,11 +379,10 @@ class Index:
         # as fast as a worker per share, one process's memory less.
         with worker_pool(workers - 1, _share_postings_count, (count.shared,)) as pool:
             answers = pool.map(job.run_in_worker, shares[1:])
-            own = job.run(shares[0], self.analyzer, self.connection, tick, count)
+            own = job.spilled(shares[0], self.analyzer, self.connection, tick, count)
             # Already in this vocabulary: its own terms map to themselves.
-            parts = [(np.arange(len(own[0].start) - 1, dtype=np.int64), own)]
-            for share, (terms, saved) in zip(shares[1:], answers):
-                part = [_load_postings(paths) for paths in saved]
+            parts = [(np.arange(len(own[0].df), dtype=np.int64), own)]
+            for share, (terms, part) in zip(shares[1:], answers):
                 mapping = np.fromiter(
                     (vocabulary.setdefault(term, len(vocabulary)) for term in terms), dtype=np.int64, count=len(terms)
                 )
@@ -386,11 +391,9 @@ class Index:
                     raise IndexCapExceeded("max-terms", job.max_words, share[-1][1] if share else 0)
                 parts.append((mapping, part))
                 tick(sum(last - first for first, last in share))
-            del terms, part, mapping  # the loop's last answer, which would outlive its merge
-        # One list per layer holding the only references, which merge_postings frees as it goes.
-        by_layer = [[(mapping, part[layer]) for mapping, part in parts] for layer in range(len(job.layers))]
-        del parts, own
-        return [merge_postings(by_layer.pop(0), len(vocabulary)) for _ in range(len(job.layers))]
+        # Each layer's batches placed straight into the index's arrays, a batch at a time.
+        return [place_spilled([(mapping, part[layer]) for mapping, part in parts], len(vocabulary))
+                for layer in range(len(job.layers))]
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
@@ -583,6 +586,32 @@ class _AnalysisJob:
         self, ranges: Sequence[tuple[int, int]], analyzer: Analyzer, connection: sqlite3.Connection,
         tick: Callable[[int], None], count: _PostingsCount,
     ) -> list[Postings]:
+        """One Postings per layer, held in this process."""
+        builders = self._build(ranges, analyzer, connection, tick, count, None)
+        try:
+            return [builder.finish(len(analyzer.vocabulary)) for builder in builders]
+        except IndexCapExceeded as over:
+            raise IndexCapExceeded(over.setting, over.cap, ranges[-1][1] if ranges else 0) from None
+
+    def spilled(
+        self, ranges: Sequence[tuple[int, int]], analyzer: Analyzer, connection: sqlite3.Connection,
+        tick: Callable[[int], None], count: _PostingsCount,
+    ) -> list[SpilledPostings]:
+        """Per layer, the postings' batches written beside the chunk table as they are folded
+        (bm25.place_spilled reads them): this process holds a batch, not its share's postings."""
+        first = ranges[0][0] if ranges else 0
+        folder = os.path.dirname(self.database)
+        stems = [os.path.join(folder, f"share-{first}-layer-{layer}.postings") for layer in range(len(self.layers))]
+        builders = self._build(ranges, analyzer, connection, tick, count, stems)
+        try:
+            return [builder.finish_spilled(len(analyzer.vocabulary)) for builder in builders]
+        except IndexCapExceeded as over:
+            raise IndexCapExceeded(over.setting, over.cap, ranges[-1][1] if ranges else 0) from None
+
+    def _build(
+        self, ranges: Sequence[tuple[int, int]], analyzer: Analyzer, connection: sqlite3.Connection,
+        tick: Callable[[int], None], count: _PostingsCount, spills: list[str] | None,
+    ) -> list[PostingsBuilder]:
         fields = [[c for c, weight in enumerate(layer) if weight > 0] for layer in self.layers]
         total = sum(last - first for first, last in ranges)
         cap = self.max_postings
@@ -591,7 +620,10 @@ class _AnalysisJob:
             if count.add(added) > cap:
                 raise IndexCapExceeded("max-postings", cap)
 
-        builders = [PostingsBuilder(total, [w for w in layer if w > 0], counted) for layer in self.layers]
+        builders = [
+            PostingsBuilder(total, [w for w in layer if w > 0], counted, spills[at] if spills is not None else None)
+            for at, layer in enumerate(self.layers)
+        ]
         analyzer.max_words = self.max_words
         analyze = analyzer.index_ids
         # Sections under one heading repeat their breadcrumb (and many bodies are empty): a text
@@ -620,53 +652,20 @@ class _AnalysisJob:
             except IndexCapExceeded as over:
                 # Where it stopped, for the refusal to name the document.
                 raise IndexCapExceeded(over.setting, over.cap, chunk_id) from None
-        try:
-            return [builder.finish(len(analyzer.vocabulary)) for builder in builders]
-        except IndexCapExceeded as over:
-            raise IndexCapExceeded(over.setting, over.cap, ranges[-1][1] if ranges else 0) from None
+        return builders
 
-    def run_in_worker(self, ranges: Sequence[tuple[int, int]]) -> tuple[list[str], list[_SavedPostings]]:
+    def run_in_worker(self, ranges: Sequence[tuple[int, int]]) -> tuple[list[str], list[SpilledPostings]]:
         """In a worker process: its own read-only connection and vocabulary; the terms come back
-        in id order, for the parent to map onto its vocabulary, and the postings as files.
-
-        Files beside the chunk table, not pickled through the pool's pipe: pickled, a share's
-        postings were held four times at once (the worker's arrays and their pickle, the parent's
-        pickle and its arrays), the peak of a run's memory. Written, the worker's are freed before
-        the parent reads them, once."""
+        in id order, for the parent to map onto its vocabulary, and the postings as files
+        (spilled), not pickled through the pool's pipe: pickled, a share's postings were held
+        four times at once, the peak of a run's memory."""
         connection = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)
         try:
             analyzer = Analyzer()
-            postings = self.run(ranges, analyzer, connection, lambda _: None, _PostingsCount(_WORKER_COUNT[0]))
+            postings = self.spilled(ranges, analyzer, connection, lambda _: None, _PostingsCount(_WORKER_COUNT[0]))
         finally:
             connection.close()
-        folder = os.path.dirname(self.database)
-        first = ranges[0][0] if ranges else 0
-        return list(analyzer.vocabulary), [
-            _save_postings(part, os.path.join(folder, f"share-{first}-layer-{layer}")) for layer, part in enumerate(postings)
-        ]
-
-
-_SavedPostings = tuple[str, ...]
-"""The .npy files of one Postings' arrays, in field order."""
-
-
-def _save_postings(postings: Postings, stem: str) -> _SavedPostings:
-    paths = []
-    for name in ("start", "chunks", "tf", "lengths"):
-        path = f"{stem}-{name}.npy"
-        np.save(path, getattr(postings, name), allow_pickle=False)
-        paths.append(path)
-    return tuple(paths)
-
-
-def _load_postings(paths: _SavedPostings) -> Postings:
-    """The Postings _save_postings wrote; its files are removed once read."""
-    arrays = []
-    for path in paths:
-        arrays.append(np.load(path, allow_pickle=False))
-        os.remove(path)
-    start, chunks, tf, lengths = arrays
-    return Postings(start, chunks, tf, lengths)
+        return list(analyzer.vocabulary), postings
 
 
 class _PostingsCount:

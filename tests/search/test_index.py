@@ -15,8 +15,9 @@ from scanner.corpus.reader import build_document
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.retrievers.builtin import BuiltinRetriever
+from scanner.search import bm25 as bm25_module
 from scanner.search import index as index_module
-from scanner.search.bm25 import Postings, merge_postings
+from scanner.search.bm25 import Postings, SpilledPostings, merge_postings
 from scanner.search.index import Index
 
 WORDS = ["kettle", "stove", "pan", "rollback", "image", "migration", "ranking", "section", "index", "query", "answer", "note"]
@@ -51,14 +52,14 @@ def test_analysis_in_worker_processes_gives_the_postings_and_rankings_of_one_pro
     serial = Index.build(corpus, analysis_workers=1)
     parallel = Index.build(corpus, analysis_workers=3)
     merged_parts = []
-    real_merge = index_module.merge_postings
+    real_place = index_module.place_spilled
 
-    def spy(parts: list[tuple[np.ndarray, Postings]], size: int) -> Postings:
+    def spy(parts: list[tuple[np.ndarray, SpilledPostings]], size: int) -> Postings:
         merged_parts.append(len(parts))
-        return real_merge(parts, size)
+        return real_place(parts, size)
 
     monkeypatch.setattr(index_module, "PARALLEL_MIN_CHUNKS", 1)
-    monkeypatch.setattr(index_module, "merge_postings", spy)
+    monkeypatch.setattr(index_module, "place_spilled", spy)
     layers = [(2.0, 1.5, 1.0), (0.0, 1.0, 0.0)]  # BM25F and the breadcrumb alone, in one pass
     one = serial._postings(layers)
     many = parallel._postings(layers)
@@ -165,26 +166,32 @@ def test_a_breadcrumb_repeated_by_the_sections_under_one_heading_is_analysed_onc
     assert int(postings.start[install + 1] - postings.start[install]) == 7
 
 
-def test_a_worker_s_postings_reach_the_parent_as_files_that_are_gone_once_merged(
+def test_every_process_s_postings_are_placed_from_files_a_batch_at_a_time_and_the_files_are_gone_after(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import os
 
-    corpus = documents(120)
+    corpus = documents(600)
     serial = Index.build(corpus, analysis_workers=1)
     parallel = Index.build(corpus, analysis_workers=2)
     monkeypatch.setattr(index_module, "PARALLEL_MIN_CHUNKS", 1)
-    loaded: list[str] = []
-    load = index_module._load_postings
+    monkeypatch.setattr(bm25_module, "BATCH_TOKENS", 256)
+    read: list[tuple[str, int]] = []
+    batches = bm25_module._spilled_batches
 
-    def spy(paths: tuple[str, ...]) -> Postings:
-        loaded.extend(paths)
-        return load(paths)
+    def spy(path: str) -> Iterator[tuple[np.ndarray, Postings]]:
+        for present, batch in batches(path):
+            read.append((path, len(batch.chunks)))
+            yield present, batch
 
-    monkeypatch.setattr(index_module, "_load_postings", spy)
+    monkeypatch.setattr(bm25_module, "_spilled_batches", spy)
     (one,) = serial._postings([(2.0, 1.5, 1.0)])
     (many,) = parallel._postings([(2.0, 1.5, 1.0)])
-    assert len(loaded) == 4 and all(path.startswith(parallel.folder) for path in loaded)  # one share's four arrays
+    files = {path for path, _ in read}
+    assert len(files) == 2 and all(path.startswith(parallel.folder) for path in files)  # the parent's share too
+    # Read back one batch at a time: never more than a batch's postings (at most its tokens) at once.
+    assert len(read) > 20 and max(size for _, size in read) <= 256 + 200
+    assert sum(size for _, size in read) == len(many.chunks)
     assert sorted(os.listdir(parallel.folder)) == ["chunks.sqlite"]
     assert postings_by_term(parallel, many) == postings_by_term(serial, one)
     assert many.lengths.tolist() == one.lengths.tolist()

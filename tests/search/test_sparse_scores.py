@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from array import array
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,3 +103,43 @@ def test_a_posting_s_weighted_count_is_its_fields_weights_summed_field_by_field(
         for term in range(40) for at in range(int(postings.start[term]), int(postings.start[term + 1]))
     }
     assert found == {key: float(np.float32(value)) for key, value in expected.items()}
+
+
+def test_a_spilled_builder_places_the_postings_its_own_finish_would_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25, "BATCH_TOKENS", 50)
+    rng = np.random.default_rng(11)
+    chunks = [[rng.integers(-1, 40, rng.integers(0, 12)).astype(np.int32) for _ in range(2)] for _ in range(300)]
+    kept = bm25.PostingsBuilder(300, [2.0, 1.0])
+    spilled = bm25.PostingsBuilder(300, [2.0, 1.0], spill=str(tmp_path / "batches"))
+    for fields in chunks:
+        kept.add([array("i", ids.tolist()) for ids in fields])
+        spilled.add([array("i", ids.tolist()) for ids in fields])
+    expected = kept.finish(40)
+    # Its terms mapped onto another numbering, as a worker's are onto the parent's vocabulary.
+    mapping = np.arange(40, dtype=np.int64)[::-1].copy()
+    placed = bm25.place_spilled([(mapping, spilled.finish_spilled(40))], 40)
+    for term in range(40):
+        lo, hi = int(expected.start[term]), int(expected.start[term + 1])
+        at, to = int(placed.start[mapping[term]]), int(placed.start[mapping[term] + 1])
+        assert placed.chunks[at:to].tolist() == expected.chunks[lo:hi].tolist()
+        assert placed.tf[at:to].tolist() == expected.tf[lo:hi].tolist()
+    assert placed.lengths.tolist() == expected.lengths.tolist() and len(placed.chunks) == len(expected.chunks) > 500
+    assert not (tmp_path / "batches").exists()
+
+
+def test_a_consuming_scorer_keeps_its_impacts_in_the_tf_arrays_and_scores_to_the_same_bits() -> None:
+    def layer() -> Postings:
+        start = np.array([0, 3, 5], dtype=np.int64)
+        return Postings(start, np.array([0, 1, 3, 1, 2], dtype=np.int32),
+                        np.array([1, 2, 1, 3, 1], dtype=np.float32), np.array([4, 6, 2, 9], dtype=np.float32))
+
+    consumed, kept = layer(), layer()
+    eaten = Bm25Scorer([consumed], Bm25Parameters(), consume=True)
+    spared = Bm25Scorer([kept], Bm25Parameters())
+    assert np.shares_memory(eaten.postings_of(0, 0)[1], consumed.tf)  # no array of its own
+    # The near miss: without consume the tf is untouched and the impacts are another array.
+    assert kept.tf.tolist() == [1, 2, 1, 3, 1] and not np.shares_memory(spared.postings_of(0, 0)[1], kept.tf)
+    assert eaten.top([(0, 1.0), (1, 1.0)], 4) == spared.top([(0, 1.0), (1, 1.0)], 4)
+    assert consumed.tf.tolist() != [1, 2, 1, 3, 1]
