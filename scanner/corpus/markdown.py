@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import yaml
 
 from scanner.foundation.diagnostics import DiagnosticCode
-from scanner.foundation.yaml_nodes import refuse_deep_nesting
+from scanner.foundation.yaml_nodes import MAX_YAML_DEPTH, refuse_deep_nesting
 
 BREADCRUMB_SEPARATOR = " > "
 
@@ -145,7 +145,8 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, DiagnosticCod
         # costs what its text costs, and only the top-level `title` scalar is ever read.
         # Nesting is checked first on the event stream: libyaml's composer recurses in C, and a
         # block nested 100,000 deep crashed the whole run with SIGSEGV.
-        refuse_deep_nesting(block, _FRONTMATTER_LOADER)
+        if _may_nest_deeply(block):
+            refuse_deep_nesting(block, _FRONTMATTER_LOADER)
         node = yaml.compose(block, Loader=_FRONTMATTER_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -164,6 +165,21 @@ def _parse_frontmatter(lines: list[str], problems: list[tuple[int, DiagnosticCod
     elif node is not None and not (isinstance(node, yaml.ScalarNode) and node.value == ""):
         problems.append((2, DiagnosticCode.FRONTMATTER_INVALID, "frontmatter is not a mapping; title taken from the file name"))
     return Frontmatter(title, title_line, 1, closing + 1), closing + 1
+
+
+def _may_nest_deeply(block: str) -> bool:
+    """Whether `block` needs the nesting check before it is composed (see _parse_frontmatter).
+
+    Every collection opens at a character of its own: `[`, `{`, a `-` entry, or a `?` or `:` key
+    indicator; so a block holding at most MAX_YAML_DEPTH of them cannot nest past it, and the
+    check's parse, a second one of every frontmatter, is skipped. Not skipped when the composer
+    itself could refuse the block (an alias, an anchor, a second document): the check's parse
+    reads the whole block first, so a syntax error further on is what the warning names, and
+    that stays so."""
+    return (
+        sum(map(block.count, "[{-?:")) > MAX_YAML_DEPTH
+        or "*" in block or "&" in block or "---" in block or "..." in block
+    )
 
 
 # libyaml's composer when PyYAML was built with it (the wheels are): frontmatter is on every

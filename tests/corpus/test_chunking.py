@@ -5,14 +5,16 @@ from __future__ import annotations
 import re
 import textwrap
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from scanner.corpus import markdown
 from scanner.corpus.markdown import parse_document, split_lines
 from scanner.corpus.reader import build_document
 from scanner.foundation.diagnostics import Diagnostics
-from tests.support.counting import steps
+from tests.support.counting import CallCounter, steps
 
 
 def doc(text: str):  # type: ignore[no-untyped-def]
@@ -137,6 +139,41 @@ def test_a_frontmatter_billion_laughs_costs_nothing_and_the_title_falls_back() -
     assert steps(lambda: build_document("bomb.md", bomb, Diagnostics())) < 2 * steps(lambda: build_document("p.md", plain, Diagnostics()))
     document = build_document("bomb.md", bomb, Diagnostics())
     assert document.title == "bomb" and document.chunks[0].body == "body"
+
+
+@pytest.mark.parametrize(("block", "checked"), [
+    ('title: "Plain"\ntags: [ml, reference]', False),
+    ("title: x\nnest: " + "[" * 24 + "]" * 24, False),  # 24 brackets and 2 colons: 26 openers
+    ("title: x\nnest: " + "[" * 49 + "]" * 49, True),  # 51 openers: could be 51 deep
+    ("title: x\n" + "- " * 50 + "y", True),  # 1 colon and 50 entries
+    ("title: &t x\nother: *t", True),  # the composer could refuse an alias before a later syntax error
+    ("title: x\n--- y", True),
+    ("title: Wait...", True),
+])
+def test_the_frontmatter_nesting_check_parses_only_a_block_that_could_nest_past_the_limit_or_fail_to_compose(
+    monkeypatch: pytest.MonkeyPatch, block: str, checked: bool
+) -> None:
+    counter = CallCounter(monkeypatch, markdown, "refuse_deep_nesting")
+    parse_document(f"---\n{block}\n---\nbody\n", "fallback")
+    assert counter.calls == (1 if checked else 0)
+
+
+@pytest.mark.parametrize("block", [
+    "title: ok\nbad: [unclosed",
+    "title: *missing\nbad: [unclosed",
+    "a: &x 1\nb: &x 2\nc: {",
+    "title: x\n...\nb: [",
+    "title: [a, {b: c}]\nnest: " + "[" * 30 + "]" * 30,
+    "- - - - x",
+    "title: 'unclosed",
+])
+def test_skipping_the_nesting_check_leaves_the_title_and_the_warning_as_the_check_gives_them(
+    monkeypatch: pytest.MonkeyPatch, block: str
+) -> None:
+    text = f"---\n{block}\n---\nbody\n"
+    skipped = parse_document(text, "fallback")
+    monkeypatch.setattr(markdown, "_may_nest_deeply", lambda _: True)
+    assert parse_document(text, "fallback") == skipped
 
 
 def test_crlf_and_lone_cr_line_endings_count_lines_like_an_editor() -> None:
