@@ -179,25 +179,45 @@ class Index:
                         moved.append((found[0], count, found[1]))
                     count += found[1]
                     continue  # its rows are the donor's, copied below
-                if document.chunks:
-                    fresh.append((count, len(document.chunks)))
+                if not document.chunks:
+                    continue
+                fresh.append((count, len(document.chunks)))
+                # Until a document is taken from the donor, the digest goes with the rows: each
+                # value length-prefixed (no two different corpora share a digest by moving a
+                # seam), a document's values given to it at once.
+                digesting = not moved
+                pieces: list[bytes] = []
+                path = document.path
+                encoded_path = _prefixed(path)
+                # Sections under one heading share their breadcrumb: joined, measured and encoded once.
+                parts: tuple[str, ...] | None = None
+                lines: tuple[int, ...] | None = None
+                breadcrumb = lengths = lines_text = ""
+                encoded_breadcrumb = b""
                 for chunk, scored in zip(document.chunks, scored_fields(document), strict=True):
-                    breadcrumb = chunk.breadcrumb
+                    if chunk.breadcrumb_parts != parts:
+                        parts = chunk.breadcrumb_parts
+                        breadcrumb = BREADCRUMB_SEPARATOR.join(parts)
+                        lengths = ",".join([str(len(part)) for part in parts])
+                        encoded_breadcrumb = _prefixed(breadcrumb)
+                    if chunk.breadcrumb_lines != lines:
+                        lines = chunk.breadcrumb_lines
+                        lines_text = ",".join(map(str, lines))
                     count += 1
-                    if not moved:
-                        # Until a document is taken from the donor, the digest goes with the rows.
-                        for value in (chunk.path, chunk.heading, breadcrumb, chunk.body):
-                            encoded = value.encode("utf-8", "surrogatepass")
-                            # Length-prefixed, so no two different corpora share a digest by moving a seam.
-                            digest.update(len(encoded).to_bytes(8, "big"))
-                            digest.update(encoded)
+                    if digesting:
+                        heading, body = chunk.heading.encode("utf-8", "surrogatepass"), chunk.body.encode("utf-8", "surrogatepass")
+                        pieces += (
+                            encoded_path, len(heading).to_bytes(8, "big"), heading, encoded_breadcrumb,
+                            len(body).to_bytes(8, "big"), body,
+                        )
                     yield (
-                        count, chunk.path, chunk.heading, breadcrumb, chunk.body, chunk.start_line, chunk.end_line,
-                        chunk.heading_line, chunk.body_start_line, ",".join(map(str, chunk.breadcrumb_lines)),
-                        ",".join(str(len(part)) for part in chunk.breadcrumb_parts),
+                        count, path, chunk.heading, breadcrumb, chunk.body, chunk.start_line, chunk.end_line,
+                        chunk.heading_line, chunk.body_start_line, lines_text, lengths,
                         None if scored.heading == chunk.heading else scored.heading,
                         None if scored.breadcrumb == breadcrumb else scored.breadcrumb,
                     )
+                if digesting:
+                    digest.update(b"".join(pieces))
 
         try:
             if donor is not None:
@@ -507,6 +527,12 @@ class _Reused:
     """(first chunk position in the donor, first chunk position here, chunk count) per document."""
     fresh: list[tuple[int, int]]
     """(first chunk position here, chunk count) of each run of documents analysed here."""
+
+
+def _prefixed(value: str) -> bytes:
+    """`value` as the corpus digest takes it: its UTF-8 length in 8 bytes, then the UTF-8."""
+    encoded = value.encode("utf-8", "surrogatepass")
+    return len(encoded).to_bytes(8, "big") + encoded
 
 
 def _digest_rows(digest: hashlib._Hash, connection: sqlite3.Connection, first: int) -> None:

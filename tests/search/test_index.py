@@ -3,6 +3,7 @@ source lines, and the analysis split over worker processes giving exactly one pr
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,6 +92,22 @@ def test_merging_maps_each_parts_terms_onto_one_vocabulary_in_chunk_order() -> N
     assert merged.chunks.tolist() == [0, 1, 2, 3, 1, 2, 3]  # x: 0, 1 (part one), 2, 3 (part two)
     assert merged.tf.tolist() == [1, 2, 6, 7, 3, 4, 5]
     assert merged.lengths.tolist() == [5, 6, 7, 8]
+
+
+def test_sections_whose_breadcrumbs_read_the_same_keep_their_own_breadcrumb_lines_and_the_digest_covers_each() -> None:
+    # Two `# Setup` headings: their subsections' breadcrumbs are the same text at other lines.
+    text = "# Setup\n## A\none\n## B\ntwo\n# Setup\n## A\nthree\n"
+    documents = [build_document("a.md", text, Diagnostics()), build_document("b.md", "# Other\nfour\n", Diagnostics())]
+    index = Index.build(documents)
+    chunks = [chunk for document in documents for chunk in document.chunks]
+    assert [index.chunk(n) for n in range(1, len(chunks) + 1)] == chunks
+    assert [c.breadcrumb_lines for c in chunks[:5]] == [(1,), (1, 1), (1, 1), (1,), (1, 6)]
+    expected = hashlib.sha256()
+    for chunk in chunks:
+        for value in (chunk.path, chunk.heading, chunk.breadcrumb, chunk.body):
+            encoded = value.encode("utf-8")
+            expected.update(len(encoded).to_bytes(8, "big") + encoded)
+    assert index.corpus.digest == "sha256:" + expected.hexdigest()
 
 
 def test_a_chunk_is_read_back_with_its_source_lines_as_it_was_indexed() -> None:
