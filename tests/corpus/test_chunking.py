@@ -188,6 +188,16 @@ def test_a_byte_order_mark_does_not_hide_the_first_heading() -> None:
 
 def test_only_cr_lf_and_crlf_end_lines() -> None:
     assert split_lines("a\x0bb\u2028c\nd") == ["a\x0bb\u2028c", "d"]
+    assert split_lines("a\r\nb\rc\n\nd\r") == ["a", "b", "c", "", "d"]
+
+
+@given(st.text(alphabet="ab \r\n\x0b\u2028", max_size=30))
+def test_lines_are_cut_the_same_with_or_without_a_carriage_return_in_the_text(text: str) -> None:
+    # What an editor counts: \r\n, \r, \n; a final break ends the last line.
+    expected = re.split(r"\r\n|\r|\n", text)
+    if len(expected) > 1 and expected[-1] == "":
+        expected.pop()
+    assert split_lines(text) == expected
 
 
 # --- Differential: headings agree with markdown-it-py's CommonMark parse --------------------
