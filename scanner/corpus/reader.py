@@ -32,16 +32,21 @@ RUNNER_MIB = 16 * 1024
 """A GitHub-hosted runner's memory (4 cores, 16 GiB): what the default caps are derived for."""
 RUNNER_RESERVE_MIB = 2 * 1024
 """Left to the runner's own processes and the workflow's other steps."""
-PULL_REQUEST_MEMORY_RATIO = 2.3
-"""Peak memory of a pull request's run (head and base, `--baseline-ref`) over one run's: 679 MiB
-against 300 at 10,000 documents with 1% of them edited (bench/base_and_head.py --memory,
-docs/performance.md)."""
-BENCH_KIB_PER_DOCUMENT = 21.0
+PULL_REQUEST_MEMORY_RATIO = 1.3
+"""Peak memory of a pull request's run (head and base, `--baseline-ref`) over one run's, with 1% of
+the documents edited: 1.22x at 10,000 documents and 1.25x at 100,000 on a quiet machine, 1.21x and
+1.26x on a busy one (bench/base_and_head.py --memory, docs/pull-request-loop.md); rounded up."""
+BENCH_KIB_PER_DOCUMENT = 9.24
 """Peak memory (PSS of every process of one run) per document of the bench KB (bench/generate.py:
-4.6 KB and 11 sections a document): 515 MiB at 20,000 documents, 2,041 MiB at 100,000, measured
-with bench/lean.py (docs/performance.md)."""
+4.6 KB and 11 sections a document): 902 MiB at 100,000 documents (bench/lean.py --docs 100000
+--queries 225, docs/performance.md), the analysis holding each posting once."""
 BENCH_BYTES_PER_DOCUMENT = 4_600
 BENCH_SECTIONS_PER_DOCUMENT = 11
+BASE_ANEW_SHARE = round(PULL_REQUEST_MEMORY_RATIO - 1, 2)
+"""Of max-files and max-mib, what a pull request's base may read and analyse anew (the files the
+pull request changed; the others are the head's): what the base adds to the head's memory then
+stays within PULL_REQUEST_MEMORY_RATIO whatever the pull request rewrites or deletes. Past it the
+run goes on without the comparison (revision-unavailable), the head evaluated."""
 RUN_MEMORY_MIB = (RUNNER_MIB - RUNNER_RESERVE_MIB) / PULL_REQUEST_MEMORY_RATIO
 """What one evaluation may hold at the default caps, so that a pull request's run fits the runner."""
 
@@ -69,16 +74,17 @@ little text it holds, so this bounds what the byte cap cannot (many short headin
 documents are parsed; the run stops (exit 2) at the document that crosses it."""
 
 
-BYTES_PER_POSTING = 24.4
+BYTES_PER_POSTING = 10.5
 """Peak memory (PSS of every process of one run) per posting, a word in a section in one scoring
-layer: 1,711,168 postings and 123 MiB at 2,000 bench documents, 6,790,202 and 242 MiB at 8,000
-(bench/term_memory.py; 20.9 in an earlier run, the larger kept). The bench's notes have 860
-postings a document, so this is most of BENCH_KIB_PER_DOCUMENT."""
-BYTES_PER_WORD = 296.0
+layer: 1,711,168 postings and 82 MiB at 2,000 bench documents, 6,790,202 and 133 MiB at 8,000
+(bench/term_memory.py; 9.4 in a second run, the larger kept). 8 of those bytes are kept (a chunk
+id and a score); the bench's notes have 860 postings a document, so this is most of
+BENCH_KIB_PER_DOCUMENT."""
+BYTES_PER_WORD = 310.5
 """Peak memory per distinct word beyond its postings (the analyser's cache of words and the
-vocabulary, in the process that analysed it and in the merged vocabulary): 500,000 and 1,600,000
-random words, 189 and 527 MiB (bench/term_memory.py; 241 in an earlier run between 500,000 and
-2,000,000, the larger kept: dictionaries grow in doublings)."""
+vocabulary, in the process that analysed it and in the merged vocabulary): 400,000 and 1,200,000
+random words, 154 and 399 MiB (bench/term_memory.py --words 400000,1200000; 296 and 241 in
+earlier runs, the largest kept: dictionaries grow in doublings)."""
 ANALYSIS_PROCESSES = 4
 """Processes that analyse at once on a hosted runner (search.index.MAX_ANALYSIS_WORKERS, one per
 core): each holds a vocabulary of its own."""
@@ -210,19 +216,25 @@ def read_given(
     diagnostics: Diagnostics | None = None,
     *,
     caps: CorpusCaps = CorpusCaps(),
+    in_path_order: bool = False,
 ) -> Iterator[Document | HeldDocument]:
     """Parse the (KB-relative path, bytes) pairs another reader chose (scanner.git.tree, by
     scanner.corpus.kb_files' rules, with the per-file limits applied), yielding documents in path
     order, under the same per-KB caps as the folder's. `root` is what a refusal names. A file
     given as what the head's read remembered of it (the memo's entry for its path and bytes) is
     neither read nor parsed: it comes out as a HeldDocument, for an index that takes it from the
-    head's (scanner.search.index.Reuse)."""
+    head's (scanner.search.index.Reuse). With `in_path_order` (the pairs come sorted by path),
+    each document is yielded as it is parsed, never held: a pull request's base may parse every
+    file anew."""
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
     tally = _Tally(root, caps, diagnostics, memo=None, keep_entries=False)
     with progress("read", total=None, unit="files") as tick:
-        # Another reader's order is its own (a git tree's): these are sorted here, and held (the
-        # documents parsed are the ones the pull request changed; the others are HeldDocuments).
-        read = list(tally.take((_read_given(relative, data) for relative, data in capped(root, source, caps)), tick))
+        parsed = tally.take((_read_given(relative, data) for relative, data in capped(root, source, caps)), tick)
+        if in_path_order:
+            yield from parsed
+            return
+        # Another reader's order is its own (a git tree's): these are sorted here, and held.
+        read = list(parsed)
     yield from sorted(read, key=lambda document: document.path)
 
 

@@ -40,7 +40,7 @@ from scanner.compare.comparison import (
 )
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
 from scanner.corpus.parse_memo import ParseMemo, Remembered, blob_id, memo_key
-from scanner.corpus.reader import capped
+from scanner.corpus.reader import BASE_ANEW_SHARE, CorpusCaps, capped
 from scanner.evaluation.records import RunRecord
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import InputError
@@ -49,7 +49,7 @@ from scanner.git.objects import read_blobs
 from scanner.git.renames import renamed_since
 from scanner.git.repository import Absent, Deadline, GitFailed, resolve_commit
 from scanner.git.revision import Repository, find_repository, is_revision_name
-from scanner.git.tree import list_tree
+from scanner.git.tree import TreeFile, list_tree
 from scanner.golden.file import ExpectedEntry, GoldenSet
 from scanner.pipeline.evaluate import EvalOptions, Plan, Side, evaluate_side
 from scanner.retrievers.base import RetrieverKind
@@ -220,11 +220,22 @@ def evaluate_base(
                 if remembered is not None:
                     held[file.path] = remembered
 
+        anew = [file for file in files if file.path not in held]
+        too_much = _anew_past_share(anew, options.corpus_caps)
+        if too_much is not None:
+            return no_previous(
+                f"the pull request changes {too_much} of the KB at {base.commit[:12]} ({base.request.ref}) for its base "
+                "to be evaluated within the memory the corpus caps promise", Source.GIT,
+                NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
+                hint="raise --max-files and --max-mib on a runner with the memory for it (docs/limits-and-safety.md)",
+            )
+
         def source(_diagnostics: Diagnostics) -> Iterator[tuple[str, bytes | Remembered]]:
-            """Every file of the listing: the bytes of those the head does not hold, read now."""
-            read = [file for file in files if file.path not in held]
-            blobs = read_blobs(base.repository, [file.blob for file in read], deadline, MAX_DOCUMENT_BYTES)
-            for file in files:
+            """Every file of the listing in path order (parsed as it comes, never held): the bytes
+            of those the head does not hold, read now."""
+            ordered = sorted(anew, key=lambda file: file.path)
+            blobs = read_blobs(base.repository, [file.blob for file in ordered], deadline, MAX_DOCUMENT_BYTES)
+            for file in sorted(files, key=lambda file: file.path):
                 yield file.path, held[file.path] if file.path in held else next(blobs)
 
         reuse = head if held else None
@@ -259,6 +270,18 @@ def evaluate_base(
     blob_of = {file.path: file.blob for file in files}
     by_content = {blob_of[path]: ids for path, ids in quoted.items() if path in blob_of and path not in unchanged}
     return BaseEvaluation(outcome.run, diagnostics, used, quoted, unchanged, by_content)
+
+
+def _anew_past_share(anew: list[TreeFile], caps: CorpusCaps) -> str | None:
+    """What of the files the base reads anew (those the head does not hold) is past their share of
+    the caps (BASE_ANEW_SHARE of max-files and of max-mib), said as a count; None within it."""
+    files = caps.files * BASE_ANEW_SHARE
+    if len(anew) > files:
+        return f"{len(anew):,} files (more than {int(files):,})"
+    size, limit = sum(file.size for file in anew), caps.bytes * BASE_ANEW_SHARE
+    if size > limit:
+        return f"{size / 2**20:,.0f} MiB of files (more than {limit / 2**20:,.0f})"
+    return None
 
 
 def moved_findings(run: RunRecord, base: BaseEvaluation, kb_path: Path) -> dict[str, tuple[str, ...]]:

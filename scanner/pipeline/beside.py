@@ -83,7 +83,9 @@ class BaseBesideHead:
             evaluated = base_phase.evaluate_base(self.base, self.options, plan, self.memo, head)
             message: dict[str, object]
             if isinstance(evaluated, Comparison):
-                message = {"not_compared": [evaluated.reasons[0], evaluated.cause.value if evaluated.cause else None]}
+                message = {"not_compared": [
+                    evaluated.reasons[0], evaluated.cause.value if evaluated.cause else None, evaluated.hint,
+                ]}
             else:
                 message = {
                     "run": run_document(evaluated.run), "renamed": dict(evaluated.renamed),
@@ -121,10 +123,10 @@ class BaseBesideHead:
         if "error" in message:
             raise RuntimeError(f"evaluating the base revision failed:\n{message['error']}")
         if "not_compared" in message:
-            reason, cause = message["not_compared"]
+            reason, cause, hint = message["not_compared"]
             return no_previous(
                 reason, Source.GIT, NotComparedCause(cause) if cause else NotComparedCause.REVISION_UNAVAILABLE,
-                revision=self.base.revision,
+                revision=self.base.revision, hint=hint,
             )
         quoted = {path: tuple(ids) for path, ids in message.get("quoted", {}).items()}
         unchanged = frozenset(message.get("unchanged", ()))

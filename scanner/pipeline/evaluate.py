@@ -193,7 +193,7 @@ def prepare(
     clock = clock if clock is not None else PhaseClock()
     cache = ParseCache(side.cache_dir) if side.cache_dir is not None else None
     documents = (
-        read_given(side.kb_path, side.source(diagnostics), diagnostics, caps=options.corpus_caps)
+        read_given(side.kb_path, side.source(diagnostics), diagnostics, caps=options.corpus_caps, in_path_order=True)
         if side.source is not None
         else read_folder(
             side.kb_path, options.exclude, diagnostics, cache=cache, memo=side.memo, caps=options.corpus_caps

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,19 @@ def test_files_another_reader_chose_are_read_in_path_order_and_the_folder_is_not
     assert [d.path for d in read_given(tmp_path, iter(given))] == ["a.md", "z.md"]
     # The near miss: the folder's own reader finds the file the given ones do not name.
     assert [d.path for d in read_corpus(tmp_path).documents] == ["on-disk.md"]
+
+
+def test_files_given_in_path_order_are_parsed_as_they_come_and_none_is_held(tmp_path: Path) -> None:
+    taken: list[str] = []
+
+    def given() -> Iterator[tuple[str, bytes]]:
+        for name in ("a.md", "b.md", "c.md"):
+            taken.append(name)
+            yield name, f"# {name}\n".encode()
+
+    streamed = read_given(tmp_path, given(), in_path_order=True)
+    assert next(streamed).path == "a.md" and taken == ["a.md"]  # the first before the second is read
+    assert [d.path for d in streamed] == ["b.md", "c.md"]
+    # The near miss: in another reader's order, every file is parsed before the first comes out.
+    taken.clear()
+    assert next(read_given(tmp_path, given())).path == "a.md" and taken == ["a.md", "b.md", "c.md"]

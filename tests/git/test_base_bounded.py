@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import scanner.corpus.reader
 import scanner.git.renames
 import scanner.pipeline.base
 from scanner.compare.comparison import BaseRequest, Comparison, NotComparedCause, Origin
@@ -227,3 +228,26 @@ def test_the_flag_and_a_pull_requests_base_are_held_to_one_revision_rule(tmp_pat
 def test_the_revision_rule_at_its_edges() -> None:
     assert [is_revision_name(text) for text in EDGES] == [True, False, False, True, False, False, True]
     assert not is_revision_name("")
+
+
+@pytest.mark.parametrize(("edited", "compared"), [(3, True), (4, False)])
+def test_a_base_reads_anew_at_most_its_share_of_the_file_cap_or_the_run_goes_on_without_it(
+    tmp_path: Path, edited: int, compared: bool
+) -> None:
+    # Ten files and --max-files 10: the base may read anew 0.3 of the cap, 3 files. A pull request
+    # rewriting more would add to the head's memory more than the caps promise; the head is still
+    # evaluated, the comparison named as not made.
+    assert scanner.corpus.reader.BASE_ANEW_SHARE == 0.3
+    fillers = {f"filler-{n}.md": f"# Filler {n}\n\nplain words {n}\n" for n in range(7)}
+    repo = new_repo(tmp_path / "repo")
+    base = commit(repo, {**BASE_KB, **fillers}, "base")
+    commit(repo, {f"filler-{n}.md": f"# Filler {n}\n\nrewritten {n}\n" for n in range(edited)}, "head")
+    result, report = run(repo / "kb", f"--baseline-ref={base}", "--max-files=10")
+    assert result.exit_code == ExitCode.OK and report["corpus"]["documents"] == 10
+    if compared:
+        assert report["comparison"]["status"] == "compared", report["comparison"]
+    else:
+        assert report["comparison"]["status"] == "no-previous"
+        assert report["comparison"]["cause"] == "revision-unavailable"
+        assert "4 files (more than 3)" in report["comparison"]["reasons"][0]
+        assert "--max-files" in report["comparison"]["hint"]
