@@ -51,6 +51,11 @@ _THEMATIC_BREAK = re.compile(r" {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \
 _NOT_PARAGRAPH = re.compile(r" {0,3}(?:>|[-+*](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|<)")
 # First characters that can open a block this scanner cares about (after up to 3 spaces).
 _BLOCK_START = frozenset(" \t#`~=-*_>+<0123456789")
+# After up to three spaces, the first character of each construct (the expressions above).
+_FENCE_MARKERS = frozenset("`~")
+_SETEXT_MARKERS = frozenset("=-")
+_BREAK_MARKERS = frozenset("-*_")
+_CONTAINER_MARKERS = frozenset(">-+*<")  # and any decimal digit (\d)
 # Only \r\n, \r and \n end a line: str.splitlines() would also split on \x0b, \x1c, \u2028 ...,
 # which editors and GitHub do not count, and annotations would land on the wrong line.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -268,12 +273,16 @@ def _split_sections(
             if closes_fence(line, fence):
                 fence = None
             continue
-        opening = fence_opening(line)
+        # Each construct opens with its own character after at most three spaces: a line is tried
+        # only against those its first one can open (past three spaces, none).
+        stripped = line.lstrip(" ")
+        marker = stripped[:1] if len(line) - len(stripped) <= 3 else ""
+        opening = fence_opening(line) if marker in _FENCE_MARKERS else None
         if opening is not None:
             fence = opening
             paragraph_start = None
             continue
-        atx = _atx_heading(line)
+        atx = _atx_heading(line) if marker == "#" else None
         if atx is not None:
             if len(headings) >= max_headings:
                 _note_section_cap(problems, i)
@@ -284,7 +293,7 @@ def _split_sections(
         if not line.strip():
             paragraph_start = None
             continue
-        underline = _SETEXT_UNDERLINE.match(line)
+        underline = _SETEXT_UNDERLINE.match(line) if marker in _SETEXT_MARKERS else None
         if underline is not None and paragraph_start is not None:
             if len(headings) >= max_headings:
                 _note_section_cap(problems, paragraph_start)
@@ -294,7 +303,9 @@ def _split_sections(
             headings.append((paragraph_start, level, text, i - paragraph_start + 1))
             paragraph_start = None
             continue
-        if _THEMATIC_BREAK.match(line) or _NOT_PARAGRAPH.match(line):
+        if (marker in _BREAK_MARKERS and _THEMATIC_BREAK.match(line)) or (
+            (marker in _CONTAINER_MARKERS or marker.isdecimal()) and _NOT_PARAGRAPH.match(line)
+        ):
             paragraph_start = None
             continue
         if paragraph_start is None:

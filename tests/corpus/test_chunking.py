@@ -176,6 +176,15 @@ def test_skipping_the_nesting_check_leaves_the_title_and_the_warning_as_the_chec
     assert parse_document(text, "fallback") == skipped
 
 
+def test_a_line_is_tried_only_against_the_constructs_its_first_character_can_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    fences = CallCounter(monkeypatch, markdown, "fence_opening")
+    headings = CallCounter(monkeypatch, markdown, "_atx_heading")
+    parsed = doc("# Title\n" + "- item\n1. step\n  > quote\n    # indented code\n" * 50 + "  ```\n# not a heading\n```\n")
+    assert (fences.calls, headings.calls) == (1, 1)  # the `# Title` line, then the opening fence
+    assert [section.heading for section in parsed.sections] == ["Title"]
+    assert "# not a heading" in parsed.sections[0].body
+
+
 def test_crlf_and_lone_cr_line_endings_count_lines_like_an_editor() -> None:
     parsed = parse_document("# A\r\nx\r# B\ny\n", "t")
     assert [(s.heading, s.heading_line, s.body) for s in parsed.sections] == [("A", 1, "x"), ("B", 3, "y")]
