@@ -110,6 +110,12 @@ def test_sections_whose_breadcrumbs_read_the_same_keep_their_own_breadcrumb_line
     assert index.corpus.digest == "sha256:" + expected.hexdigest()
 
 
+def test_the_chunk_table_is_written_in_sqlites_largest_pages_with_the_same_cache_bytes() -> None:
+    index = Index.build([build_document("a.md", "# A\nalpha\n", Diagnostics())])
+    assert index.connection.execute("PRAGMA page_size").fetchone() == (65536,)
+    assert index.connection.execute("PRAGMA cache_size").fetchone() == (-8192,)  # KiB, not pages
+
+
 def test_a_chunk_is_read_back_with_its_source_lines_as_it_was_indexed() -> None:
     text = (
         "---\ntitle: Ops > runbook ユニコード\n---\nintro line\n\n# Deploy > steps\nfirst\n\n## Roll back\n"
