@@ -56,15 +56,20 @@ class BaseBesideHead:
         self._child: tuple[int, int] | None = None
         """(pid, read end of its pipe) while a child runs."""
 
+    @staticmethod
+    def asked_terms(plan: Plan) -> frozenset[str]:
+        """The terms the base's search will ask for: the golden queries', which the head asks too."""
+        return frozenset(
+            term for request in plan.requests if (compiled := compile_query(request.text)) is not None
+            for term, _ in compiled.terms
+        )
+
     def start(self, plan: Plan, head: Index) -> None:
         self._plan = plan
         self._head = head
         # The base asks the golden queries the head asks: of the head's analysis it keeps only
         # their terms' postings, before the child is forked, so no process holds the others.
-        head.keep_only_terms(
-            term for request in plan.requests if (compiled := compile_query(request.text)) is not None
-            for term, _ in compiled.terms
-        )
+        head.keep_only_terms(self.asked_terms(plan))
         if not self._fork or not hasattr(os, "fork"):
             return
         read_end, write_end = os.pipe()

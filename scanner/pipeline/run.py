@@ -152,6 +152,10 @@ def evaluate_both(
     head = head_side(options, beside.memo if beside else None, keep_analysis=beside is not None and builtin)
     try:
         prepared = prepare(options, evaluation_plan, head, diagnostics, clock)
+        if beside is not None and builtin:
+            # Told before the analysis, the head keeps only these terms' postings for the base, and
+            # its scorer's impacts take the place of every term count (no second array of them).
+            prepared.index.keep_only_terms(beside.asked_terms(evaluation_plan))
         retriever = bind(options, prepared, clock)
         try:
             if beside is not None:

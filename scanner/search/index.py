@@ -127,6 +127,8 @@ class Index:
         self.keep_analysis = False
         """Keep each analysis's Postings (`_kept`) for an index that reuses them (Reuse)."""
         self._kept: dict[tuple[tuple[float, ...], ...], list[KeptAnalysis]] = {}
+        self._kept_terms: frozenset[str] | None = None
+        """keep_only_terms' terms: an analysis after it keeps only theirs."""
         self._reused: _Reused | None = None
         self._donor_terms: int | None = None
         """The donor's vocabulary size when this index's analyzer was copied from it (Reuse)."""
@@ -271,11 +273,16 @@ class Index:
     def keep_only_terms(self, terms: Iterable[str]) -> None:
         """Of the analysis kept for a reusing index, only the postings of these terms: a pull
         request's base asks for its golden queries' terms alone (the head's), so the rest need not
-        outlive the head's scorer (about 4 bytes a posting, a tenth of one run's memory). The
-        reusing index refuses, as a kb-eval bug, a term left out here."""
-        vocabulary = self.analyzer.vocabulary
-        ids = frozenset(vocabulary[term] for term in terms if term in vocabulary)
+        outlive the head's scorer. Told before an analysis, that analysis keeps only these, and
+        its scorer writes the impacts over the term counts (the head's peak is then a plain
+        run's). The reusing index refuses, as a kb-eval bug, a term left out here."""
+        self._kept_terms = frozenset(terms)
+        ids = self._kept_ids()
         self._kept = {key: [part.only(ids) for part in parts] for key, parts in self._kept.items()}
+
+    def _kept_ids(self) -> frozenset[int]:
+        vocabulary = self.analyzer.vocabulary
+        return frozenset(vocabulary[term] for term in self._kept_terms or () if term in vocabulary)
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk with this id, with its source lines, as it was indexed."""
@@ -306,7 +313,7 @@ class Index:
             if parameters.per_field:
                 fields = self._postings([_only(f, len(weights)) for f, boost in enumerate(weights) if boost > 0])
                 self._scorers[key] = Bm25Scorer(
-                    fields, parameters, [w for w in weights if w > 0], consume=not self.keep_analysis
+                    fields, parameters, [w for w in weights if w > 0], consume=self._consumes()
                 )
             else:
                 # Each field's weight is split: its `alone` share scored as the field's own BM25,
@@ -320,11 +327,15 @@ class Index:
                     other = layers[0].lengths - np.float32(inside[field]) * layer.lengths
                     smallest = min((w for f, w in enumerate(inside) if f != field and w > 0), default=1.0)
                     masks.append(other > smallest / 2 if parameters.alone_beside_text else None)
-                # The tf arrays become the impacts unless a reusing index will read them (keep_analysis).
                 self._scorers[key] = Bm25Scorer(
-                    layers, parameters, [1.0] + [boost for _, boost in alone], masks, consume=not self.keep_analysis
+                    layers, parameters, [1.0] + [boost for _, boost in alone], masks, consume=self._consumes()
                 )
         return self._scorers[key]
+
+    def _consumes(self) -> bool:
+        """Whether a scorer may write its impacts over the analysis's term counts: not while a
+        reusing index will read them all (kept whole, keep_only_terms not told first)."""
+        return not self.keep_analysis or self._kept_terms is not None
 
     def _postings(self, layers: Sequence[tuple[float, ...]]) -> Sequence[Postings | DerivedPostings]:
         """Postings for each layer (a weight per field; a field of weight 0 is left out of that
@@ -357,7 +368,8 @@ class Index:
             else:
                 return self._derive(job, reused, donated, tick)
         if self.keep_analysis:
-            self._kept[key] = [KeptAnalysis.of(part) for part in postings]
+            kept = [KeptAnalysis.of(part) for part in postings]
+            self._kept[key] = kept if self._kept_terms is None else [part.only(self._kept_ids()) for part in kept]
         return postings
 
     def _derive(

@@ -267,6 +267,36 @@ def test_a_donor_keeping_only_the_query_terms_ranks_them_as_one_keeping_all() ->
 
 
 
+def test_a_donor_told_its_terms_before_the_analysis_keeps_the_same_postings_and_its_impacts_take_the_tfs_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    consumed: list[bool] = []
+    scorer = index_module.Bm25Scorer
+
+    def spy(*args: object, consume: bool = False, **kwargs: object) -> object:
+        consumed.append(consume)
+        return scorer(*args, consume=consume, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index_module, "Bm25Scorer", spy)
+    head_docs, base_docs, same = pull_request(edited_head(documents(240)))
+    asked = {term for query in QUERIES if (compiled := compile_query(query)) is not None for term, _ in compiled.terms}
+    before = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    before.keep_only_terms(asked)
+    after = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    assert ranked(before) == ranked(after)
+    after.keep_only_terms(asked)
+    # Told first, the scorer writes its impacts over the term counts; told after, it could not
+    # (the donor still held them all) and kept an array of its own.
+    assert consumed == [True, False]
+    for key, parts in after._kept.items():
+        for told, late in zip(before._kept[key], parts, strict=True):
+            assert told.postings.chunks.tolist() == late.postings.chunks.tolist()
+            assert told.postings.tf.tolist() == late.postings.tf.tolist()
+            assert told.per_chunk.tolist() == late.per_chunk.tolist()
+    reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(before))
+    assert ranked(reusing) == ranked(Index.build(base_docs, analysis_workers=1))
+
+
 def test_a_derived_layer_keeps_impacts_within_its_budget_and_answers_the_same_without_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
