@@ -234,16 +234,16 @@ def test_the_revision_rule_at_its_edges() -> None:
 def test_a_base_reads_anew_at_most_its_share_of_the_file_cap_or_the_run_goes_on_without_it(
     tmp_path: Path, edited: int, compared: bool
 ) -> None:
-    # Ten files and --max-files 10: the base may read anew 0.3 of the cap, 3 files. A pull request
-    # rewriting more would add to the head's memory more than the caps promise; the head is still
-    # evaluated, the comparison named as not made.
-    assert scanner.corpus.reader.BASE_ANEW_SHARE == 0.3
-    fillers = {f"filler-{n}.md": f"# Filler {n}\n\nplain words {n}\n" for n in range(7)}
+    # Thirty files and --max-files 30: the base may read anew 0.1 of the cap, 3 files. A pull
+    # request rewriting more would add to the head's memory more than the caps promise; the head
+    # is still evaluated, the comparison named as not made.
+    assert scanner.corpus.reader.BASE_ANEW_SHARE == 0.1
+    fillers = {f"filler-{n}.md": f"# Filler {n}\n\nplain words {n}\n" for n in range(27)}
     repo = new_repo(tmp_path / "repo")
     base = commit(repo, {**BASE_KB, **fillers}, "base")
     commit(repo, {f"filler-{n}.md": f"# Filler {n}\n\nrewritten {n}\n" for n in range(edited)}, "head")
-    result, report = run(repo / "kb", f"--baseline-ref={base}", "--max-files=10")
-    assert result.exit_code == ExitCode.OK and report["corpus"]["documents"] == 10
+    result, report = run(repo / "kb", f"--baseline-ref={base}", "--max-files=30")
+    assert result.exit_code == ExitCode.OK and report["corpus"]["documents"] == 30
     if compared:
         assert report["comparison"]["status"] == "compared", report["comparison"]
     else:
