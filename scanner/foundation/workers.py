@@ -56,3 +56,19 @@ def ordered_map(
 
 def _each(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
     return [function(item) for item in items]
+
+
+def release_free_memory() -> bool:
+    """Give the allocator's free pages back to the system (glibc's malloc_trim), before a fork: a
+    child's allocations would otherwise land in free pages it shares with its parent, each then
+    copied (a pull request's base at 10,000 bench documents: run's peak 383 to 270 MiB, one run
+    each). False where the C library has no such call (it is then a no-op)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    trim = getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    if trim is None:
+        return False
+    trim(0)
+    return True

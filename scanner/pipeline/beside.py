@@ -15,6 +15,7 @@ from typing import Any
 from scanner.compare.comparison import Comparison, NotComparedCause, Source, no_previous
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.workers import release_free_memory
 from scanner.pipeline import base as base_phase
 from scanner.pipeline.base import BaseEvaluation, ResolvedBase
 from scanner.pipeline.evaluate import EvalOptions, Plan
@@ -73,6 +74,7 @@ class BaseBesideHead:
         if not self._fork or not hasattr(os, "fork"):
             return
         read_end, write_end = os.pipe()
+        release_free_memory()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's lines are measured by what it sends back
             os.close(read_end)
