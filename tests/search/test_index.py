@@ -4,6 +4,8 @@ source lines, and the analysis split over worker processes giving exactly one pr
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,9 +112,36 @@ def test_sections_whose_breadcrumbs_read_the_same_keep_their_own_breadcrumb_line
     assert index.corpus.digest == "sha256:" + expected.hexdigest()
 
 
-def test_the_chunk_table_is_written_in_sqlites_largest_pages_with_the_same_cache_bytes() -> None:
+_WRITE_MEMORY = """
+import sys
+from scanner.corpus.reader import build_document
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.search.index import Index
+
+def rss_kib():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+body = "\\n\\n".join(f"## Part {p}\\n\\n" + f"word{p} " * 150 for p in range(8))
+documents = [build_document(f"notes/{n:05d}.md", f"# Note {n}\\n\\n{body}\\n", Diagnostics()) for n in range(int(sys.argv[1]))]
+before = rss_kib()
+index = Index.build(documents)
+assert index.corpus.chunks == 9 * len(documents)
+print(rss_kib() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the resident size from /proc")
+def test_writing_the_chunk_table_holds_the_same_memory_for_four_times_the_sections() -> None:
+    # The table's rows go to the file as they are written; SQLite's memory is its 8 MiB cache.
+    # With 64 KiB pages it grew with the rows: about 47 MiB more for the larger corpus here.
+    grown = [
+        int(subprocess.run([sys.executable, "-c", _WRITE_MEMORY, str(documents)], capture_output=True, text=True,
+                           timeout=120, check=True).stdout)
+        for documents in (2_000, 8_000)
+    ]
+    assert grown[1] - grown[0] < 12 * 1024, grown  # KiB; 54,000 more sections of about 900 bytes
     index = Index.build([build_document("a.md", "# A\nalpha\n", Diagnostics())])
-    assert index.connection.execute("PRAGMA page_size").fetchone() == (65536,)
     assert index.connection.execute("PRAGMA cache_size").fetchone() == (-8192,)  # KiB, not pages
 
 
