@@ -358,5 +358,7 @@ def _warnings(entries: object) -> list[Diagnostic]:
         )
         for w in entries
         # A code this version does not know (a newer kb-eval's) is left out, like any malformed entry.
-        if isinstance(w, Mapping) and w.get("code") in KNOWN_CODES and isinstance(w.get("message"), str)
+        # Asked as a string first: a list or an object there cannot even be looked up in a set.
+        if isinstance(w, Mapping) and isinstance(w.get("code"), str) and w["code"] in KNOWN_CODES
+        and isinstance(w.get("message"), str)
     ]

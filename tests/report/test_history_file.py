@@ -411,6 +411,14 @@ def test_a_new_history_file_gets_ordinary_permissions_and_no_temp_files_remain(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.json"]
 
 
+@pytest.mark.parametrize("code", [[], {"a": 1}, "no-such-code", 7])
+def test_a_recorded_warning_whose_code_is_not_one_of_ours_is_left_out_and_the_run_kept(code: object) -> None:
+    # Found by the history fuzz: a list as the code was looked up in a set (exit 3).
+    known = {"code": "k-over-limit", "message": "kept", "file": None, "line": None}
+    record = run_from_document(make_run() | {"warnings": [{"code": code, "message": "m"}, known]})
+    assert [warning.message for warning in record.warnings] == ["kept"]
+
+
 # --- baselines ------------------------------------------------------------------------
 
 
