@@ -33,11 +33,12 @@ RUNNER_MIB = 16 * 1024
 RUNNER_RESERVE_MIB = 2 * 1024
 """Left to the runner's own processes and the workflow's other steps."""
 PULL_REQUEST_MEMORY_RATIO = 2.0
-"""Peak memory of a pull request's run (head and base, `--baseline-ref`) over one run's: 1.9x with
-1% of 100,000 documents edited (1,613 against 851 MiB; 298 against 152 at 10,000; bench/base_and_head.py
---memory, docs/pull-request-loop.md), plus BASE_ANEW_SHARE for a base that reads that much anew.
-Since the analysis holds each posting once, the base's forked child, not the analysis, is most of
-what a pull request adds: it writes to pages it shares with the head, which are then copied."""
+"""Peak memory of a pull request's run (head and base, `--baseline-ref`) over one run's, with 1% of
+the documents edited: 1.74x at 10,000 bench documents and 1.98x at 100,000 (272 against 156 and
+1,689 against 851 MiB; bench/base_and_head.py --memory, docs/pull-request-loop.md). Most of what a
+pull request adds is the head's term counts of the golden queries' terms, which the base reads
+(about half the postings for the bench's queries). A base reading anew up to BASE_ANEW_SHARE adds
+at most a tenth more, taken from RUNNER_RESERVE_MIB."""
 BASE_ANEW_SHARE = 0.1
 """Of max-files and max-mib, what a pull request's base may read and analyse anew (the files the
 pull request changed; the others are the head's), so that whatever a pull request rewrites or
