@@ -227,6 +227,16 @@ def _spilled_batches(path: str) -> Iterator[tuple[npt.NDArray[np.int64], Posting
                                     np.zeros(chunks, dtype=np.float32))
 
 
+def _placement(
+    df: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """For postings counted per term (`df`): each term's first position, the empty chunk and tf
+    arrays they are placed into, and each term's next free position."""
+    start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+    total = int(start[-1])
+    return start, np.empty(total, dtype=np.int32), np.empty(total, dtype=np.float32), start[:-1].copy()
+
+
 def place_spilled(parts: list[tuple[npt.NDArray[np.int64], SpilledPostings]], vocabulary_size: int) -> Postings:
     """One Postings from builders' spilled batches over consecutive chunk ranges, each builder with
     its own term ids (parts[i][0] maps builder i's ids onto the index's): merge_postings of every
@@ -235,12 +245,8 @@ def place_spilled(parts: list[tuple[npt.NDArray[np.int64], SpilledPostings]], vo
     df = np.zeros(vocabulary_size, dtype=np.int64)
     for mapping, part in parts:
         df[mapping[: len(part.df)]] += part.df
-    start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+    start, chunks, tf, filled = _placement(df)
     del df
-    total = int(start[-1])
-    chunks = np.empty(total, dtype=np.int32)
-    tf = np.empty(total, dtype=np.float32)
-    filled = start[:-1].copy()
     first_chunk = 0
     for mapping, part in parts:
         for present, batch in _spilled_batches(part.path):
@@ -268,12 +274,8 @@ def merge_postings(parts: list[tuple[npt.NDArray[np.int64], Postings]], vocabula
     df = np.zeros(vocabulary_size, dtype=np.int64)
     for mapping, part in parts:
         df[mapping[: len(part.start) - 1]] += np.diff(part.start)  # a part's mapping has no repeats
-    start = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+    start, chunks, tf, filled = _placement(df)
     del df
-    total = int(start[-1])
-    chunks = np.empty(total, dtype=np.int32)
-    tf = np.empty(total, dtype=np.float32)
-    filled = start[:-1].copy()
     first_chunk = 0
     lengths = []
     parts.reverse()  # popped from the end, in chunk order
