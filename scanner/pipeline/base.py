@@ -54,6 +54,7 @@ from scanner.golden.file import ExpectedEntry, GoldenSet
 from scanner.pipeline.evaluate import EvalOptions, Plan, Side, evaluate_side
 from scanner.retrievers.base import RetrieverKind
 from scanner.search.index import Index
+from scanner.settings.declaration import interface_words
 
 FLAG = "--baseline-ref"
 
@@ -227,7 +228,9 @@ def evaluate_base(
                 f"the pull request changes {too_much} of the KB at {base.commit[:12]} ({base.request.ref}) for its base "
                 "to be evaluated within the memory the corpus caps promise", Source.GIT,
                 NotComparedCause.REVISION_UNAVAILABLE, revision=base.revision,
-                hint="raise --max-files and --max-mib on a runner with the memory for it (docs/limits-and-safety.md)",
+                hint=interface_words(options.interface)(
+                    "raise --max-files and --max-mib on a runner with the memory for it (docs/limits-and-safety.md)"
+                ),
             )
 
         def source(_diagnostics: Diagnostics) -> Iterator[tuple[str, bytes | Remembered]]:

@@ -4,6 +4,7 @@ for among the KB's files within their caps, and every read is inside a deadline.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 import scanner.corpus.reader
 import scanner.git.renames
 import scanner.pipeline.base
+from scanner.cli.main import execute, parse_cli
 from scanner.compare.comparison import BaseRequest, Comparison, NotComparedCause, Origin
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles
 from scanner.foundation.diagnostics import Diagnostics
@@ -23,6 +25,7 @@ from scanner.git.repository import Deadline, GitFailed
 from scanner.git.revision import MAX_REVISION_CHARS, is_revision_name
 from scanner.git.tree import TreeFile, list_tree
 from scanner.pipeline.base import SHALLOW_HINT, ResolvedBase, resolve_base
+from scanner.settings.declaration import Interface
 from tests.git.test_git_base import BASE_KB, GOLDEN, commit, git, new_repo, per_query, run
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -251,3 +254,11 @@ def test_a_base_reads_anew_at_most_its_share_of_the_file_cap_or_the_run_goes_on_
         assert report["comparison"]["cause"] == "revision-unavailable"
         assert "4 files (more than 3)" in report["comparison"]["reasons"][0]
         assert "--max-files" in report["comparison"]["hint"]
+        # In the Action the settings are inputs, and the hint names them so.
+        settings = dataclasses.replace(
+            parse_cli([f"--kb-path={repo / 'kb'}", "--no-history", "--format=json", f"--baseline-ref={base}",
+                       "--max-files=30"]),
+            interface=Interface.ACTION,
+        )
+        hint = json.loads(execute(settings).stdout_text)["comparison"]["hint"]
+        assert "raise max-files and max-mib" in hint and "--max" not in hint
