@@ -275,8 +275,13 @@ class Index:
         request's base asks for its golden queries' terms alone (the head's), so the rest need not
         outlive the head's scorer. Told before an analysis, that analysis keeps only these, and
         its scorer writes the impacts over the term counts (the head's peak is then a plain
-        run's). The reusing index refuses, as a kb-eval bug, a term left out here."""
-        self._kept_terms = frozenset(terms)
+        run's). The reusing index refuses, as a kb-eval bug, a term left out here. Told the same
+        terms again (the pipeline tells the head before its analysis and when the base starts),
+        nothing is copied: a copy of what is kept is the size of what is kept."""
+        asked = frozenset(terms)
+        if asked == self._kept_terms:
+            return
+        self._kept_terms = asked
         ids = self._kept_ids()
         self._kept = {key: [part.only(ids) for part in parts] for key, parts in self._kept.items()}
 

@@ -297,6 +297,24 @@ def test_a_donor_told_its_terms_before_the_analysis_keeps_the_same_postings_and_
     assert ranked(reusing) == ranked(Index.build(base_docs, analysis_workers=1))
 
 
+def test_a_donor_told_the_same_terms_again_copies_nothing_and_told_fewer_keeps_fewer() -> None:
+    head_docs, _, _ = pull_request(edited_head(documents(240)))
+    asked = {term for query in QUERIES if (compiled := compile_query(query)) is not None for term, _ in compiled.terms}
+    donor = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    donor.keep_only_terms(asked)
+    ranked(donor)
+    kept = {key: [part.postings.chunks for part in parts] for key, parts in donor._kept.items()}
+    donor.keep_only_terms(set(asked))
+    assert all(
+        again.postings.chunks is first for key, parts in donor._kept.items() for again, first in zip(parts, kept[key])
+    )
+    # The near miss: fewer terms are a new request, and what is kept shrinks to them.
+    donor.keep_only_terms(sorted(asked)[:1])
+    assert sum(len(part.postings.chunks) for parts in donor._kept.values() for part in parts) < sum(
+        len(chunks) for chunks_list in kept.values() for chunks in chunks_list
+    )
+
+
 def test_a_derived_layer_keeps_impacts_within_its_budget_and_answers_the_same_without_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
