@@ -1,8 +1,8 @@
 """The wheel and the sdist are the product: what `pip install` puts on a machine must run.
 
-The quick tests check that every folder of the package is one setuptools finds; the slow one builds
-both distributions, installs each into a fresh virtual environment that cannot see this checkout,
-and runs the example and `kb-eval init` from there.
+The quick tests check that every folder of the package is one setuptools finds; the slow ones build
+both distributions once, install each in turn into a fresh virtual environment that cannot see this
+checkout, and run the example and `kb-eval init` from there.
 """
 
 from __future__ import annotations
@@ -49,33 +49,52 @@ def test_a_folder_without_init_is_reported_as_missing(tmp_path: Path) -> None:
     assert found == {"scanner"}
 
 
-def build(kind: str, out: Path) -> Path:
+@pytest.fixture(scope="module")
+def distributions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sdist, and the wheel built from it, as a release builds them (`python -m build`): once for
+    every test here (each build sets up an isolated environment), and the wheel's being made from
+    the sdist shows the sdist holds everything the wheel needs."""
+    out = tmp_path_factory.mktemp("dist")
     built = subprocess.run(
-        [sys.executable, "-m", "build", f"--{kind}", "--outdir", str(out), str(REPO)],
-        capture_output=True, text=True, timeout=600, check=False,
+        [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
+        capture_output=True, text=True, timeout=900, check=False,
     )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    [artifact] = out.glob("*.whl" if kind == "wheel" else "*.tar.gz")
-    return artifact
+    [wheel], [sdist] = out.glob("*.whl"), out.glob("*.tar.gz")
+    return {"wheel": wheel, "sdist": sdist}
 
 
-def fresh_environment(root: Path, artifact: Path) -> Path:
-    """A new virtual environment with only `artifact` (and its dependencies) installed; returns its bin/."""
-    venv.EnvBuilder(with_pip=True, clear=True).create(root)
-    bin_dir = root / "bin"
-    installed = subprocess.run(
-        [str(bin_dir / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(artifact)],
-        capture_output=True, text=True, timeout=900, check=False, cwd=root,
+def pip(bin_dir: Path, *argv: str) -> None:
+    done = subprocess.run(
+        [str(bin_dir / "python"), "-m", "pip", *argv, "--quiet", "--disable-pip-version-check"],
+        capture_output=True, text=True, timeout=900, check=False, cwd=bin_dir.parent,
     )
-    assert installed.returncode == 0, installed.stderr[-3000:]
-    return bin_dir
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def environment(distributions: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new virtual environment, outside this checkout, with the wheel and its dependencies
+    installed (once: the dependencies are most of an install's time); returns its bin/."""
+    root = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=True, clear=True).create(root)
+    # No bytecode compiled at install: half the install's time; the runs compile what they import.
+    pip(root / "bin", "install", "--no-compile", str(distributions["wheel"]))
+    return root / "bin"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["wheel", "sdist"])
-def test_the_installed_distribution_runs_the_example_and_init(kind: str, tmp_path: Path) -> None:
-    artifact = build(kind, tmp_path / "dist")
-    bin_dir = fresh_environment(tmp_path / "venv", artifact)
+def test_the_installed_distribution_runs_the_example_and_init(
+    kind: str, distributions: dict[str, Path], environment: Path, tmp_path: Path
+) -> None:
+    bin_dir = environment
+    # Each distribution in its turn replaces kb-eval in the environment; `pip check` then shows
+    # that the dependencies it declares are the ones installed.
+    pip(bin_dir, "install", "--no-compile", "--no-deps", "--force-reinstall", str(distributions[kind]))
+    pip(bin_dir, "check")
+    [record] = bin_dir.parent.glob("lib/python*/site-packages/kb_eval-*.dist-info/direct_url.json")
+    assert distributions[kind].name in record.read_text(encoding="utf-8")  # this one, not the other, is installed
     work = tmp_path / "work"
     shutil.copytree(REPO / "examples" / "kb", work / "kb")
     # No PYTHONPATH and a working folder outside the checkout: only the installed copy can be imported.
@@ -85,7 +104,7 @@ def test_the_installed_distribution_runs_the_example_and_init(kind: str, tmp_pat
         [str(bin_dir / "python"), "-c", "import scanner; print(scanner.__file__)"],
         capture_output=True, text=True, cwd=work, env=env, timeout=60, check=True,
     )
-    assert str(tmp_path / "venv") in where.stdout, where.stdout
+    assert str(bin_dir.parent) in where.stdout, where.stdout
 
     example = subprocess.run(
         [str(bin_dir / "kb-eval"), "--kb-path", "kb", "--no-history", "--format", "json"],
@@ -106,9 +125,8 @@ def test_the_installed_distribution_runs_the_example_and_init(kind: str, tmp_pat
 
 
 @pytest.mark.slow
-def test_the_wheel_holds_every_package_and_the_schema(tmp_path: Path) -> None:
-    wheel = build("wheel", tmp_path)
-    with zipfile.ZipFile(wheel) as archive:
+def test_the_wheel_holds_every_package_and_the_schema(distributions: dict[str, Path]) -> None:
+    with zipfile.ZipFile(distributions["wheel"]) as archive:
         names = set(archive.namelist())
         packaged = archive.read("scanner/_schema/report.schema.json")
     assert packaged == (REPO / "schema" / "report.schema.json").read_bytes()
