@@ -19,6 +19,8 @@ from tests.support import engines, mcp_servers
 LIMIT = 10
 """kb-eval's default limit, which the recipes keep."""
 
+EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
+
 
 @dataclass(frozen=True)
 class EngineRun:

@@ -22,10 +22,9 @@ from scanner.retrievers.mapping import ResponseMapping
 from scanner.retrievers.mcp import McpRetriever
 from scanner.retrievers.mcp_settings import McpSettings
 from scanner.retrievers.templates import SideSlots
-from tests.engines.runs import copy_kb
+from tests.engines.runs import EXAMPLE_KB, EngineRun, copy_kb
 from tests.support import mcp_servers
 
-EXAMPLE_KB = Path(__file__).resolve().parents[2] / "examples" / "kb"
 KEYWORDS = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "qmd" / "keywords.yml"
 REQUEST = SearchRequest("deploy", "**/deploy*", 10)
 LEX = '{"searches": [{"type": "lex", "query": "{query}"}], "limit": {limit}, "rerank": false}'
@@ -119,29 +118,36 @@ each on a shared CI machine)."""
 
 def pull_request_and_base_alone(
     repo: Path, base: str, settings: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    alone: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The pull request's report, and the report of its base evaluated alone from `git archive`
-    with the same search; checked to agree on the base's means and rankings."""
-    archive = tmp_path / "archive"
-    archive.mkdir()
-    tar = subprocess.run(["git", "-C", str(repo), "archive", base], capture_output=True, timeout=60, check=True)
-    subprocess.run(["tar", "-x", "-C", str(archive)], input=tar.stdout, timeout=60, check=True)
-    # The base alone in a process of its own beside the pull request's run: servers that take
-    # tens of seconds to start each (basic-memory) use both of a CI machine's cores.
-    alone = subprocess.Popen([str(Path(sys.executable).parent / "kb-eval"), "--kb-path", str(archive / "kb"), *settings],
-                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """The pull request's report, and the report of its base evaluated alone with the same search
+    (`alone`, or a run here on `git archive` of the base); checked to agree on the base's means
+    and rankings."""
+    process = None
+    if alone is None:
+        archive = tmp_path / "archive"
+        archive.mkdir()
+        tar = subprocess.run(["git", "-C", str(repo), "archive", base], capture_output=True, timeout=60, check=True)
+        subprocess.run(["tar", "-x", "-C", str(archive)], input=tar.stdout, timeout=60, check=True)
+        # The base alone in a process of its own beside the pull request's run.
+        process = subprocess.Popen([str(Path(sys.executable).parent / "kb-eval"), "--kb-path", str(archive / "kb"),
+                                    *settings], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         monkeypatch.chdir(repo)
         pull_request = execute(["--kb-path", "kb", "--baseline-ref", base, *settings])
-        stdout, stderr = alone.communicate(timeout=ALONE_TIMEOUT_S)
+        if process is not None:
+            stdout, stderr = process.communicate(timeout=ALONE_TIMEOUT_S)
+            assert process.returncode == ExitCode.OK, stderr
+            alone = json.loads(stdout)
     finally:
-        alone.kill()
-        alone.wait()
+        if process is not None:
+            process.kill()
+            process.wait()
     assert pull_request.exit_code == ExitCode.OK, pull_request.stderr_text
     report: dict[str, Any] = json.loads(pull_request.stdout_text)
     assert report["comparison"]["status"] == "compared"
-    assert alone.returncode == ExitCode.OK, stderr
-    independent: dict[str, Any] = json.loads(stdout)
+    assert alone is not None
+    independent = alone
     # The base's record keeps the means (its confidence intervals are the head's alone to show).
     base_means = report["previous"]["aggregate"]
     assert base_means == {key: value for key, value in independent["aggregate"].items() if key in base_means}
@@ -188,9 +194,9 @@ def test_qmd_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_on_git_arc
 BASIC_MEMORY_SIDE = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "basic-memory" / "side"
 
 
-@pytest.mark.slow  # three basic-memory indexes and servers: minutes on a shared machine
+@pytest.mark.slow  # basic-memory indexes and servers: minutes on a shared machine
 def test_basic_memory_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_on_git_archive_of_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, basic_memory_on_the_example: EngineRun
 ) -> None:
     monkeypatch.setenv("PATH", mcp_servers.basic_memory_path())
     monkeypatch.setenv("HOME", str(mcp_servers.isolated_home(tmp_path)))
@@ -207,7 +213,11 @@ def test_basic_memory_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_o
                 "--mcp-arguments",
                 '{"query": "{query}", "page_size": {limit}, "search_type": "text", "output_format": "json"}',
                 "--hits-path", "result.results", "--path-field", "file_path"]
-    report, independent = pull_request_and_base_alone(repo, base, settings, tmp_path, monkeypatch)
+    # The base is the example KB as committed: its run alone is the recipe's run on the example
+    # (the same settings, the recipe's report), made once for this test and the recipe's.
+    assert basic_memory_on_the_example.report is not None, basic_memory_on_the_example.result.stderr
+    report, independent = pull_request_and_base_alone(repo, base, settings, tmp_path, monkeypatch,
+                                                      alone=dict(basic_memory_on_the_example.report))
     # basic-memory rewrites the notes it indexes; the recipe gives it a copy, so the checkout is untouched.
     assert git(repo, "status", "--porcelain") == ""
     assert [hit["path"] for hit in laptop_hits(independent)][:1] == ["guides/onboarding.md"]
