@@ -275,7 +275,8 @@ class Index:
         request's base asks for its golden queries' terms alone (the head's), so the rest need not
         outlive the head's scorer. Told before an analysis, that analysis keeps only these, and
         its scorer writes the impacts over the term counts (the head's peak is then a plain
-        run's). The reusing index refuses, as a kb-eval bug, a term left out here. Told the same
+        run's) except for these terms', which both read from the same arrays. The reusing index
+        refuses, as a kb-eval bug, a term left out here. Told the same
         terms again (the pipeline tells the head before its analysis and when the base starts),
         nothing is copied: a copy of what is kept is the size of what is kept."""
         asked = frozenset(terms)
@@ -283,6 +284,10 @@ class Index:
             return
         self._kept_terms = asked
         ids = self._kept_ids()
+        if any(part.terms is not None and not ids <= part.terms for parts in self._kept.values() for part in parts):
+            # Only the terms told before the analysis still hold their counts (the scorer wrote
+            # its impacts over the others'): more terms now is a kb-eval bug.
+            raise RuntimeError("keep_only_terms asked for terms the analysis did not keep")
         self._kept = {key: [part.only(ids) for part in parts] for key, parts in self._kept.items()}
 
     def _kept_ids(self) -> frozenset[int]:
@@ -318,7 +323,7 @@ class Index:
             if parameters.per_field:
                 fields = self._postings([_only(f, len(weights)) for f, boost in enumerate(weights) if boost > 0])
                 self._scorers[key] = Bm25Scorer(
-                    fields, parameters, [w for w in weights if w > 0], consume=self._consumes()
+                    fields, parameters, [w for w in weights if w > 0], consume=self._consumes(), shared=self._shared()
                 )
             else:
                 # Each field's weight is split: its `alone` share scored as the field's own BM25,
@@ -333,7 +338,8 @@ class Index:
                     smallest = min((w for f, w in enumerate(inside) if f != field and w > 0), default=1.0)
                     masks.append(other > smallest / 2 if parameters.alone_beside_text else None)
                 self._scorers[key] = Bm25Scorer(
-                    layers, parameters, [1.0] + [boost for _, boost in alone], masks, consume=self._consumes()
+                    layers, parameters, [1.0] + [boost for _, boost in alone], masks, consume=self._consumes(),
+                    shared=self._shared(),
                 )
         return self._scorers[key]
 
@@ -341,6 +347,11 @@ class Index:
         """Whether a scorer may write its impacts over the analysis's term counts: not while a
         reusing index will read them all (kept whole, keep_only_terms not told first)."""
         return not self.keep_analysis or self._kept_terms is not None
+
+    def _shared(self) -> frozenset[int] | None:
+        """The terms whose term counts a scorer leaves for a reusing index (keep_only_terms told
+        before the analysis): that index reads the scorer's own arrays, so no posting is held twice."""
+        return self._kept_ids() if self.keep_analysis and self._kept_terms is not None else None
 
     def _postings(self, layers: Sequence[tuple[float, ...]]) -> Sequence[Postings | DerivedPostings]:
         """Postings for each layer (a weight per field; a field of weight 0 is left out of that
@@ -374,7 +385,10 @@ class Index:
                 return self._derive(job, reused, donated, tick)
         if self.keep_analysis:
             kept = [KeptAnalysis.of(part) for part in postings]
-            self._kept[key] = kept if self._kept_terms is None else [part.only(self._kept_ids()) for part in kept]
+            # Told the terms first: the very arrays the scorer is given, whose term counts it
+            # leaves as they are for these terms (Bm25Scorer's `shared`); a copy of them was the
+            # size of what is kept (about half the postings for the bench's golden queries).
+            self._kept[key] = kept if self._kept_terms is None else [part.sharing(self._kept_ids()) for part in kept]
         return postings
 
     def _derive(

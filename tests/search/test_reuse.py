@@ -290,11 +290,91 @@ def test_a_donor_told_its_terms_before_the_analysis_keeps_the_same_postings_and_
     assert consumed == [True, False]
     for key, parts in after._kept.items():
         for told, late in zip(before._kept[key], parts, strict=True):
-            assert told.postings.chunks.tolist() == late.postings.chunks.tolist()
-            assert told.postings.tf.tolist() == late.postings.tf.tolist()
+            assert told.terms == late.terms
+            assert kept_postings(told) == kept_postings(late)
             assert told.per_chunk.tolist() == late.per_chunk.tolist()
     reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(before))
     assert ranked(reusing) == ranked(Index.build(base_docs, analysis_workers=1))
+
+
+def kept_postings(part: KeptAnalysis) -> dict[int, tuple[bytes, bytes]]:
+    """Each kept term's chunks and term counts, as the reusing index reads them."""
+    postings, table = part.postings, {}
+    for term in sorted(part.terms or ()):
+        if term + 1 < len(postings.start):
+            lo, hi = int(postings.start[term]), int(postings.start[term + 1])
+            table[term] = (postings.chunks[lo:hi].tobytes(), postings.tf[lo:hi].tobytes())
+    return table
+
+
+def held_bytes(index: Index) -> tuple[int, int]:
+    """(bytes of the arrays the scorer and the kept analysis hold, each array once; those held by
+    the kept analysis alone)."""
+    scorer_arrays = {id(a): a for layer in index._scorers[DEFAULT_KEY].layers for a in vars_of(layer)}
+    kept_arrays = {
+        id(a): a for parts in index._kept.values() for part in parts
+        for a in (part.postings.start, part.postings.chunks, part.postings.tf)
+    }
+    every = scorer_arrays | kept_arrays
+    return sum(a.nbytes for a in every.values()), sum(a.nbytes for k, a in kept_arrays.items() if k not in scorer_arrays)
+
+
+def vars_of(layer: object) -> list[np.ndarray]:
+    names = ("start", "chunks", "impacts", "values")
+    return [value for name in names if isinstance(value := getattr(layer, name, None), np.ndarray)]
+
+
+def test_a_donor_told_its_terms_before_the_analysis_holds_each_posting_once_for_its_scorer_and_the_base() -> None:
+    head_docs, base_docs, same = pull_request(edited_head(documents(240)))
+    asked = {term for query in QUERIES if (compiled := compile_query(query)) is not None for term, _ in compiled.terms}
+    told = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    told.keep_only_terms(asked)
+    plain = Index.build(head_docs, analysis_workers=1)
+    told.scorer(*DEFAULT_KEY)
+    plain.scorer(*DEFAULT_KEY)
+    assert layer_table(told) == layer_table(plain)  # every term's impacts, shared or not, to the bit
+    assert ranked(told) == ranked(plain)
+    late = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    ranked(late)
+    late.keep_only_terms(asked)
+    kept = sum(len(part.postings.chunks) for parts in late._kept.values() for part in parts)
+    assert kept > 0
+    # Told first: the kept analysis is the scorer's own arrays, not a byte more. The near miss,
+    # told after the analysis: a copy of the kept postings, 8 bytes each, beside the scorer's.
+    assert held_bytes(told)[1] == 0
+    assert held_bytes(late)[1] >= 8 * kept
+    assert held_bytes(told)[0] + 8 * kept <= held_bytes(late)[0]
+    # The base reads the very arrays the head's scorer has, and ranks as one built from scratch.
+    reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(told))
+    assert ranked(reusing) == ranked(Index.build(base_docs, analysis_workers=1))
+    # Only the terms told before the analysis still hold their counts: more is refused.
+    other = next(term for term in sorted(told.analyzer.vocabulary) if term not in asked and term.isalpha())
+    with pytest.raises(RuntimeError, match="did not keep"):
+        told.keep_only_terms(asked | {other})
+
+
+def test_a_shared_layer_keeps_impacts_within_its_budget_and_answers_the_same_without_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scanner.search import bm25
+
+    head_docs, _, _ = pull_request(edited_head(documents(240)))
+    asked = {term for query in QUERIES if (compiled := compile_query(query)) is not None for term, _ in compiled.terms}
+    plain = ranked(Index.build(head_docs, analysis_workers=1))
+    cached, computed = {}, {}
+    for budget in (10**9, 5):
+        monkeypatch.setattr(bm25, "SHARED_CACHE_POSTINGS", budget)
+        told = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+        told.keep_only_terms(asked)
+        assert ranked(told) == ranked(told) == plain  # asked twice: from the cache, or again
+        layers = told._scorers[DEFAULT_KEY].layers
+        cached[budget] = [sum(len(impacts) for impacts in layer._terms.values()) for layer in layers]
+        computed[budget] = sum(layer.computed for layer in layers)
+    # Unbounded, each term's impacts are computed once and kept; at 5, at most one term's postings
+    # past the budget are kept, and the terms asked again are computed again.
+    assert all(total > 5 for total in cached[10**9])
+    assert all(len(layer._terms) <= 1 or total <= 5 for layer, total in zip(layers, cached[5]))
+    assert computed[5] > computed[10**9] == sum(cached[10**9])
 
 
 def test_a_donor_told_the_same_terms_again_copies_nothing_and_told_fewer_keeps_fewer() -> None:
@@ -334,3 +414,26 @@ def test_a_derived_layer_keeps_impacts_within_its_budget_and_answers_the_same_wi
     # Unbounded, every term asked is kept; at 5, at most one term's postings past the budget.
     assert all(total > 5 for total in kept[10**9])
     assert all(len(layer._terms) <= 1 or total <= 5 for layer, total in zip(layers, kept[5]))
+
+
+def test_counting_each_chunks_postings_holds_a_block_of_them_at_a_time_however_many_there_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tracemalloc
+
+    from scanner.search import bm25
+
+    monkeypatch.setattr(bm25, "COUNT_BLOCK", 1 << 14)
+    rng = np.random.default_rng(7)
+    extra = {}
+    for size in (1 << 16, 1 << 21):
+        chunks = np.sort(rng.integers(0, 1000, size)).astype(np.int32)
+        tracemalloc.start()
+        counts = bm25.postings_per_chunk(chunks, 1000)
+        extra[size] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert counts.tolist() == np.bincount(chunks, minlength=1000).tolist()
+    # A block's 64-bit copy and the counts, at 64 thousand postings and at 2 million alike; the
+    # near miss, one bincount over them all, holds 8 bytes for every posting.
+    assert extra[1 << 21] <= 8 * (1 << 14) + 3 * 8 * 1000 + 4096
+    assert extra[1 << 21] < 8 * (1 << 21) // 16
