@@ -40,14 +40,25 @@ def test_the_lines_are_named_with_a_legend_and_their_own_colours(outcomes: dict[
     assert "Lines: MRR (blue); nDCG@10 (orange)." in render_summary(outcomes["unchanged"].report, context(outcomes["unchanged"]))
 
 
-@pytest.mark.slow  # a headless browser per chart; the chart's text is checked in the quick tests above
-@pytest.mark.parametrize("state", ["unchanged", "improved"])
+DRAWN = ("unchanged", "improved")
+
+
+@pytest.fixture(scope="module")
+def drawn(outcomes: dict[str, RunOutcome], tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
+    """(state, svg or png) -> the chart Mermaid drew: one browser per format for both states."""
+    charts = [chart(outcomes[state]) for state in DRAWN]
+    return {(state, kind): image for kind in ("svg", "png")
+            for state, image in zip(DRAWN, mermaid.render(charts, tmp_path_factory.mktemp(kind), kind), strict=True)}
+
+
+@pytest.mark.slow  # a headless browser; the chart's text is checked in the quick tests above
+@pytest.mark.parametrize("state", DRAWN)
 def test_mermaid_draws_every_run_as_its_own_point_with_both_lines_named(
-    outcomes: dict[str, RunOutcome], state: str, tmp_path: Path
+    outcomes: dict[str, RunOutcome], state: str, drawn: dict[tuple[str, str], Path]
 ) -> None:
     outcome = outcomes[state]
     runs = 1 + len(outcome.history)
-    svg = mermaid.render(chart(outcome), tmp_path / "chart.svg").read_text(encoding="utf-8")
+    svg = drawn[state, "svg"].read_text(encoding="utf-8")
     texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
     legend = re.search(r'<g class="legend">(.*?)<g class="bottom-axis">', svg, re.DOTALL)
     assert legend is not None and re.findall(r">([^<]+)</text>", legend.group(1)) == ["MRR", "nDCG@10"]
@@ -57,5 +68,5 @@ def test_mermaid_draws_every_run_as_its_own_point_with_both_lines_named(
     for index, colour in enumerate(TREND_COLOURS):
         [path] = re.findall(rf'<g class="line-plot-{index}"><path d="([^"]+)"[^>]*stroke="{colour}"', svg)
         assert len(path.split("L")) == runs, "a run is not its own point on the line"
-    png = mermaid.render(chart(outcome), tmp_path / "chart.png")
-    assert png.stat().st_size > 1000
+    png = drawn[state, "png"]
+    assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size > 1000

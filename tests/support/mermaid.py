@@ -34,18 +34,21 @@ def chromium() -> str:
     missing("Chromium (Debian's chromium)")
 
 
-def render(diagram: str, output: Path) -> Path:
-    """`diagram` rendered by Mermaid to `output` (.svg or .png) in headless Chromium."""
-    folder = output.parent
-    source = folder / "chart.mmd"
-    source.write_text(diagram, encoding="utf-8")
+def render(diagrams: list[str], folder: Path, kind: str = "svg") -> list[Path]:
+    """Each of `diagrams` rendered by Mermaid in headless Chromium, as .svg or .png in `folder`, in
+    their order: one browser for all of them (Markdown input: a chart per mermaid block), as
+    a browser's start is most of a render's seconds."""
+    source = folder / "charts.md"
+    source.write_text("".join(f"```mermaid\n{diagram}```\n\n" for diagram in diagrams), encoding="utf-8")
     config = folder / "puppeteer.json"
     # No sandbox: CI runs as root, where Chromium refuses its sandbox.
     config.write_text(json.dumps({"executablePath": chromium(), "args": ["--no-sandbox", "--disable-gpu"]}))
+    output = folder / "charts-out.md"
     done = subprocess.run(
-        [str(mermaid_cli()), "-p", str(config), "-i", str(source), "-o", str(output), "-b", "white", "-q"],
+        [str(mermaid_cli()), "-p", str(config), "-i", str(source), "-o", str(output), "-e", kind, "-b", "white", "-q"],
         capture_output=True, text=True, timeout=RENDER_TIMEOUT_S, check=False,
     )
-    if done.returncode != 0 or not output.is_file():
-        raise AssertionError(f"mermaid did not render the chart ({done.returncode}): {done.stderr[-2000:]}")
-    return output
+    images = [folder / f"charts-out-{n}.{kind}" for n in range(1, len(diagrams) + 1)]
+    if done.returncode != 0 or not all(image.is_file() for image in images):
+        raise AssertionError(f"mermaid did not render the charts ({done.returncode}): {done.stderr[-2000:]}")
+    return images
