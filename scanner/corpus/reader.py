@@ -32,13 +32,15 @@ RUNNER_MIB = 16 * 1024
 """A GitHub-hosted runner's memory (4 cores, 16 GiB): what the default caps are derived for."""
 RUNNER_RESERVE_MIB = 2 * 1024
 """Left to the runner's own processes and the workflow's other steps."""
-PULL_REQUEST_MEMORY_RATIO = 2.0
+PULL_REQUEST_MEMORY_RATIO = 1.4
 """Peak memory of a pull request's run (head and base, `--baseline-ref`) over one run's, with 1% of
-the documents edited: 1.74x at 10,000 bench documents and 1.98x at 100,000 (272 against 156 and
-1,689 against 851 MiB; bench/base_and_head.py --memory, docs/pull-request-loop.md). Most of what a
-pull request adds is the head's term counts of the golden queries' terms, which the base reads
-(about half the postings for the bench's queries). A base reading anew up to BASE_ANEW_SHARE adds
-at most a tenth more, taken from RUNNER_RESERVE_MIB."""
+the documents edited: 1.39x at 100,000 bench documents (1,194 against 857 MiB; `python
+bench/base_and_head.py --docs 100000 --queries 225 --changed 1000 --repeat 1 --memory`, load 2.4-4.4,
+docs/pull-request-loop.md), the size the caps are for; at 10,000 the interpreter and the base's
+fixed costs weigh more (1.58x, 252 against 159 MiB, --repeat 3). The head and the base read one copy of the
+golden terms' postings; what the base adds is its own: the tree's listing, its index of the changed
+documents, its search, and the head's pages it writes to. A base reading anew up to BASE_ANEW_SHARE
+adds at most a tenth more, taken from RUNNER_RESERVE_MIB."""
 BASE_ANEW_SHARE = 0.1
 """Of max-files and max-mib, what a pull request's base may read and analyse anew (the files the
 pull request changed; the others are the head's), so that whatever a pull request rewrites or
