@@ -27,6 +27,7 @@ from scanner.foundation.diagnostics import Diagnostic, Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.foundation.files import write_atomically
 from scanner.foundation.untrusted_text import shown
+from scanner.foundation.workers import keep_freed_memory
 from scanner.github.workflow import append_summary
 from scanner.pipeline.evaluate import EvalOptions
 from scanner.pipeline.run import RunOutcome, RunPlan, run_pipeline
@@ -207,6 +208,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         from scanner.cli import importing  # the `kb-eval import` subcommand
 
         return importing.main(arguments[1:], stdout, stderr)
+    keep_freed_memory()
     result = execute(arguments)
     try:
         (stderr or sys.stderr).write(result.stderr_text)

@@ -488,7 +488,11 @@ class Bm25Scorer:
                 found_scores.append(impacts if weight == 1.0 else impacts * np.float64(weight))
         if not found_chunks:
             return []
-        hit = np.concatenate(found_chunks)
+        # Widened as they are joined (one pass): bincount takes platform integers and float64
+        # weights, and converting int32 chunks and float32 impacts itself costs two more passes
+        # over every posting, each into a fresh temporary. float32 to float64 is exact.
+        hit = np.concatenate(found_chunks, dtype=np.intp)
+        weights = np.concatenate(found_scores, dtype=np.float64)
         candidates: npt.NDArray[Any]
         if len(hit) * SPARSE_SCORES_BELOW < self.size:
             # Few postings against many chunks: sum per chunk touched, not over an array of every
@@ -496,11 +500,11 @@ class Bm25Scorer:
             # sums add the same numbers in the same order as bincount's, so the scores are equal
             # to the last bit, and the touched chunks come out ascending, as flatnonzero's do.
             touched, inverse = np.unique(hit, return_inverse=True)
-            sums = np.bincount(inverse, weights=np.concatenate(found_scores), minlength=len(touched))
+            sums = np.bincount(inverse, weights=weights, minlength=len(touched))
             positive = sums > 0
             candidates, candidate_scores = touched[positive], sums[positive]
         else:
-            scores = np.bincount(hit, weights=np.concatenate(found_scores), minlength=self.size)
+            scores = np.bincount(hit, weights=weights, minlength=self.size)
             candidates = np.flatnonzero(scores > 0)
             candidate_scores = scores[candidates]
         if len(candidates) > depth:
