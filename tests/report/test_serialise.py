@@ -41,3 +41,31 @@ def test_the_report_is_json_dumps_indented_text_whatever_the_parts_it_is_escaped
         patch.setattr(serialise_module, "_JOINED_PIECES", 1)
         assert serialise(documents) == reference
     assert serialise(documents) == reference
+
+
+SCALARS = st.one_of(HOSTILE, st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False))
+KEYS = st.one_of(HOSTILE, st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.booleans(), st.none())
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple),
+                            st.dictionaries(KEYS, inner, max_size=3)),
+    max_leaves=12,
+)
+
+
+@given(VALUES)
+def test_every_kind_of_value_and_key_is_written_as_json_dumps_writes_it(document: object) -> None:
+    reference = json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False)
+    for character in "\x85\u2028\u2029":
+        reference = reference.replace(character, f"\\u{ord(character):04x}")
+    assert serialise(document) == reference.replace("##[", "#\\u0023[") + "\n"
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), {float("-inf"): 1}, {(1, 2): 1}, {1: object()}])
+def test_what_json_dumps_refuses_is_refused_and_a_finite_neighbour_is_written(value: object) -> None:
+    with pytest.raises((ValueError, TypeError)) as refused:
+        json.dumps(value, indent=2, allow_nan=False)
+    with pytest.raises(refused.type):
+        serialise(value)
+    # The near miss: the largest finite float and a tuple value are written as json writes them.
+    assert serialise([1.7976931348623157e308, (1, 2)]) == json.dumps([1.7976931348623157e308, [1, 2]], indent=2) + "\n"
