@@ -86,6 +86,23 @@ def _libc_function(name: str) -> Any:
     return getattr(ctypes.CDLL(library), name, None) if library else None
 
 
+SEPARATE_PAGES_FROM_BYTES = 128 * 1024
+"""glibc's own mapping and trim thresholds, which a pull request's two processes return to at the fork."""
+
+
+def large_allocations_apart(threshold: int = SEPARATE_PAGES_FROM_BYTES) -> bool:
+    """From now on, every allocation of `threshold` bytes or more gets pages of its own, and freed
+    memory goes back to the system past `threshold` (glibc's M_MMAP_THRESHOLD and M_TRIM_THRESHOLD),
+    undoing keep_freed_memory: a pull request's head and base's child run at once, and what each
+    kept freed (up to KEPT_FREE_BYTES, or the largest block freed so far with glibc's own sliding
+    threshold) added to the pair's peak: after the head's analysis, a search's temporary arrays were
+    carved from the heap and stayed resident in both. False where the C library has no mallopt."""
+    mallopt = _libc_function("mallopt")
+    if mallopt is None:
+        return False
+    return bool(mallopt(-1, threshold)) and bool(mallopt(-3, threshold))
+
+
 def release_free_memory() -> bool:
     """Give the allocator's free pages back to the system (glibc's malloc_trim), before a fork: a
     child's allocations would otherwise land in free pages it shares with its parent, each then

@@ -15,7 +15,7 @@ from typing import Any
 from scanner.compare.comparison import Comparison, NotComparedCause, Source, no_previous
 from scanner.corpus.parse_memo import ParseMemo
 from scanner.foundation.diagnostics import Diagnostics
-from scanner.foundation.workers import release_free_memory
+from scanner.foundation.workers import large_allocations_apart, release_free_memory
 from scanner.pipeline import base as base_phase
 from scanner.pipeline.base import BaseEvaluation, ResolvedBase
 from scanner.pipeline.evaluate import EvalOptions, Plan
@@ -76,6 +76,9 @@ class BaseBesideHead:
         read_end, write_end = os.pipe()
         release_free_memory()
         pid = os.fork()
+        # Both processes' temporary arrays in pages of their own from here: carved from the heap
+        # the head's analysis left, they stayed resident in both once freed.
+        large_allocations_apart()
         if pid == 0:  # pragma: no cover - the child's lines are measured by what it sends back
             os.close(read_end)
             self._run_child(write_end, plan, head)

@@ -93,3 +93,46 @@ def test_keeping_freed_memory_spares_the_page_faults_of_a_searchs_repeated_tempo
     _, without = faults("default")
     assert without > 40_000
     assert with_setting < without / 10
+
+
+_MALLINFO = """
+import ctypes, ctypes.util, sys
+from scanner.foundation.workers import keep_freed_memory, large_allocations_apart
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+if not hasattr(libc, "mallinfo2"):
+    print("skip"); sys.exit()
+libc.mallinfo2.restype = Info
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+assert keep_freed_memory()  # as the command line starts
+if sys.argv[1] == "apart":
+    assert large_allocations_apart()
+before = libc.mallinfo2()
+block = libc.malloc(1 << 20)
+after = libc.mallinfo2()
+# 12.5 MiB of 64 KiB blocks from the heap, freed: given back, or kept for the next allocations.
+small = [libc.malloc(64 << 10) for _ in range(200)]
+grown = libc.mallinfo2().arena
+for pointer in reversed(small):
+    libc.free(pointer)
+print(after.hblks - before.hblks, after.arena - before.arena, grown - libc.mallinfo2().arena)
+"""
+
+
+def test_after_large_allocations_apart_a_megabyte_gets_pages_of_its_own_even_once_a_larger_block_was_freed() -> None:
+    # In a process of its own: the setting is the whole process's, for good.
+    def counted(mode: str) -> list[int]:
+        out = subprocess.run([sys.executable, "-c", _MALLINFO, mode], capture_output=True, text=True, check=True)
+        if out.stdout.strip() == "skip":
+            pytest.skip("no mallinfo2 in this C library")
+        return [int(n) for n in out.stdout.split()]
+
+    # One mapping of its own, the heap not grown, the freed heap given back; the near miss, as the
+    # command line leaves it for one run: carved from the heap, and the freed heap kept.
+    mappings, heap, given_back = counted("apart")
+    assert (mappings, heap) == (1, 0) and given_back >= 12 << 20
+    mappings, heap, given_back = counted("as is")
+    assert mappings == 0 and heap >= 1 << 20 and given_back == 0

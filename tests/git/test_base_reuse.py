@@ -118,6 +118,10 @@ def test_the_base_evaluated_beside_the_head_ranks_as_from_scratch(
             return real_analyse(self, job, ranges, tick)  # type: ignore[arg-type]
 
         monkeypatch.setattr(Index, "_analyse", spy)
+    from scanner.pipeline import beside as beside_module
+
+    apart: list[int] = []
+    monkeypatch.setattr(beside_module, "large_allocations_apart", lambda: apart.append(os.getpid()) or True)
     options = EvalOptions(kb_path=kb)
     beside = BaseBesideHead(resolved, options, ParseMemo())
     diagnostics = Diagnostics()
@@ -128,6 +132,9 @@ def test_the_base_evaluated_beside_the_head_ranks_as_from_scratch(
     answer(options, prepared, retriever, diagnostics)
     evaluated = beside.result()
     assert isinstance(evaluated, BaseEvaluation)
+    # Forked, the head's large arrays get pages of their own from the fork on (the child's too,
+    # out of sight here); in process there is no fork and the allocator is left as it is.
+    assert apart == ([] if workers == "no fork" else [os.getpid()])
     if workers == "no fork":
         assert analysed[1:] == [6]  # the head's whole corpus, then the base's changed documents only
     scratch = from_scratch(kb, resolved, plan)
