@@ -151,7 +151,14 @@ class PostingsBuilder:
         tf = np.bincount(np.cumsum(new_pair) - 1, weights=weights).astype(np.float32)
         # The batch as a part for merge_postings: its terms in order (sorted, so each one's
         # postings are one run, in chunk order) and chunk positions from its first chunk.
-        present, counts = np.unique(unique // stride, return_counts=True)
+        # `unique` is sorted, so its terms are too: each term's run found by comparing neighbours,
+        # not by np.unique, which sorts them again.
+        terms = unique // stride
+        new_term = np.empty(len(terms), dtype=bool)
+        new_term[:1] = True
+        np.not_equal(terms[1:], terms[:-1], out=new_term[1:])
+        present = terms[new_term]
+        counts = np.diff(np.append(np.flatnonzero(new_term), len(terms)))
         start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         batch_lengths = self._chunk_lengths[self._first_chunk : self._first_chunk + count]
         batch = Postings(start, (unique % stride).astype(np.int32), tf, batch_lengths)
