@@ -34,12 +34,12 @@ RUNNER_RESERVE_MIB = 2 * 1024
 """Left to the runner's own processes and the workflow's other steps."""
 PULL_REQUEST_MEMORY_RATIO = 1.4
 """Peak memory of a pull request's run (head and base, `--baseline-ref`) over one run's, with 1% of
-the documents edited: 1.39x at 100,000 bench documents (1,194 against 857 MiB; `python
-bench/base_and_head.py --docs 100000 --queries 225 --changed 1000 --repeat 1 --memory`, load 2.4-4.4,
-docs/pull-request-loop.md), the size the caps are for; at 10,000 the interpreter and the base's
-fixed costs weigh more (1.58x, 252 against 159 MiB, --repeat 3). The head and the base read one copy of the
-golden terms' postings; what the base adds is its own: the tree's listing, its index of the changed
-documents, its search, and the head's pages it writes to. A base reading anew up to BASE_ANEW_SHARE
+the documents edited: 1.36x at 100,000 bench documents (1,144 against 841 MiB; `python
+bench/base_and_head.py --docs 100000 --queries 225 --changed 1000 --repeat 1 --memory`, load 5.2-7.1,
+docs/pull-request-loop.md), 1.40 at 10,000 (paired median of --repeat 3: 1.40, 1.40, 1.32; 236
+against 173 MiB). The head and the base read one copy of the golden terms' postings; what the base
+adds is its own: the tree's listing, its index of the changed documents, its search, and the
+head's pages it writes to. A base reading anew up to BASE_ANEW_SHARE
 adds at most a tenth more, taken from RUNNER_RESERVE_MIB."""
 BASE_ANEW_SHARE = 0.1
 """Of max-files and max-mib, what a pull request's base may read and analyse anew (the files the
