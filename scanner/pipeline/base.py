@@ -178,7 +178,8 @@ def _shown_ref(request: BaseRequest) -> str:
 
 
 def evaluate_base(
-    base: ResolvedBase, options: EvalOptions, plan: Plan, memo: ParseMemo | None, head: Index | None = None
+    base: ResolvedBase, options: EvalOptions, plan: Plan, memo: ParseMemo | None, head: Index | None = None,
+    *, head_done: bool = False,
 ) -> BaseEvaluation | Comparison:
     """Evaluate the KB at the base commit with this run's golden set and settings: only the files
     the KB folder holds there, by the folder walk's rules, each read once, inside the deadline.
@@ -188,7 +189,8 @@ def evaluate_base(
     (built with `keep_analysis` and analysed), those are neither sized, read nor parsed: the
     base's index takes their rows and analysis from the head's and analyses only the others
     (Reuse): the work of a pull request's base grows with what the pull request changed, and its
-    rankings are those of a fresh index."""
+    rankings are those of a fresh index. `head_done`: the head's index searches no more in this
+    process (a forked child's copy), so its analyzer is taken rather than copied."""
     diagnostics = Diagnostics()
     rules = KbFiles.excluding(options.exclude)
     golden = plan.golden
@@ -244,7 +246,8 @@ def evaluate_base(
         reuse = head if held else None
         if options.retriever.kind is RetrieverKind.BUILTIN:
             side = Side(
-                kb_path=options.kb_path, source=source, unchanged=unchanged, reuse=reuse, refuse_impossible=False,
+                kb_path=options.kb_path, source=source, unchanged=unchanged, reuse=reuse, take_analyzer=head_done,
+                refuse_impossible=False,
                 timestamp=base.committed_at,
             )
             outcome = evaluate_side(options, base_plan, side, diagnostics)
@@ -256,7 +259,8 @@ def evaluate_base(
                 every = read_blobs(base.repository, [file.blob for file in files], deadline, MAX_DOCUMENT_BYTES)
                 write_out(folder, capped(folder, zip((file.path for file in files), every), options.corpus_caps))
                 side = Side(
-                    kb_path=folder, source=source, unchanged=unchanged, reuse=reuse, refuse_impossible=False,
+                    kb_path=folder, source=source, unchanged=unchanged, reuse=reuse, take_analyzer=head_done,
+                    refuse_impossible=False,
                     timestamp=base.committed_at,
                 )
                 outcome = evaluate_side(options, base_plan, side, diagnostics)

@@ -90,7 +90,8 @@ class BaseBesideHead:
     def _run_child(self, write_end: int, plan: Plan, head: Index) -> None:  # pragma: no cover - in the child
         code = 0
         try:
-            evaluated = base_phase.evaluate_base(self.base, self.options, plan, self.memo, head)
+            # The child's copy of the head's index searches no more here: its analyzer is taken.
+            evaluated = base_phase.evaluate_base(self.base, self.options, plan, self.memo, head, head_done=True)
             message: dict[str, object]
             if isinstance(evaluated, Comparison):
                 message = {"not_compared": [

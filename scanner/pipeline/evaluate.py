@@ -103,6 +103,9 @@ class Side:
     reuse: Index | None = None
     """The head's index, built with `keep_analysis`, whose rows and analysis this side's index
     takes for the files `source` gives as remembered (search.index.Reuse)."""
+    take_analyzer: bool = False
+    """Take `reuse`'s analyzer rather than a copy (search.index.Reuse.take_analyzer): the head's
+    index is this process's own copy, which searches no more (the base's forked child)."""
     keep_analysis: bool = False
     """Keep this side's analysis for another side's `reuse` (the head's, when the base is evaluated)."""
     refuse_impossible: bool = True
@@ -199,7 +202,7 @@ def prepare(
             side.kb_path, options.exclude, diagnostics, cache=cache, memo=side.memo, caps=options.corpus_caps
         )
     )
-    reuse = Reuse(side.reuse) if side.reuse is not None else None
+    reuse = Reuse(side.reuse, side.take_analyzer) if side.reuse is not None else None
     # Read, parsed and written to the chunk table document by document (never held whole).
     index = Index.build(documents, reuse=reuse, keep_analysis=side.keep_analysis, caps=options.corpus_caps)
     if side.refuse_impossible and index.corpus.documents == 0:

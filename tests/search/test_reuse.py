@@ -437,3 +437,33 @@ def test_counting_each_chunks_postings_holds_a_block_of_them_at_a_time_however_m
     # near miss, one bincount over them all, holds 8 bytes for every posting.
     assert extra[1 << 21] <= 8 * (1 << 14) + 3 * 8 * 1000 + 4096
     assert extra[1 << 21] < 8 * (1 << 21) // 16
+
+
+def test_an_index_taking_the_donors_analyzer_copies_no_vocabulary_and_ranks_as_one_built_from_scratch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scanner.search.analysis import Analyzer
+
+    copies: list[int] = []
+    real_copy = Analyzer.copy
+
+    def counted(self: Analyzer) -> Analyzer:
+        copies.append(len(self.vocabulary))
+        return real_copy(self)
+
+    monkeypatch.setattr(Analyzer, "copy", counted)
+    head_docs, base_docs, same = pull_request(edited_head(documents(240)))
+    scratch = ranked(Index.build(base_docs, analysis_workers=1))
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    ranked(head)
+    words = len(head.analyzer.vocabulary)
+    # The near miss first: a reusing index copies the donor's vocabulary, which stays as it was.
+    copying = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
+    assert ranked(copying) == scratch
+    assert copies == [words] and len(head.analyzer.vocabulary) == words
+    assert copying.analyzer is not head.analyzer
+    # Taken: no copy, the very analyzer, grown by the base's own words; the same rankings.
+    taking = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head, take_analyzer=True))
+    assert ranked(taking) == scratch
+    assert copies == [words]
+    assert taking.analyzer is head.analyzer and len(head.analyzer.vocabulary) > words
