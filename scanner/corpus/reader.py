@@ -34,10 +34,10 @@ RUNNER_RESERVE_MIB = 2 * 1024
 """Left to the runner's own processes and the workflow's other steps."""
 PULL_REQUEST_MEMORY_RATIO = 1.4
 """Peak memory of a pull request's run (head and base, `--baseline-ref`) over one run's, with 1% of
-the documents edited: 1.36x at 100,000 bench documents (1,144 against 841 MiB; `python
-bench/base_and_head.py --docs 100000 --queries 225 --changed 1000 --repeat 1 --memory`, load 5.2-7.1,
-docs/pull-request-loop.md), 1.40 at 10,000 (paired median of --repeat 3: 1.40, 1.40, 1.32; 236
-against 173 MiB). The head and the base read one copy of the golden terms' postings; what the base
+the documents edited: 1.36x and 1.38x at 100,000 bench documents (1,144 and 1,163 against 841
+and 842 MiB, two runs of `python bench/base_and_head.py --docs 100000 --queries 225 --changed 1000
+--repeat 1 --memory`, load 3.4-7.1, docs/pull-request-loop.md), 1.33x at 10,000 (the paired median
+of --repeat 3: 1.33, 1.33, 1.37; 229 against 172 MiB), rounded up. The head and the base read one copy of the golden terms' postings; what the base
 adds is its own: the tree's listing, its index of the changed documents, its search, and the
 head's pages it writes to. A base reading anew up to BASE_ANEW_SHARE
 adds at most a tenth more, taken from RUNNER_RESERVE_MIB."""
