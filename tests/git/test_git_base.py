@@ -530,7 +530,7 @@ def test_a_base_evaluation_that_fails_is_an_internal_error_not_a_missing_compari
     repo = new_repo(tmp_path / "repo")
     commit(repo, BASE_KB, "base")
 
-    def broken(*_args: object) -> object:
+    def broken(*_args: object, **_kwargs: object) -> object:
         raise ZeroDivisionError("a bug in the base evaluation")
 
     monkeypatch.setattr(scanner.pipeline.base, "evaluate_base", broken)
