@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -118,13 +119,14 @@ each on a shared CI machine)."""
 
 def pull_request_and_base_alone(
     repo: Path, base: str, settings: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    alone: dict[str, Any] | None = None,
+    alone_elsewhere: Callable[[], dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The pull request's report, and the report of its base evaluated alone with the same search
-    (`alone`, or a run here on `git archive` of the base); checked to agree on the base's means
-    and rankings."""
+    (`alone_elsewhere`'s, asked once the pull request's run is done, or a run here on `git archive`
+    of the base beside it); checked to agree on the base's means and rankings."""
+    alone = None
     process = None
-    if alone is None:
+    if alone_elsewhere is None:
         archive = tmp_path / "archive"
         archive.mkdir()
         tar = subprocess.run(["git", "-C", str(repo), "archive", base], capture_output=True, timeout=60, check=True)
@@ -139,6 +141,8 @@ def pull_request_and_base_alone(
             stdout, stderr = process.communicate(timeout=ALONE_TIMEOUT_S)
             assert process.returncode == ExitCode.OK, stderr
             alone = json.loads(stdout)
+        elif alone_elsewhere is not None:
+            alone = alone_elsewhere()
     finally:
         if process is not None:
             process.kill()
@@ -146,8 +150,7 @@ def pull_request_and_base_alone(
     assert pull_request.exit_code == ExitCode.OK, pull_request.stderr_text
     report: dict[str, Any] = json.loads(pull_request.stdout_text)
     assert report["comparison"]["status"] == "compared"
-    assert alone is not None
-    independent = alone
+    independent: dict[str, Any] = alone or {}
     # The base's record keeps the means (its confidence intervals are the head's alone to show).
     base_means = report["previous"]["aggregate"]
     assert base_means == {key: value for key, value in independent["aggregate"].items() if key in base_means}
@@ -196,7 +199,7 @@ BASIC_MEMORY_SIDE = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "
 
 @pytest.mark.slow  # basic-memory indexes and servers: minutes on a shared machine
 def test_basic_memory_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_on_git_archive_of_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, basic_memory_on_the_example: EngineRun
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, basic_memory_on_the_example: Future[EngineRun]
 ) -> None:
     monkeypatch.setenv("PATH", mcp_servers.basic_memory_path())
     monkeypatch.setenv("HOME", str(mcp_servers.isolated_home(tmp_path)))
@@ -215,9 +218,12 @@ def test_basic_memory_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_o
                 "--hits-path", "result.results", "--path-field", "file_path"]
     # The base is the example KB as committed: its run alone is the recipe's run on the example
     # (the same settings, the recipe's report), made once for this test and the recipe's.
-    assert basic_memory_on_the_example.report is not None, basic_memory_on_the_example.result.stderr
-    report, independent = pull_request_and_base_alone(repo, base, settings, tmp_path, monkeypatch,
-                                                      alone=dict(basic_memory_on_the_example.report))
+    def recipes_report() -> dict[str, Any]:
+        run = basic_memory_on_the_example.result()
+        assert run.report is not None, run.result.stderr
+        return dict(run.report)
+
+    report, independent = pull_request_and_base_alone(repo, base, settings, tmp_path, monkeypatch, recipes_report)
     # basic-memory rewrites the notes it indexes; the recipe gives it a copy, so the checkout is untouched.
     assert git(repo, "status", "--porcelain") == ""
     assert [hit["path"] for hit in laptop_hits(independent)][:1] == ["guides/onboarding.md"]
