@@ -546,57 +546,78 @@ class _PrecomputedLayer(NamedTuple):
         return self.chunks[lo:hi], self.impacts[lo:hi]
 
 
-class _SharedLayer:
-    """A layer whose arrays another reader shares (Bm25Scorer's `shared`): every term's impacts
-    were written over its tf except the shared terms', whose impacts are computed when a query
-    first asks for them, by _impacts' arithmetic (the same bits), the most recent kept up to
-    SHARED_CACHE_POSTINGS. Their chunks are the arrays' own slices: only impacts are made."""
+class _ImpactsOnDemand:
+    """Impacts computed when a query first asks for a term, by _impacts' arithmetic over a corpus's
+    statistics (N, mean length, the term's df), so to the same bits; the most recently asked kept
+    up to `budget` postings (a query set repeats its words). A term asked again after it was
+    dropped is computed again."""
 
     def __init__(
-        self, postings: Postings, shared: frozenset[int], n_chunks: int, parameters: Bm25Parameters,
-        boost: np.float32, mask: npt.NDArray[np.bool_] | None,
+        self, lengths: npt.NDArray[np.float32], n_chunks: int, parameters: Bm25Parameters, boost: np.float32,
+        mask: npt.NDArray[np.bool_] | None, budget: int,
     ) -> None:
-        self.start, self.chunks, self.values = postings.start, postings.chunks, postings.tf
-        self.shared = shared
         self.n_chunks = n_chunks
         self.k1 = np.float32(parameters.k1)
-        self.norm = _norm(postings.lengths, n_chunks, parameters)
+        self.norm = _norm(lengths, n_chunks, parameters)
         self.boost = boost
         self.mask = mask
-        self._terms: OrderedDict[int, npt.NDArray[np.float32]] = OrderedDict()
-        """term -> its impacts, the most recently asked last."""
+        self.budget = budget
+        self._terms: OrderedDict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = OrderedDict()
+        """term -> its chunks and impacts, the most recently asked last."""
         self._cached = 0
+        """Postings in `_terms`, at most `budget` (beyond one term's)."""
         self.computed = 0
         """Postings whose impacts were computed on a query's demand (what the cache saves)."""
 
-    def term_postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        if term >= len(self.start) - 1:
-            return self.chunks[:0], self.values[:0]
-        lo, hi = int(self.start[term]), int(self.start[term + 1])
-        chunks = self.chunks[lo:hi]
-        if term not in self.shared:
-            return chunks, self.values[lo:hi]
+    def _known(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None:
         known = self._terms.get(term)
         if known is not None:
             self._terms.move_to_end(term)
-            return chunks, known
-        df = np.array([hi - lo], dtype=np.int64)
-        impacts = _term_impacts(_idf(df, self.n_chunks), df, chunks, self.values[lo:hi], self.norm, self.k1)
+        return known
+
+    def _computed(
+        self, term: int, chunks: npt.NDArray[np.int32], tf: npt.NDArray[np.float32]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        df = np.array([len(chunks)], dtype=np.int64)
+        impacts = _term_impacts(_idf(df, self.n_chunks), df, chunks, tf, self.norm, self.k1)
         impacts *= self.boost
         if self.mask is not None:
             impacts *= self.mask[chunks]
-        self.computed += hi - lo
-        while self._terms and self._cached + (hi - lo) > SHARED_CACHE_POSTINGS:
-            _, dropped = self._terms.popitem(last=False)
+        self.computed += len(chunks)
+        while self._terms and self._cached + len(chunks) > self.budget:
+            _, (dropped, _) = self._terms.popitem(last=False)
             self._cached -= len(dropped)
-        self._terms[term] = impacts
-        self._cached += hi - lo
+        self._terms[term] = (chunks, impacts)
+        self._cached += len(chunks)
         return chunks, impacts
 
     @property
     def cached_bytes(self) -> int:
         """Bytes of impacts kept between queries."""
-        return sum(impacts.nbytes for impacts in self._terms.values())
+        return sum(impacts.nbytes for _, impacts in self._terms.values())
+
+
+class _SharedLayer(_ImpactsOnDemand):
+    """A layer whose arrays another reader shares (Bm25Scorer's `shared`): every term's impacts
+    were written over its tf except the shared terms', whose impacts are computed on demand, the
+    most recent kept up to SHARED_CACHE_POSTINGS. Their chunks are the arrays' own slices: only
+    impacts are made."""
+
+    def __init__(
+        self, postings: Postings, shared: frozenset[int], n_chunks: int, parameters: Bm25Parameters,
+        boost: np.float32, mask: npt.NDArray[np.bool_] | None,
+    ) -> None:
+        super().__init__(postings.lengths, n_chunks, parameters, boost, mask, SHARED_CACHE_POSTINGS)
+        self.start, self.chunks, self.values = postings.start, postings.chunks, postings.tf
+        self.shared = shared
+
+    def term_postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        if term >= len(self.start) - 1:
+            return self.chunks[:0], self.values[:0]
+        lo, hi = int(self.start[term]), int(self.start[term + 1])
+        if term not in self.shared:
+            return self.chunks[lo:hi], self.values[lo:hi]
+        return self._known(term) or self._computed(term, self.chunks[lo:hi], self.values[lo:hi])
 
 
 SHARED_CACHE_POSTINGS = 1 << 22
@@ -607,41 +628,19 @@ shared) its searches took 0.98x the CPU of a plain index's at this budget, 1.18x
 at 1 << 18 (in process, process time). A plain run shares nothing and never computes one."""
 
 
-class _DerivedLayer:
-    """A layer of DerivedPostings, each term's impacts computed when a query first asks for it, by
-    _impacts' arithmetic over this corpus's statistics (N, mean length, the term's df here)."""
+class _DerivedLayer(_ImpactsOnDemand):
+    """A layer of DerivedPostings, each term's impacts computed on demand over this corpus's
+    statistics, the most recent kept up to DERIVED_CACHE_POSTINGS."""
 
     def __init__(
         self, postings: DerivedPostings, n_chunks: int, parameters: Bm25Parameters, boost: np.float32,
         mask: npt.NDArray[np.bool_] | None,
     ) -> None:
+        super().__init__(postings.lengths, n_chunks, parameters, boost, mask, DERIVED_CACHE_POSTINGS)
         self.postings = postings
-        self.n_chunks = n_chunks
-        self.k1 = np.float32(parameters.k1)
-        self.norm = _norm(postings.lengths, n_chunks, parameters)
-        self.boost = boost
-        self.mask = mask
-        self._terms: OrderedDict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = OrderedDict()
-        """term -> its chunks and impacts, the most recently asked last (a query set repeats its words)."""
-        self._cached = 0
-        """Postings in `_terms`, at most DERIVED_CACHE_POSTINGS (beyond one term's)."""
 
     def term_postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        known = self._terms.get(term)
-        if known is not None:
-            self._terms.move_to_end(term)
-            return known
-        chunks, tf = self.postings.term(term)
-        df = np.array([len(chunks)], dtype=np.int64)
-        impacts = _term_impacts(_idf(df, self.n_chunks), df, chunks, tf, self.norm, self.k1) * self.boost
-        if self.mask is not None:
-            impacts *= self.mask[chunks]
-        while self._terms and self._cached + len(chunks) > DERIVED_CACHE_POSTINGS:
-            _, (dropped, _) = self._terms.popitem(last=False)
-            self._cached -= len(dropped)
-        self._terms[term] = (chunks, impacts)
-        self._cached += len(chunks)
-        return chunks, impacts
+        return self._known(term) or self._computed(term, *self.postings.term(term))
 
 
 DERIVED_CACHE_POSTINGS = 1 << 18

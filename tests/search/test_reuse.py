@@ -368,7 +368,7 @@ def test_a_shared_layer_keeps_impacts_within_its_budget_and_answers_the_same_wit
         told.keep_only_terms(asked)
         assert ranked(told) == ranked(told) == plain  # asked twice: from the cache, or again
         layers = told._scorers[DEFAULT_KEY].layers
-        cached[budget] = [sum(len(impacts) for impacts in layer._terms.values()) for layer in layers]
+        cached[budget] = [sum(len(impacts) for _, impacts in layer._terms.values()) for layer in layers]
         computed[budget] = sum(layer.computed for layer in layers)
     # Unbounded, each term's impacts are computed once and kept; at 5, at most one term's postings
     # past the budget are kept, and the terms asked again are computed again.
