@@ -16,8 +16,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scanner.cli import main
+from scanner.foundation.workers import keep_freed_memory
 
 if __name__ == "__main__":
+    keep_freed_memory()  # the program's allocator setting, in Action mode as on the command line
     if os.environ.get("GITHUB_ACTIONS") and not sys.argv[1:]:
         from scanner.action import main as action_main
 

@@ -100,7 +100,7 @@ def timed_run(
     with tempfile.TemporaryDirectory(prefix="kb-eval-bench-") as tmp:
         output = Path(tmp) / "report.json"
         command = [
-            sys.executable, "-c", "import sys; from scanner.cli.main import main; sys.exit(main())",
+            sys.executable, "-c", "from scanner.cli.main import run; run()",
             f"--kb-path={kb}", f"--golden={golden}", "--no-history", "--format=json", f"--output={output}", *extra,
         ]
         errors = Path(tmp) / "stderr.txt"

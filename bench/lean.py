@@ -137,7 +137,7 @@ class Measured:
 
 def command(system: str, kb: Path, golden: Path, out: Path, flags: Sequence[str] = ()) -> list[str]:
     if system == "kb-eval":
-        return [sys.executable, "-c", "import sys; from scanner.cli.main import main; sys.exit(main())",
+        return [sys.executable, "-c", "from scanner.cli.main import run; run()",
                 f"--kb-path={kb}", f"--golden={golden}", "--no-history", "--format=json", f"--output={out}", *flags]
     return [sys.executable, str(Path(__file__).resolve()), "--child", system, str(kb), str(golden), str(out)]
 

@@ -42,7 +42,7 @@ from run import TreeRssSampler
 MIB = 1024 * 1024
 CAP = MAX_DOCUMENT_BYTES
 GOLDEN = 'queries:\n  - id: q1\n    query: "alpha beta gamma"\n    expected: [a.md]\n'
-CLI = "import sys; from scanner.cli.main import main; sys.exit(main())"
+CLI = "from scanner.cli.main import run; run()"
 
 
 def _kb(root: Path) -> Path:

@@ -16,6 +16,7 @@ import os
 import sys
 
 from scanner.cli.main import main
+from scanner.foundation.workers import keep_freed_memory
 from scanner.pipeline import evaluate
 
 
@@ -33,6 +34,7 @@ def run(argv: list[str]) -> int:
 
     evaluate.PhaseClock.lap = timed  # type: ignore[method-assign]
     started = _cpu(os.times())
+    keep_freed_memory()  # as the program sets it (scanner.cli.main.run)
     try:
         code = main(argv)
     finally:

@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO))
 
 from run import TreeRssSampler
 
-CLI = "import sys; from scanner.cli.main import main; sys.exit(main())"
+CLI = "from scanner.cli.main import run; run()"
 WORDS_PER_PARAGRAPH = 100
 PARAGRAPHS_PER_FILE = 40
 

@@ -208,7 +208,6 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         from scanner.cli import importing  # the `kb-eval import` subcommand
 
         return importing.main(arguments[1:], stdout, stderr)
-    keep_freed_memory()
     result = execute(arguments)
     try:
         (stderr or sys.stderr).write(result.stderr_text)
@@ -307,5 +306,8 @@ def _print_diagnostics(diagnostics: Diagnostics, stderr: SafeStream) -> None:
 
 
 def run() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. The allocator's setting is the program's, made here and in
+    entrypoint.py: `main` is also called in process (tests, benches), whose heap it must leave as
+    it found it."""
+    keep_freed_memory()
     raise SystemExit(main())

@@ -66,16 +66,23 @@ faulted in and zeroed again: searching 10,000 queries at 20,000 bench documents 
 faults (2.7 s of system time of 13.6 s) and 3,672 with this setting (0.1 of 10.4 s)."""
 
 
+_freed_memory_kept = False
+"""Whether keep_freed_memory was made in this process (the allocator's setting is the process's)."""
+
+
 def keep_freed_memory() -> bool:
     """Let the C heap reuse freed memory (KEPT_FREE_BYTES) instead of mapping and faulting in fresh
     pages for each large temporary. Forked workers inherit it. False where the C library has no
-    mallopt (a no-op there); release_free_memory still gives everything back before a fork."""
+    mallopt (a no-op there); release_free_memory still gives everything back before a fork. The
+    program's to make as it starts (scanner.cli.main.run, entrypoint.py), never a run's."""
+    global _freed_memory_kept
     mallopt = _libc_function("mallopt")
     if mallopt is None:
         return False
     # glibc's M_TRIM_THRESHOLD and M_MMAP_THRESHOLD (malloc.h); the largest mapping threshold it
     # accepts is 32 MiB on 64-bit systems.
-    return bool(mallopt(-1, KEPT_FREE_BYTES)) and bool(mallopt(-3, KEPT_FREE_BYTES // 2))
+    _freed_memory_kept = bool(mallopt(-1, KEPT_FREE_BYTES)) and bool(mallopt(-3, KEPT_FREE_BYTES // 2))
+    return _freed_memory_kept
 
 
 def _libc_function(name: str) -> Any:
@@ -96,9 +103,11 @@ def large_allocations_apart(threshold: int = SEPARATE_PAGES_FROM_BYTES) -> bool:
     undoing keep_freed_memory: a pull request's head and base's child run at once, and what each
     kept freed (up to KEPT_FREE_BYTES, or the largest block freed so far with glibc's own sliding
     threshold) added to the pair's peak: after the head's analysis, a search's temporary arrays were
-    carved from the heap and stayed resident in both. False where the C library has no mallopt."""
+    carved from the heap and stayed resident in both. False where the C library has no mallopt, and
+    a no-op where keep_freed_memory was not made: kb-eval run in process (tests) leaves the calling
+    process's allocator as it found it."""
     mallopt = _libc_function("mallopt")
-    if mallopt is None:
+    if mallopt is None or not _freed_memory_kept:
         return False
     return bool(mallopt(-1, threshold)) and bool(mallopt(-3, threshold))
 

@@ -136,3 +136,14 @@ def test_after_large_allocations_apart_a_megabyte_gets_pages_of_its_own_even_onc
     assert (mappings, heap) == (1, 0) and given_back >= 12 << 20
     mappings, heap, given_back = counted("as is")
     assert mappings == 0 and heap >= 1 << 20 and given_back == 0
+
+
+def test_large_allocations_apart_changes_nothing_where_the_program_kept_no_freed_memory() -> None:
+    # kb-eval's pull request run in process (as tests run it) must leave that process's allocator
+    # as it found it; the program's own setting is undone at the fork.
+    script = ("from scanner.foundation.workers import keep_freed_memory, large_allocations_apart\n"
+              "print(large_allocations_apart(), keep_freed_memory() and large_allocations_apart())")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    if out.stdout.split() == ["False", "False"]:
+        pytest.skip("no mallopt in this C library")
+    assert out.stdout.split() == ["False", "True"]

@@ -155,7 +155,7 @@ def test_printing_that_works_keeps_the_runs_exit_code(tmp_path: Path) -> None:
 
 
 def test_a_closed_stdout_pipe_is_exit_3_without_a_traceback(tmp_path: Path) -> None:
-    code = "import sys; from scanner.cli.main import main; sys.exit(main())"
+    code = "from scanner.cli.main import run; run()"
     child = subprocess.Popen(
         [sys.executable, "-c", code, "--kb-path", str(kb(tmp_path)), "--no-history"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

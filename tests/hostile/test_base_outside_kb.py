@@ -26,7 +26,7 @@ from tests.git.test_git_base import BASE_KB, commit, git, new_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 AS_LIMIT_BYTES = 1024 * 1024 * 1024
-CLI = "import sys; from scanner.cli.main import main; sys.exit(main())"
+CLI = "from scanner.cli.main import run; run()"
 MEASURED = (
     "import os, subprocess, sys\n"
     "child = subprocess.Popen(sys.argv[1:])\n"

@@ -134,7 +134,7 @@ def run_unprivileged(kb: Path) -> tuple[int, dict[str, Any] | None, str]:
         pytest.skip("running as root without setpriv: cannot drop the capabilities that let root read any file")
     completed = subprocess.run(
         [SETPRIV, "--bounding-set=-dac_override,-dac_read_search", "--", sys.executable, "-c",
-         "import sys; from scanner.cli.main import main; sys.exit(main())", "--kb-path", str(kb), "--format", "json"],
+         "from scanner.cli.main import run; run()", "--kb-path", str(kb), "--format", "json"],
         check=False, cwd=REPO, capture_output=True, text=True, timeout=60,
     )
     assert "Traceback" not in completed.stderr

@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 AS_LIMIT_BYTES = 1024 * 1024 * 1024
-CLI = "import sys; from scanner.cli.main import main; sys.exit(main())"
+CLI = "from scanner.cli.main import run; run()"
 
 
 def _bench_case(name: str) -> Callable[[Path], Path]:

@@ -130,7 +130,7 @@ def test_the_real_process_writes_hostile_and_undecodable_names_without_crashing(
         handle.write(b"# c\nalpha\n")
     for output_format in ("json", "text"):
         completed = subprocess.run(
-            [sys.executable, "-c", "import sys; from scanner.cli.main import main; sys.exit(main())",
+            [sys.executable, "-c", "from scanner.cli.main import run; run()",
              "--kb-path", str(kb), "--format", output_format],
             check=False, cwd=REPO, capture_output=True, timeout=60, env={**os.environ, "PYTHONIOENCODING": "utf-8"},
         )
