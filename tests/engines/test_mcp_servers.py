@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -118,39 +117,37 @@ each on a shared CI machine)."""
 
 
 def pull_request_and_base_alone(
-    repo: Path, base: str, settings: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    repo: Path, base: str, settings: list[str], tmp_path: Path,
     alone_elsewhere: Callable[[], dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The pull request's report, and the report of its base evaluated alone with the same search
-    (`alone_elsewhere`'s, asked once the pull request's run is done, or a run here on `git archive`
-    of the base beside it); checked to agree on the base's means and rankings."""
-    alone = None
-    process = None
-    if alone_elsewhere is None:
-        archive = tmp_path / "archive"
-        archive.mkdir()
-        tar = subprocess.run(["git", "-C", str(repo), "archive", base], capture_output=True, timeout=60, check=True)
-        subprocess.run(["tar", "-x", "-C", str(archive)], input=tar.stdout, timeout=60, check=True)
-        # The base alone in a process of its own beside the pull request's run.
-        process = subprocess.Popen([str(Path(sys.executable).parent / "kb-eval"), "--kb-path", str(archive / "kb"),
-                                    *settings], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    (`alone_elsewhere`'s, asked while the pull request's run goes on in its own process, or a run
+    of `git archive` of the base beside it); checked to agree on the base's means and rankings."""
+    kb_eval = str(Path(sys.executable).parent / "kb-eval")
+    running = [subprocess.Popen([kb_eval, "--kb-path", "kb", "--baseline-ref", base, *settings], cwd=repo,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)]
     try:
-        monkeypatch.chdir(repo)
-        pull_request = execute(["--kb-path", "kb", "--baseline-ref", base, *settings])
-        if process is not None:
-            stdout, stderr = process.communicate(timeout=ALONE_TIMEOUT_S)
-            assert process.returncode == ExitCode.OK, stderr
-            alone = json.loads(stdout)
-        elif alone_elsewhere is not None:
-            alone = alone_elsewhere()
+        if alone_elsewhere is None:
+            archive = tmp_path / "archive"
+            archive.mkdir()
+            tar = subprocess.run(["git", "-C", str(repo), "archive", base], capture_output=True, timeout=60, check=True)
+            subprocess.run(["tar", "-x", "-C", str(archive)], input=tar.stdout, timeout=60, check=True)
+            # The base alone in a process of its own beside the pull request's run.
+            running.append(subprocess.Popen([kb_eval, "--kb-path", str(archive / "kb"), *settings], cwd=tmp_path,
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        else:
+            independent = alone_elsewhere()
+        (stdout, stderr), *alone = [process.communicate(timeout=ALONE_TIMEOUT_S) for process in running]
     finally:
-        if process is not None:
+        for process in running:
             process.kill()
             process.wait()
-    assert pull_request.exit_code == ExitCode.OK, pull_request.stderr_text
-    report: dict[str, Any] = json.loads(pull_request.stdout_text)
+    assert running[0].returncode == ExitCode.OK, stderr
+    report: dict[str, Any] = json.loads(stdout)
     assert report["comparison"]["status"] == "compared"
-    independent: dict[str, Any] = alone or {}
+    if alone:
+        assert running[1].returncode == ExitCode.OK, alone[0][1]
+        independent = json.loads(alone[0][0])
     # The base's record keeps the means (its confidence intervals are the head's alone to show).
     base_means = report["previous"]["aggregate"]
     assert base_means == {key: value for key, value in independent["aggregate"].items() if key in base_means}
@@ -190,7 +187,7 @@ def test_qmd_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_on_git_arc
                 "--index-command", "qmd --index {work}/qmd collection add {kb} --name kb",
                 *SERVED[transport], "--mcp-tool", "query", "--mcp-arguments", LEX,
                 "--path-field", "file", "--path-prefix-strip", "kb/"]
-    report, independent = pull_request_and_base_alone(repo, base, settings, tmp_path, monkeypatch)
+    report, independent = pull_request_and_base_alone(repo, base, settings, tmp_path)
     assert laptop_hits(report) == [] and laptop_hits(independent)
 
 
@@ -199,7 +196,7 @@ BASIC_MEMORY_SIDE = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "
 
 @pytest.mark.slow  # basic-memory indexes and servers: minutes on a shared machine
 def test_basic_memory_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_on_git_archive_of_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, basic_memory_on_the_example: Future[EngineRun]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     monkeypatch.setenv("PATH", mcp_servers.basic_memory_path())
     monkeypatch.setenv("HOME", str(mcp_servers.isolated_home(tmp_path)))
@@ -217,13 +214,14 @@ def test_basic_memory_on_both_sides_of_a_pull_request_scores_the_base_as_a_run_o
                 '{"query": "{query}", "page_size": {limit}, "search_type": "text", "output_format": "json"}',
                 "--hits-path", "result.results", "--path-field", "file_path"]
     # The base is the example KB as committed: its run alone is the recipe's run on the example
-    # (the same settings, the recipe's report), made once for this test and the recipe's.
+    # (the same settings, the recipe's report), made once for this test and the recipe's, while
+    # the pull request's run goes on beside it.
     def recipes_report() -> dict[str, Any]:
-        run = basic_memory_on_the_example.result()
+        run: EngineRun = request.getfixturevalue("basic_memory_on_the_example")
         assert run.report is not None, run.result.stderr
         return dict(run.report)
 
-    report, independent = pull_request_and_base_alone(repo, base, settings, tmp_path, monkeypatch, recipes_report)
+    report, independent = pull_request_and_base_alone(repo, base, settings, tmp_path, recipes_report)
     # basic-memory rewrites the notes it indexes; the recipe gives it a copy, so the checkout is untouched.
     assert git(repo, "status", "--porcelain") == ""
     assert [hit["path"] for hit in laptop_hits(independent)][:1] == ["guides/onboarding.md"]

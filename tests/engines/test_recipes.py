@@ -83,7 +83,7 @@ def test_an_mcp_servers_recipe_scores_what_trec_eval_computes_from_its_own_comma
     server: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     if server.startswith("basic-memory"):  # its run is shared with the pull-request test (conftest.py)
-        check(request.getfixturevalue("basic_memory_on_the_example").result())
+        check(request.getfixturevalue("basic_memory_on_the_example"))
     else:
         check(MCP_SERVERS[server](EXAMPLE_KB, tmp_path))
 
