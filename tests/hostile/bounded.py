@@ -4,7 +4,8 @@ with a baseline input of the same size.
 A superlinear case is caught by a ratio, not a wall-clock figure: the adversarial input and an
 ordinary input of the same size are timed in the same child, so a busy CI machine slows both. The
 inputs are small (a quadratic case on them costs seconds, not hours), the child runs under
-RLIMIT_AS (a regression that needs gigabytes raises MemoryError instead of swapping CI) and is
+RLIMIT_AS, set that much beyond what it starts with (a regression that needs gigabytes raises
+MemoryError instead of swapping CI) and is
 killed at its deadline (a regression that needs minutes fails instead of hanging the suite).
 """
 
@@ -30,13 +31,19 @@ class ChildFailed(AssertionError):
 
 
 def in_capped_child(function: Callable[[], T], *, limit_mib: int = DEFAULT_LIMIT_MIB, deadline: float = 60.0) -> T:
-    """`function()` in a forked child under an address-space limit and a deadline; its result."""
+    """`function()` in a forked child under an address-space limit and a deadline; its result.
+
+    The limit is `limit_mib` MiB beyond the address space the child starts with (what the test
+    process had mapped at the fork, which grows with the tests that ran before: libraries, thread
+    arenas), so a case gets the same room whichever tests ran first."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         os.close(read_end)
         try:
-            limit = limit_mib * 1024 * 1024
+            with open("/proc/self/statm", encoding="ascii") as statm:
+                mapped = int(statm.read().split()[0]) * resource.getpagesize()
+            limit = mapped + limit_mib * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             outcome: tuple[bool, Any] = (True, function())
         except BaseException:  # noqa: BLE001 - everything goes back to the parent
