@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 from array import array
@@ -444,19 +445,29 @@ class StoredDocument:
                      for heading, language, word_ids, topic in self._sections)
 
 
-def generate(out_dir: Path, docs: int, queries: int, seed: int, leaks: int) -> None:
+def generate(out_dir: Path, docs: int, queries: int, seed: int, leaks: int, documents_from: Path | None = None) -> None:
     rng = random.Random(seed)
     vocab = build_vocabularies(seed)
     kb = out_dir / "kb"
     clusters = make_clusters(rng, vocab, max(1, docs // DOCS_PER_CLUSTER))
     made: set[Path] = set()
 
-    def write(doc: GeneratedDocument) -> None:
+    def write(doc: GeneratedDocument, reusable: bool = False) -> None:
         target = kb / doc.path
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
-        target.write_bytes(doc.text.encode("utf-8"))
+        data = doc.text.encode("utf-8")
+        if reusable and documents_from is not None:
+            # The documents come before the queries in rng's sequence, so another query count
+            # gives the same documents: linked, once their bytes are seen to be these.
+            source = documents_from / "kb" / doc.path
+            if not source.is_file() or source.read_bytes() != data:
+                print(f"error: {source} is not this generation's document; not the same --docs and --seed", file=sys.stderr)
+                raise SystemExit(2)
+            os.link(source, target)
+            return
+        target.write_bytes(data)
 
     # Each document is written as it is made (nothing below draws from rng in between, so the
     # bytes are those of generating all first), and only what the queries need is kept.
@@ -465,7 +476,7 @@ def generate(out_dir: Path, docs: int, queries: int, seed: int, leaks: int) -> N
     documents: list[StoredDocument] = []
     for i in range(docs):
         doc = generate_document(rng, vocab, i, clusters)
-        write(doc)
+        write(doc, reusable=True)
         documents.append(StoredDocument(doc, ids, table))
     golden = generate_queries(rng, vocab, documents, queries)
     for note in leak_notes(rng, golden, leaks):
@@ -479,12 +490,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--leaks", type=int, default=2, help="notes quoting 2-3 golden queries verbatim")
+    parser.add_argument(
+        "--documents-from", type=Path, default=None,
+        help="a generation with the same --docs and --seed: its documents are hard-linked (bytes checked), not written",
+    )
     parser.add_argument("out_dir", type=Path)
     args = parser.parse_args(argv)
     if args.out_dir.exists() and any(args.out_dir.iterdir()):
         print(f"error: {args.out_dir} is not empty; generate into a new folder", file=sys.stderr)
         return 2
-    generate(args.out_dir, args.docs, args.queries, args.seed, args.leaks)
+    generate(args.out_dir, args.docs, args.queries, args.seed, args.leaks, args.documents_from)
     print(f"{args.out_dir / 'kb'}\n{args.out_dir / '.kb-eval.yml'}")
     return 0
 

@@ -51,6 +51,34 @@ def test_a_different_seed_gives_a_different_corpus(tmp_path: Path) -> None:
     assert first != second
 
 
+def test_documents_taken_from_another_query_count_are_the_bytes_it_would_write(tmp_path: Path) -> None:
+    generate(tmp_path / "few", docs=12, queries=3, seed=3)
+    written = snapshot(generate(tmp_path / "written", docs=12, queries=8, seed=3))
+    subprocess.run(
+        [sys.executable, str(BENCH / "generate.py"), "--docs", "12", "--queries", "8", "--seed", "3",
+         "--documents-from", str(tmp_path / "few"), str(tmp_path / "linked")],
+        check=True, capture_output=True, timeout=120,
+    )
+    linked = tmp_path / "linked"
+    assert snapshot(linked) == written
+    documents = [p for p in (linked / "kb").rglob("*.md") if p.parent.name != "eval-notes"]
+    assert len(documents) == 12
+    # The documents are the other generation's files; the leak notes quote this golden set.
+    assert all(p.stat().st_nlink == 2 for p in documents)
+    assert all(p.stat().st_nlink == 1 for p in (linked / "kb" / "eval-notes").iterdir())
+
+
+def test_documents_from_a_generation_of_other_documents_are_refused(tmp_path: Path) -> None:
+    generate(tmp_path / "other", docs=12, queries=3, seed=4)
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "generate.py"), "--docs", "12", "--queries", "3", "--seed", "3",
+         "--documents-from", str(tmp_path / "other"), str(tmp_path / "linked")],
+        check=False, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert "not this generation's document" in result.stderr
+
+
 def test_a_non_empty_output_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "keep.txt").write_text("mine")
     result = subprocess.run(
