@@ -125,14 +125,19 @@ def title_queries(queries: Sequence[GoldenQuery], titles: Mapping[str, Sequence[
     """Per query, the most similar title or heading among its answers' (`titles`: path -> the page
     title, then its headings), when it reaches TITLE_SIMILARITY."""
     found = []
+    # Each answer's titles cut into words once, however many queries name it (10,000 queries
+    # naming a page each cut its every heading again per query).
+    words_of: dict[str, list[tuple[str, str]]] = {}
     for query in queries:
         if STARTER_TAG in query.tags:
             continue  # kb-eval init's placeholder: its own warning already says a title measures nothing
         best: TitleQuery | None = None
         words = _words(query.text)
         for path in answer_paths([query]):
-            for title in titles.get(path, ()):
-                similarity = _similarity_from(words, _words(title), TITLE_SIMILARITY)
+            if path not in words_of:
+                words_of[path] = [(title, _words(title)) for title in titles.get(path, ())]
+            for title, title_words in words_of[path]:
+                similarity = _similarity_from(words, title_words, TITLE_SIMILARITY)
                 if similarity >= TITLE_SIMILARITY and (best is None or similarity > best.similarity):
                     best = TitleQuery(query.id, query.line, path, title, similarity)
         if best is not None:

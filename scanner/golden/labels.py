@@ -124,10 +124,19 @@ class _Headings:
         enclosing: dict[str, set[str]] = {}
         shown: dict[str, str] = {}
         searchable: set[str] = set()
+        # A heading's forms made once per document: an enclosing heading is every subsection's
+        # parent, and was formed again for each of them.
+        forms: dict[str, tuple[str, ...]] = {}
+
+        def forms_of(heading: str) -> tuple[str, ...]:
+            if heading not in forms:
+                forms[heading] = heading_forms(heading)
+            return forms[heading]
+
         for section in document:
-            above = {form for p in section.parents for form in heading_forms(p)}
+            above = {form for p in section.parents for form in forms_of(p)}
             # Every form a reader may write the heading in names it (a table-of-contents label).
-            for key in heading_forms(section.heading):
+            for key in forms_of(section.heading):
                 sections.setdefault(key, []).append(section)
                 if section.searchable:
                     searchable.add(key)

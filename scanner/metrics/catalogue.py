@@ -82,7 +82,9 @@ class Measure:
 
 
 def _at(value: Value, k: int | None) -> float | None:
-    if isinstance(value, Mapping):
+    # A run's own values are dicts: their type is asked first, an ABC's isinstance costs more,
+    # and this runs for every measure, cut-off and query of a run several times over.
+    if type(value) is dict or isinstance(value, Mapping):
         return value.get(k) if k is not None else None
     if value is None or k is not None or math.isnan(value):
         # NaN: a reciprocal rank a history entry did not record (scanner.report.read).
@@ -166,11 +168,10 @@ def aggregate(per_query: Iterable[QueryMetrics], ks: Sequence[int]) -> Aggregate
     if not rows:
         zero = {k: 0.0 for k in ks}
         return AggregateMetrics(0, 0.0, dict(zero), dict(zero), dict(zero), dict(zero), dict(zero), 0.0)
+    table = per_query_values(rows, ks)
 
     def over(name: str, k: int | None) -> float:
-        measure = BY_REPORT_KEY[name]
-        values = [measure.query_value(row, k) for row in rows]
-        return measure.aggregation.over([0.0 if value is None else value for value in values])
+        return BY_REPORT_KEY[name].aggregation.over([0.0 if value is None else value for value in table[name, k]])
 
     def per_k(name: str) -> dict[int, float]:
         return {k: over(name, k) for k in ks}
@@ -185,3 +186,14 @@ def aggregate(per_query: Iterable[QueryMetrics], ks: Sequence[int]) -> Aggregate
         judged_at_k=per_k("judged_at_k"),
         map=over("map", None),
     )
+
+
+def per_query_values(rows: Sequence[QueryMetrics], ks: Sequence[int]) -> dict[tuple[str, int | None], list[float | None]]:
+    """(report key, k) -> each row's value (`Measure.query_value`), k None for a measure without
+    cut-offs. A row's value of a measure is read once for all its cut-offs, not once per k."""
+    table: dict[tuple[str, int | None], list[float | None]] = {}
+    for measure in CATALOGUE:
+        values = [measure.of_query(row) for row in rows]
+        for k in ks if measure.at_k else (None,):
+            table[measure.report_key, k] = [_at(value, k) for value in values]
+    return table

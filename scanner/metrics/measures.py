@@ -153,6 +153,8 @@ class Judgments:
                     if not loose or loose[-1] != i:
                         loose.append(i)
         self._paths = {key[0] for key in self._buckets}
+        self._forms: dict[str, tuple[str, ...]] = {}
+        """Each heading's forms, made once per query: its walks read the same hits."""
 
     def _priority(self, i: int) -> tuple[bool, int, int]:
         # Heading-pinned entries are offered first: a section hit should consume the entry that
@@ -175,11 +177,11 @@ class Judgments:
             return []
         found = [self._buckets.get((hit.path, None, None, False))]
         # Each heading in every form a reader may write it in (golden.headings.heading_forms).
-        own = heading_forms(hit.heading)
+        own = self._forms_of(hit.heading)
         if hit.parents is None:
             found.extend(self._by_heading.get((hit.path, form)) for form in own)
         else:
-            chain = [heading_forms(part) for part in hit.parents] + [own]
+            chain = [self._forms_of(part) for part in hit.parents] + [own]
             last = len(chain) - 1
             for i, forms in enumerate(chain):
                 above = {parent for enclosing in chain[:i] for parent in enclosing}
@@ -189,6 +191,11 @@ class Judgments:
                         found.extend(self._buckets.get((hit.path, heading, parent, subsections)) for parent in above)
         # A bucket reached through two forms is one bucket.
         return list({id(bucket): bucket for bucket in found if bucket}.values())
+
+    def _forms_of(self, heading: str) -> tuple[str, ...]:
+        if heading not in self._forms:
+            self._forms[heading] = heading_forms(heading)
+        return self._forms[heading]
 
     def first_positions(self, hits: Sequence[Hit]) -> list[int | None]:
         """For each entry, the position (from 1, over `hits` as given) of the first hit matching it."""
@@ -255,6 +262,11 @@ def _average_precision(walk: Sequence[tuple[int, ExpectedEntry]], relevant: int)
     return math.fsum(found / position for found, (position, _) in enumerate(walk, 1)) / relevant if relevant else 0.0
 
 
+def _same_entries(these: Sequence[ExpectedEntry], those: Sequence[ExpectedEntry]) -> bool:
+    """The same entries in the same order: the crediting walk over them is the same walk."""
+    return len(these) == len(those) and all(a is b for a, b in zip(these, those))
+
+
 def score_query(
     hits: Sequence[Hit],
     expected: Sequence[ExpectedEntry],
@@ -272,8 +284,13 @@ def score_query(
     first = judgments.first_positions(hits)
     found = _first_match(first)
     walk = judgments.credited(hits)
-    gain_walk = Judgments(gaining).credited(hits)
-    judged_walk = Judgments(expected).credited(hits)
+    # The three walks differ only where the entries do (a grade 0 entry, a level above 1): with
+    # the same entries, the same walk is taken once, not three times.
+    gain_walk = walk if _same_entries(gaining, relevant) else Judgments(gaining).credited(hits)
+    judged_walk = (
+        walk if _same_entries(expected, relevant)
+        else gain_walk if _same_entries(expected, gaining) else Judgments(expected).credited(hits)
+    )
     shown = {k: min(k, len(hits)) for k in ks}
     return QueryMetrics(
         reciprocal_rank=1.0 / found if found is not None else 0.0,

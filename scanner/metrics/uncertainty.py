@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scanner.metrics.catalogue import CATALOGUE, Measure
+from scanner.metrics.catalogue import CATALOGUE, Measure, per_query_values
 from scanner.metrics.measures import Interval, QueryMetrics
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -115,9 +115,10 @@ def aggregate_columns(rows: Sequence[QueryMetrics], ks: Sequence[int]) -> list[t
     """The per-query values behind each mean of an aggregate (counted rows only), as `intervals`
     takes them: each measure without cut-offs, then each k's, under the report's keys."""
     counted = [row for row in rows if row.counted]
+    table = per_query_values(counted, ks)
 
     def column(measure: Measure, k: int | None) -> tuple[str, int | None, list[float]]:
-        return measure.report_key, k, [measure.query_value(row, k) or 0.0 for row in counted]
+        return measure.report_key, k, [value or 0.0 for value in table[measure.report_key, k]]
 
     columns = [column(measure, None) for measure in CATALOGUE if not measure.at_k]
     for k in ks:

@@ -39,9 +39,16 @@ _ANALYZER = Analyzer()
 """Analysis of query text needs no vocabulary; one shared instance keeps its word cache."""
 
 
+def is_searchable(text: str) -> bool:
+    """Whether `text` has a letter or a digit: compile_query gives None exactly when it has not.
+    The run's refusal of an unsearchable query asks this, not compile_query, so a golden set is
+    analysed once, by the search, rather than once more before it."""
+    return WORD.search(text) is not None
+
+
 def compile_query(text: str) -> CompiledQuery | None:
     """None when the text has no letters or digits at all (the run refuses such a query up front)."""
-    if WORD.search(text) is None:
+    if not is_searchable(text):
         return None
     counts = Counter(_ANALYZER.query_terms(text))
     return CompiledQuery(tuple(list(counts.items())[:MAX_TERMS]))
