@@ -40,6 +40,7 @@ from scanner.evaluation.records import RunRecord
 from scanner.evaluation.tags import MAX_TAGS_AGGREGATED
 from scanner.foundation.errors import InputError
 from scanner.foundation.untrusted_text import shown
+from scanner.metrics.catalogue import per_query_values
 from scanner.metrics.uncertainty import DEFAULT_DETECTION_ALPHA, detectable_drop
 
 DEFAULT_REGRESSION_THRESHOLD = 0.05
@@ -132,8 +133,11 @@ def detectable_drops(comparison: Comparison, run: RunRecord, alpha: float | None
     """From the paired differences where compared and some query's value moved; from this run otherwise."""
     level = alpha if alpha is not None else DEFAULT_DETECTION_ALPHA
     rows = [q.metrics for q in run.queries or () if q.metrics.counted]
+    metrics = metrics_of(run.aggregate)
+    # Each row's values read once for every metric (per_query_values), not once per metric and k.
+    table = per_query_values(rows, sorted({metric.k for metric in metrics if metric.k is not None}))
     drops = []
-    for metric in metrics_of(run.aggregate):
+    for metric in metrics:
         if metric.judges_the_golden_set:
             continue
         differences: list[float] = []
@@ -143,7 +147,7 @@ def detectable_drops(comparison: Comparison, run: RunRecord, alpha: float | None
         if len(set(differences)) > 1:
             drops.append(DetectableDrop(metric, detectable_drop(differences, level, paired=True), True))
         else:
-            values = [value for row in rows if (value := metric.in_query(row)) is not None]
+            values = [value for value in table[metric.measure.report_key, metric.k] if value is not None]
             drops.append(DetectableDrop(metric, detectable_drop(values, level, paired=False), False))
     return Detectable(level, len(rows), tuple(drops))
 

@@ -301,6 +301,10 @@ def scan(
 
     for path, chunks in chunks_by_document:
         matches = scanner.matches_in_document(chunks)  # per field, never across a seam
+        if len(matches) < MIN_QUOTED_QUERIES:
+            # Dropping explained matches and exempting answers only remove: most documents quote
+            # nothing, and each built an automaton for nothing here.
+            continue
         independent = drop_explained_matches([scanner.by_order[order] for order in matches])
         counted = [needle for needle in independent if not is_exempt(needle, path)]
         if not is_finding(counted):

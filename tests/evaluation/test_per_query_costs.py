@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scanner.compare.comparison import metrics_of, no_previous
+from scanner.compare.gate import detectable_drops
 from scanner.evaluation import health
 from scanner.evaluation.health import title_queries, title_similarity
 from scanner.foundation.diagnostics import Diagnostics
@@ -22,12 +24,13 @@ from scanner.golden.labels import SectionInfo, check_headings
 from scanner.metrics import catalogue, measures
 from scanner.metrics.catalogue import CATALOGUE, aggregate, per_query_values
 from scanner.metrics.measures import score_query
-from scanner.metrics.uncertainty import aggregate_columns
+from scanner.metrics.uncertainty import aggregate_columns, detectable_drop
 from scanner.pipeline.evaluate import EvalOptions, plan_evaluation, without_parents
 from scanner.retrievers.base import Hit
 from scanner.search.analysis import Analyzer
 from scanner.search.query_compiler import compile_query, is_searchable
 from tests.support.counting import CallCounter
+from tests.support.run_records import make_record
 
 SIZES = (10, 1_000)
 
@@ -193,3 +196,21 @@ def test_the_means_and_their_columns_are_each_rows_query_value() -> None:
     means = aggregate(rows, (1, 5))
     assert means.recall_at_k[5] == math.fsum(r.recall_at_k[5] for r in rows) / 7
     assert means.mrr == math.fsum(r.reciprocal_rank for r in rows) / 7
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_detectable_drops_read_each_rows_values_once_and_are_the_per_metric_ones(
+    monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    run = make_record({f"q{n}": (n % 7) / 7 for n in range(size)})
+    rows = [q.metrics for q in run.queries or ()]
+    expected = [
+        detectable_drop([v for row in rows if (v := metric.in_query(row)) is not None], 0.05, paired=False)
+        for metric in metrics_of(run.aggregate)
+        if not metric.judges_the_golden_set
+    ]
+    calls = counting_catalogue(monkeypatch)
+    found = detectable_drops(no_previous("history disabled (--no-history)"), run, 0.05)
+    assert [drop.drop for drop in found.drops] == expected
+    assert any(value is not None for value in expected)
+    assert calls[0] == size * len(CATALOGUE)

@@ -7,6 +7,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scanner.compare.comparison import Comparison, compare_runs, compare_with_history, no_previous
 from scanner.compare.gate import GateResult, evaluate_gate
@@ -116,3 +118,38 @@ def test_every_list_of_objects_keeps_one_item_of_each_shape_and_its_first_two() 
     assert rows_to_validate({"top_k": hits, "k": [1, 5, 10]}) == {
         "top_k": [hits[0], hits[1], hits[5]], "k": [1, 5, 10],
     }
+
+
+def test_the_published_schema_is_valid_against_its_metaschema_and_a_broken_one_is_not() -> None:
+    # A run no longer checks the schema it validates with: this test does, once (the wheel ships
+    # these bytes: tests/packaging/test_installed.py).
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    with pytest.raises(jsonschema.SchemaError):
+        validator_class.check_schema({**schema, "type": 5})
+
+
+def _reference_shape(value: Any) -> object:
+    """The shape as its definition says it, one call per value."""
+    if isinstance(value, dict):
+        return tuple((key, _reference_shape(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return tuple(_reference_shape(item) for item in value)
+    return type(value)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_a_rows_shape_is_its_keys_types_and_list_lengths_at_every_depth(value: Any) -> None:
+    from scanner.report.document import _shape
+
+    assert _shape(value) == _reference_shape(value)
+    # The near miss: a list one item longer is another shape.
+    assert _shape([value]) != _shape([value, value])

@@ -425,3 +425,25 @@ def test_the_needles_are_measured_once_per_scan_not_once_per_document(monkeypatc
     measured.clear()
     assert len(chain.matches_in_document([IndexedChunk(1, "a.md", "", "", "a" * 10_000)])) == 50
     assert measured and all(size < 51 for size in measured)
+
+
+@pytest.mark.parametrize("documents", [10, 1_000])
+def test_a_document_quoting_fewer_than_two_queries_builds_no_automaton_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, documents: int
+) -> None:
+    """Dropping explained matches builds an automaton of the document's matches: a document with
+    fewer matches than a finding needs is no finding whatever is dropped, so none is built for it."""
+    from scanner.scan import quotes
+
+    built: list[int] = []
+    automaton = quotes._automaton
+    monkeypatch.setattr(quotes, "_automaton", lambda words: built.append(len(words)) or automaton(words))
+    quoting_one = {f"d{n}.md": f"# Note {n}\n\nWe ask {Q_ROLLBACK} here.\n" for n in range(documents)}
+    assert findings_for(quoting_one, GOLDEN) == []
+    assert len(built) == 1  # the scanner's own, of every needle
+    # The near miss: a document quoting two is checked for explained matches (one automaton more),
+    # and is a finding.
+    built.clear()
+    found = findings_for({**quoting_one, "leak.md": f"{Q_ROLLBACK}\n\n{Q_IMAGES}\n"}, GOLDEN)
+    assert [f.path for f in found] == ["leak.md"]
+    assert len(built) == 2
