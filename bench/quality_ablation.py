@@ -102,17 +102,23 @@ def analysis(variant: str) -> Iterator[None]:
     """The scanner's analysis with one rule changed, for the block only."""
     import scanner.search.analysis as analysis_module
 
-    saved = (analysis_module.ENGLISH_STOPWORDS, analysis_module._HAN)
+    saved = (analysis_module.ENGLISH_STOPWORDS, analysis_module._HAN, analysis_module._CLASSES)
+    # The query side cuts with _HAN, the index side's batches with _CLASSES: both changed alike.
+    classes = analysis_module._CLASSES.copy()
     if variant == "lucene stopwords":
         analysis_module.ENGLISH_STOPWORDS = LUCENE_STOPWORDS
     elif variant == "bigrams only":
         analysis_module._HAN = re.compile("(?!)")  # matches nothing
+        classes[classes == analysis_module._UNIGRAM] = analysis_module._CJK
+        analysis_module._CLASSES = classes
     elif variant == "all unigrams":
         analysis_module._HAN = re.compile(f"[{analysis_module.CJK_CHARACTERS}]")
+        classes[classes == analysis_module._CJK] = analysis_module._UNIGRAM
+        analysis_module._CLASSES = classes
     try:
         yield
     finally:
-        analysis_module.ENGLISH_STOPWORDS, analysis_module._HAN = saved
+        analysis_module.ENGLISH_STOPWORDS, analysis_module._HAN, analysis_module._CLASSES = saved
 
 
 def field_counts(kb: Path) -> tuple[object, Fields, Lengths]:

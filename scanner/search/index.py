@@ -546,9 +546,19 @@ PARALLEL_MIN_CHUNKS = 5_000
 costs more than the second core saves. At 1,000 bench documents (11,052 chunks) the split was
 already faster than one process (bench/speed_table.py)."""
 
-_RECENT_TEXTS = 64
-"""Texts whose ids analysis keeps for the rows after them: more than a document's distinct
-breadcrumbs, few enough that looking one up is one small dict's."""
+ROWS_BATCH_CHARACTERS = 1 << 19
+"""Characters of chunk-table rows analysed together: several analysis batches (BATCH_CHARACTERS) of
+the text past ASCII when a fifth of it is, as in the bench KB; at most 2 MiB of text held."""
+
+
+def _rows_of_batch(rows: sqlite3.Cursor) -> list[tuple[str, ...]]:
+    """The next rows, up to about ROWS_BATCH_CHARACTERS of text (one row at least), analysed together."""
+    batch: list[tuple[str, ...]] = []
+    held = 0
+    while held < ROWS_BATCH_CHARACTERS and (row := rows.fetchone()) is not None:
+        batch.append(row)
+        held += sum(map(len, row))
+    return batch
 
 MAX_ANALYSIS_WORKERS = 4
 """Each worker holds its share of the postings and a vocabulary; more than a few add memory, not speed."""
@@ -689,30 +699,33 @@ class _AnalysisJob:
             for at, layer in enumerate(self.layers)
         ]
         analyzer.max_words = self.max_words
-        analyze = analyzer.index_ids
-        # Sections under one heading repeat their breadcrumb (and many bodies are empty): a text
-        # equal to one of the last few analysed takes its ids, which analysis would give again.
-        recent: dict[str, array[int]] = {}
-
-        def analysed(text: str) -> array[int]:
-            known = recent.get(text)
-            if known is None:
-                if len(recent) >= _RECENT_TEXTS:
-                    recent.clear()
-                known = recent[text] = array("i", analyze(text))
-            return known
-
         # Chunk ids are positions + 1.
         query = f"SELECT {', '.join(self.columns)} FROM chunks WHERE id > ? AND id <= ? ORDER BY id"
         for first, last in ranges:
             chunk_id = first
+            rows = connection.execute(query, (first, last))
             try:
-                for row in connection.execute(query, (first, last)):
-                    chunk_id += 1
-                    ids = [analysed(text) for text in row]
-                    for builder, used in zip(builders, fields):
-                        builder.add([ids[c] for c in used])
-                    tick(1)
+                while batch := _rows_of_batch(rows):
+                    # Each distinct text of the batch analysed once, in the order of the rows:
+                    # sections under one heading repeat their breadcrumb, and many bodies are empty.
+                    slots: dict[str, int] = {}
+                    for row in batch:
+                        for text in row:
+                            slots.setdefault(text, len(slots))
+                    analysed = analyzer.index_ids_of(list(slots))
+                    done: list[array[int]] = []
+                    for row in batch:
+                        chunk_id += 1
+                        ids = []
+                        for text in row:
+                            slot = slots[text]
+                            if slot == len(done):
+                                # Drawn row by row, so that a refusal names the chunk it stopped at.
+                                done.append(next(analysed))
+                            ids.append(done[slot])
+                        for builder, used in zip(builders, fields):
+                            builder.add([ids[c] for c in used])
+                        tick(1)
             except IndexCapExceeded as over:
                 # Where it stopped, for the refusal to name the document.
                 raise IndexCapExceeded(over.setting, over.cap, chunk_id) from None

@@ -10,6 +10,7 @@ marked slow, keep watching that part.
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable
 
 import pytest
@@ -21,6 +22,7 @@ from scanner.golden.headings import reader_heading
 from scanner.retrievers.base import Hit
 from scanner.scan import quotes
 from scanner.scan.quotes import MIN_QUOTE_CHARS, Needle, QuoteScanner, drop_explained_matches, locate, normalise, scan
+from scanner.search import analysis
 from scanner.search.analysis import Analyzer
 from scanner.search.index import IndexedChunk
 from tests.hostile.test_linear_cost import ANALYSIS_SHAPES, HEADING_SHAPES, SPLITTING_SHAPES, _chain, _golden, _letters
@@ -128,6 +130,42 @@ def test_a_heading_is_brought_to_the_readers_form_in_steps_linear_in_its_length(
 @pytest.mark.parametrize("shape", sorted(ANALYSIS_SHAPES))
 def test_analysis_of_one_long_token_takes_steps_linear_in_its_length(shape: str) -> None:
     assert growth(lambda size: lambda: list(Analyzer().index_ids(ANALYSIS_SHAPES[shape](size)))) < LINEAR
+
+
+BATCHED_SHAPES: dict[str, Callable[[int], list[str]]] = {
+    "one CJK run": lambda size: ["中" * size],
+    "texts of two Han characters, each new": lambda size: [chr(0x4E00 + n) + chr(0x4E01 + n) for n in range(0, size, 2)],
+    "texts of two Han characters, all the same": lambda size: ["中文"] * (size // 2),
+    "texts of kana and Latin alternating": lambda size: ["aの" * 20] * (size // 40),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(BATCHED_SHAPES))
+def test_analysis_of_texts_in_batches_takes_steps_linear_in_the_texts(shape: str) -> None:
+    assert growth(lambda size: lambda: list(Analyzer().index_ids_of(BATCHED_SHAPES[shape](size)))) < LINEAR
+
+
+def test_analysis_in_batches_holds_one_batch_of_arrays_however_much_text_it_is_given() -> None:
+    # Counted in bytes (tracemalloc sees numpy's buffers): the arrays of one batch of Han text, the
+    # worst case (two tokens a character), whether it is given one batch or thirty.
+    pool = ["".join(chr(0x4E00 + (7 * n + c) % 300) for c in range(60)) for n in range(50)]
+    analyzer = Analyzer()
+    list(analyzer.index_ids_of(pool))  # every token already known: what grows is the batch's alone
+
+    def peak(batches: float) -> int:
+        texts = [pool[n % len(pool)] for n in range(int(batches * analysis.BATCH_CHARACTERS / 61))]
+        tracemalloc.start()
+        try:
+            for _ in analyzer.index_ids_of(texts):
+                pass
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    one = peak(1)
+    assert peak(30) < 1.1 * one
+    assert peak(0.5) < 0.6 * one  # the near miss: below a batch, the arrays grow with the text
+    assert one < 150 * analysis.BATCH_CHARACTERS  # 8.6 MiB measured at 2**16 characters
 
 
 @pytest.mark.parametrize("shape", sorted(SPLITTING_SHAPES))

@@ -7,7 +7,8 @@ import hashlib
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -200,13 +201,13 @@ def test_a_breadcrumb_repeated_by_the_sections_under_one_heading_is_analysed_onc
     page = build_document("a.md", f"# Guide\n## Install\n{sections}", Diagnostics())
     index = Index.build([page], analysis_workers=1)
     analysed: list[str] = []
-    analyse = index.analyzer.index_ids
+    analyse = index.analyzer.index_ids_of
 
-    def counted(text: str) -> Iterator[int]:
-        analysed.append(text)
-        return analyse(text)
+    def counted(texts: Sequence[str]) -> Iterator[array[int]]:
+        analysed.extend(texts)
+        return analyse(texts)
 
-    index.analyzer.index_ids = counted  # type: ignore[method-assign]
+    index.analyzer.index_ids_of = counted  # type: ignore[method-assign]
     (postings,) = index._postings([(1.0, 1.0, 1.0)])
     crumbs = [text for text in analysed if "Install" in text]
     # The Install section's heading, then the six steps' breadcrumb (the title counted once), once.
