@@ -506,7 +506,7 @@ class Bm25Scorer:
             # chunk (at 200,000 sections that array was most of a rare-term query's time). The
             # sums add the same numbers in the same order as bincount's, so the scores are equal
             # to the last bit, and the touched chunks come out ascending, as flatnonzero's do.
-            touched, inverse = np.unique(hit, return_inverse=True)
+            touched, inverse = _distinct(hit)
             sums = np.bincount(inverse, weights=weights, minlength=len(touched))
             positive = sums > 0
             candidates, candidate_scores = touched[positive], sums[positive]
@@ -521,6 +521,21 @@ class Bm25Scorer:
             candidates, candidate_scores = candidates[above], candidate_scores[above]
         order = np.lexsort((candidates, -candidate_scores))[:depth]
         return [(int(c), float(s)) for c, s in zip(candidates[order], candidate_scores[order])]
+
+
+def _distinct(hit: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """np.unique(hit, return_inverse=True): the distinct chunks ascending, and each posting's place
+    among them. `hit` is each term's postings one after another, each ascending: a stable sort
+    (timsort) merges those runs, where np.unique's quicksort sorts them again from scratch (half
+    the time of a few-posting query's join)."""
+    order = np.argsort(hit, kind="stable")
+    ordered = hit[order]
+    first = np.empty(len(ordered), dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(len(hit), dtype=np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
 
 
 class _ScoredLayer(Protocol):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scanner.search import bm25
 from scanner.search.bm25 import Bm25Parameters, Bm25Scorer, Postings
@@ -143,3 +145,14 @@ def test_a_consuming_scorer_keeps_its_impacts_in_the_tf_arrays_and_scores_to_the
     assert kept.tf.tolist() == [1, 2, 1, 3, 1] and not np.shares_memory(spared.postings_of(0, 0)[1], kept.tf)
     assert eaten.top([(0, 1.0), (1, 1.0)], 4) == spared.top([(0, 1.0), (1, 1.0)], 4)
     assert consumed.tf.tolist() != [1, 2, 1, 3, 1]
+
+
+@given(st.lists(st.lists(st.integers(0, 60), max_size=30), min_size=1, max_size=6))
+def test_the_distinct_chunks_of_a_join_are_numpys_unique_with_each_postings_place(runs: list[list[int]]) -> None:
+    # Each term's postings ascending and distinct, as a layer holds them; the runs overlap freely.
+    hit = np.concatenate([np.array(sorted(set(run)), dtype=np.intp) for run in runs])
+    touched, inverse = bm25._distinct(hit)
+    expected_touched, expected_inverse = np.unique(hit, return_inverse=True)
+    assert touched.tolist() == expected_touched.tolist()
+    assert inverse.tolist() == expected_inverse.ravel().tolist()
+    assert touched[inverse].tolist() == hit.tolist()  # each posting points at its own chunk
