@@ -7,6 +7,7 @@ format, which the history's reader reads back.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import traceback
@@ -75,6 +76,7 @@ class BaseBesideHead:
             return
         read_end, write_end = os.pipe()
         release_free_memory()
+        gc.freeze()
         pid = os.fork()
         # Both processes' temporary arrays in pages of their own from here: carved from the heap
         # the head's analysis left, they stayed resident in both once freed.
@@ -127,6 +129,7 @@ class BaseBesideHead:
         with os.fdopen(read_end, "rb") as pipe:
             data = pipe.read()  # to EOF before waiting: a large run would fill the pipe
         os.waitpid(pid, 0)
+        gc.unfreeze()
         self._head = None
         message: dict[str, Any] = (
             json.loads(data) if data else {"error": "the base evaluation's process ended without an answer"}
@@ -158,3 +161,4 @@ class BaseBesideHead:
             except ProcessLookupError:
                 pass
             os.waitpid(pid, 0)
+            gc.unfreeze()

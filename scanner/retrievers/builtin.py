@@ -98,6 +98,11 @@ class BuiltinRetriever:
             for request in requests:
                 rankings.append(self._ranked(request.text, request.limit))
                 tick()
+        if requests:
+            # Every query is answered: the impacts kept between them (a pull request's head and
+            # base compute some as queries ask, up to 16 MiB a layer) go back before the scan,
+            # which at a pull request runs beside the other side's search.
+            self.index.scorer(self.weights.as_tuple(), self.parameters).forget_impacts()
         # Where the hits sit, read for every query at once (a few statements of many ids), not
         # one statement per query.
         located = self.index.locate_chunks(sorted({position + 1 for ranked in rankings for position, _ in ranked}))

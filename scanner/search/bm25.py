@@ -383,7 +383,9 @@ class DerivedPostings:
     adds grow with those terms' postings and the chunks changed, not with the corpus."""
 
     donor: Postings
-    kept_to: npt.NDArray[np.int64]
+    kept_to: npt.NDArray[np.int32]
+    """Chunk positions, as the postings hold them (32 bits: a term's mapped chunks are made in
+    their final type, with no 64-bit copy of them)."""
     new: Postings
     new_to: npt.NDArray[np.int64]
     lengths: npt.NDArray[np.float32]
@@ -394,7 +396,7 @@ class DerivedPostings:
     """The donor's terms whose postings it kept (KeptAnalysis.terms): None, every term."""
 
     @classmethod
-    def of(cls, donor: KeptAnalysis, kept_to: npt.NDArray[np.int64], new: Postings, new_to: npt.NDArray[np.int64],
+    def of(cls, donor: KeptAnalysis, kept_to: npt.NDArray[np.int32], new: Postings, new_to: npt.NDArray[np.int64],
            size: int) -> DerivedPostings:
         postings = donor.postings
         lengths = np.zeros(size, dtype=np.float32)
@@ -415,7 +417,7 @@ class DerivedPostings:
             lo, hi = int(donor.start[term]), int(donor.start[term + 1])
             mapped = self.kept_to[donor.chunks[lo:hi]]
             kept = mapped >= 0
-            chunks, tf = mapped[kept].astype(np.int32), donor.tf[lo:hi][kept]
+            chunks, tf = mapped[kept].astype(np.int32, copy=False), donor.tf[lo:hi][kept]
         if term + 1 < len(new.start) and new.start[term + 1] > new.start[term]:
             lo, hi = int(new.start[term]), int(new.start[term + 1])
             # Few new postings into many kept ones: each goes before the first kept chunk after it.
@@ -477,43 +479,64 @@ class Bm25Scorer:
         """The chunk positions holding `term` in this layer, ascending, and its impact in each."""
         return self.layers[layer].term_postings(term)
 
+    def forget_impacts(self) -> None:
+        """Drop the impacts kept between queries (shared and derived layers): a term asked after
+        this is computed again, to the same bits."""
+        for layer in self.layers:
+            if isinstance(layer, _ImpactsOnDemand):
+                layer.forget()
+
     def top(self, query: Sequence[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
         """(chunk position, score) of the best `depth` chunks with a positive score, best first."""
         if depth <= 0 or not query or self.size == 0:
             return []
-        found_chunks: list[npt.NDArray[np.integer]] = []
-        found_scores: list[npt.NDArray[np.floating]] = []
+        # Each term's postings as they are (slices), held until they are known to be many: a query
+        # whose postings are a sixteenth of the chunks or more has them added, term by term, into
+        # an array of every chunk's score, and dropped; joining them first held all of them twice
+        # more, widened (16 bytes a posting: about 90 MiB for a common-word query at 100,000
+        # bench documents, the peak of a pull request's base). A term's chunks are distinct, so
+        # each chunk's sum takes its terms' impacts in the same order either way, to the same bits.
+        held: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], float]] = []
+        count = 0
+        scores: npt.NDArray[np.float64] | None = None
         for layer in self.layers:
             for term, weight in query:
                 chunks, impacts = layer.term_postings(term)
                 if len(chunks) == 0:
                     continue
-                # Each term's postings as they are (a slice), joined once below: an index of every
-                # posting cost three passes over them more. A weight of 1 leaves the impacts as
-                # they are; another multiplies them in float64, as the sums are made.
-                found_chunks.append(chunks)
-                found_scores.append(impacts if weight == 1.0 else impacts * np.float64(weight))
-        if not found_chunks:
-            return []
-        # Widened as they are joined (one pass): bincount takes platform integers and float64
-        # weights, and converting int32 chunks and float32 impacts itself costs two more passes
-        # over every posting, each into a fresh temporary. float32 to float64 is exact.
-        hit = np.concatenate(found_chunks, dtype=np.intp)
-        weights = np.concatenate(found_scores, dtype=np.float64)
+                if scores is not None:
+                    _add_impacts(scores, chunks, impacts, weight)
+                    continue
+                held.append((chunks, impacts, weight))
+                count += len(chunks)
+                if count * SPARSE_SCORES_BELOW >= self.size:
+                    scores = np.zeros(self.size, dtype=np.float64)
+                    for held_chunks, held_impacts, held_weight in held:
+                        _add_impacts(scores, held_chunks, held_impacts, held_weight)
+                    held = []
         candidates: npt.NDArray[Any]
-        if len(hit) * SPARSE_SCORES_BELOW < self.size:
+        candidate_scores: npt.NDArray[Any]
+        if scores is not None:
+            candidates = np.flatnonzero(scores > 0)
+            candidate_scores = scores[candidates]
+        elif not held:
+            return []
+        else:
             # Few postings against many chunks: sum per chunk touched, not over an array of every
             # chunk (at 200,000 sections that array was most of a rare-term query's time). The
             # sums add the same numbers in the same order as bincount's, so the scores are equal
             # to the last bit, and the touched chunks come out ascending, as flatnonzero's do.
+            # Widened as they are joined (one pass): a weight of 1 leaves the impacts as they are;
+            # another multiplies them in float64, as the sums are made. float32 to float64 is exact.
+            hit = np.concatenate([chunks for chunks, _, _ in held], dtype=np.intp)
+            weights = np.concatenate(
+                [impacts if weight == 1.0 else impacts * np.float64(weight) for _, impacts, weight in held],
+                dtype=np.float64,
+            )
             touched, inverse = _distinct(hit)
             sums = np.bincount(inverse, weights=weights, minlength=len(touched))
             positive = sums > 0
             candidates, candidate_scores = touched[positive], sums[positive]
-        else:
-            scores = np.bincount(hit, weights=weights, minlength=self.size)
-            candidates = np.flatnonzero(scores > 0)
-            candidate_scores = scores[candidates]
         if len(candidates) > depth:
             # The depth-th best score; every chunk at or above it is a candidate, ties included.
             threshold = np.partition(candidate_scores, len(candidates) - depth)[len(candidates) - depth]
@@ -536,6 +559,14 @@ def _distinct(hit: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.intp], npt.NDAr
     inverse = np.empty(len(hit), dtype=np.intp)
     inverse[order] = np.cumsum(first) - 1
     return ordered[first], inverse
+
+
+def _add_impacts(
+    scores: npt.NDArray[np.float64], chunks: npt.NDArray[np.int32], impacts: npt.NDArray[np.float32], weight: float
+) -> None:
+    """Add one term's impacts (times the query's `weight` in float64, unless 1) to its chunks' scores:
+    the chunks are distinct, so each score takes one addition, as bincount makes it."""
+    scores[chunks] += impacts if weight == 1.0 else impacts * np.float64(weight)
 
 
 class _ScoredLayer(Protocol):
@@ -605,6 +636,10 @@ class _ImpactsOnDemand:
         self._terms[term] = (chunks, impacts)
         self._cached += len(chunks)
         return chunks, impacts
+
+    def forget(self) -> None:
+        self._terms.clear()
+        self._cached = 0
 
     @property
     def cached_bytes(self) -> int:

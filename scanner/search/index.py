@@ -403,7 +403,7 @@ class Index:
         fresh = reused.fresh
         new = self._analyse(job, [(first, first + count) for first, count in fresh], tick)
         new_to = np.concatenate([np.arange(first, first + count) for first, count in fresh] or [np.zeros(0, np.int64)])
-        kept_to = np.full(reused.donor.corpus.chunks, -1, dtype=np.int64)
+        kept_to = np.full(reused.donor.corpus.chunks, -1, dtype=np.int32)
         for donor_first, first, count in reused.moved:
             kept_to[donor_first : donor_first + count] = np.arange(first, first + count)
         tick(sum(count for _, _, count in reused.moved))

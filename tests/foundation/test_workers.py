@@ -41,6 +41,23 @@ def test_ordered_map_gives_every_result_in_order_with_at_most_its_window_of_task
         assert next(first) == 0 and len(submitted) == 4
 
 
+def test_a_pool_started_with_the_objects_frozen_leaves_them_frozen_and_one_started_without_unfreezes() -> None:
+    import gc
+
+    gc.freeze()
+    try:
+        with worker_pool(1) as pool:
+            assert pool.submit(squared, 3).result() == 9
+        # A pull request's base is forked with the head's objects frozen: its pool keeps them so.
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    with worker_pool(1) as pool:
+        assert gc.get_freeze_count() > 0
+    # The near miss: frozen by the pool alone, they are back in the collector's sight after it.
+    assert gc.get_freeze_count() == 0
+
+
 def resident_kib() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)

@@ -4,6 +4,7 @@ from scratch, in process and in the child beside the head, with one process or a
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 from collections.abc import Callable
@@ -129,9 +130,14 @@ def test_the_base_evaluated_beside_the_head_ranks_as_from_scratch(
     prepared = prepare(options, plan, head_side(options, beside.memo, keep_analysis=True), diagnostics)
     retriever = bind(options, prepared)
     beside.start(plan, prepared.index)
+    # While the child runs, the objects both processes had at the fork are out of the collector's
+    # sight (a collection writes to each one's header, a page copied per page of objects); the
+    # head's collector has them back once the child answered.
+    frozen = gc.get_freeze_count()
     answer(options, prepared, retriever, diagnostics)
     evaluated = beside.result()
     assert isinstance(evaluated, BaseEvaluation)
+    assert (frozen > 0) == (workers != "no fork") and gc.get_freeze_count() == 0
     # Forked, the head's large arrays get pages of their own from the fork on (the child's too,
     # out of sight here); in process there is no fork and the allocator is left as it is.
     assert apart == ([] if workers == "no fork" else [os.getpid()])

@@ -377,6 +377,27 @@ def test_a_shared_layer_keeps_impacts_within_its_budget_and_answers_the_same_wit
     assert computed[5] > computed[10**9] == sum(cached[10**9])
 
 
+def test_once_every_query_is_answered_the_shared_and_derived_layers_keep_no_impacts() -> None:
+    from scanner.retrievers.base import SearchRequest
+
+    head_docs, base_docs, same = pull_request(edited_head(documents(240)))
+    asked = {term for query in QUERIES if (compiled := compile_query(query)) is not None for term, _ in compiled.terms}
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    head.keep_only_terms(asked)
+    requests = [SearchRequest(f"q{n}", query, 10) for n, query in enumerate(QUERIES)]
+    answered = BuiltinRetriever(head).search_all(requests)
+    reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
+    BuiltinRetriever(reusing).search_all(requests)
+    layers = [*head._scorers[DEFAULT_KEY].layers, *reusing._scorers[DEFAULT_KEY].layers]
+    assert all(layer.cached_bytes == 0 for layer in layers)
+    assert sum(layer.computed for layer in layers) > 0  # not vacuous: impacts were computed on demand
+    # The near miss: one query at a time (Retriever.search), the impacts stay for the next one; and
+    # a search after search_all computes them again, to the same answers.
+    assert BuiltinRetriever(head).search_all(requests) == answered
+    BuiltinRetriever(head).search(QUERIES[0], 10)
+    assert sum(layer.cached_bytes for layer in head._scorers[DEFAULT_KEY].layers) > 0
+
+
 def test_a_donor_told_the_same_terms_again_copies_nothing_and_told_fewer_keeps_fewer() -> None:
     head_docs, _, _ = pull_request(edited_head(documents(240)))
     asked = {term for query in QUERIES if (compiled := compile_query(query)) is not None for term, _ in compiled.terms}

@@ -50,18 +50,65 @@ def test_a_rare_query_allocates_for_the_chunks_it_touches_and_a_common_one_for_e
 ) -> None:
     index = scorer(1)
     sizes: list[int] = []
-    bincount = np.bincount
+    bincount, zeros = np.bincount, np.zeros
 
     def counting(x: np.ndarray, weights: np.ndarray | None = None, minlength: int = 0) -> np.ndarray:
         sizes.append(max(minlength, int(x.max()) + 1 if len(x) else 0))
         return bincount(x, weights=weights, minlength=minlength)
 
+    def zeroed(shape: int, dtype: type = np.float64) -> np.ndarray:
+        sizes.append(shape)
+        return zeros(shape, dtype=dtype)
+
     monkeypatch.setattr(bm25.np, "bincount", counting)
+    monkeypatch.setattr(bm25.np, "zeros", zeroed)
     index.top([(0, 1.0), (1, 1.0)], 10)  # two rare terms: fewer than 40 postings
     assert sizes and max(sizes) < 40
     sizes.clear()
     index.top([(300, 1.0), (301, 1.0)], 10)  # two common terms: 1,000 or more postings
     assert sizes == [CHUNKS]
+
+
+TOP_MEMORY = """
+import sys, tracemalloc
+import numpy as np
+from scanner.search.bm25 import Bm25Parameters, Bm25Scorer, Postings
+chunks, terms, per_term = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+rng = np.random.default_rng(5)
+start = np.arange(terms + 1, dtype=np.int64) * per_term
+postings = np.concatenate([np.sort(rng.choice(chunks, per_term, replace=False)) for _ in range(terms)])
+layer = Postings(start, postings.astype(np.int32), np.ones(terms * per_term, np.float32),
+                 rng.integers(1, 30, chunks).astype(np.float32))
+index = Bm25Scorer([layer], Bm25Parameters())
+query = [(term, 1.0 if term % 2 else 2.0) for term in range(terms)]
+tracemalloc.start()
+index.top(query, 10)
+print(tracemalloc.get_traced_memory()[1])
+"""
+
+
+def test_a_common_word_query_holds_one_score_per_chunk_and_one_terms_postings_not_all_of_them_joined() -> None:
+    import subprocess
+    import sys
+
+    chunks, per_term = 200_000, 100_000
+    peaks = {}
+    for terms in (2, 32):
+        ran = subprocess.run(
+            [sys.executable, "-c", TOP_MEMORY, str(chunks), str(terms), str(per_term)],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2],
+        )
+        peaks[terms] = int(ran.stdout)
+    # A score for every chunk and, for the chunks scored, their positions, their scores and the
+    # partition's copy (8 bytes each), then a term's postings widened while they are added (a
+    # weight other than 1: its products too), with a MiB to spare: at 2 terms and at 32 alike
+    # (measured: 5.2 and 6.4 MB).
+    room = 4 * 8 * chunks + 3 * 8 * per_term + (1 << 20)
+    assert peaks[2] <= room and peaks[32] <= room
+    assert peaks[32] >= 8 * chunks  # not vacuous: the scores of every chunk were made
+    # The near miss: the 32 terms' postings joined and widened to 16 bytes each before they are
+    # added (measured: 70 MB).
+    assert peaks[32] < 16 * 32 * per_term // 4
 
 
 @pytest.mark.parametrize("seed", [1, 2])
