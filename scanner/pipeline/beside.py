@@ -75,6 +75,7 @@ class BaseBesideHead:
         if not self._fork or not hasattr(os, "fork"):
             return
         read_end, write_end = os.pipe()
+        head.release_page_cache()
         release_free_memory()
         gc.freeze()
         pid = os.fork()

@@ -4,6 +4,7 @@ source lines, and the analysis split over worker processes giving exactly one pr
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -270,3 +271,49 @@ def test_the_sections_of_a_few_documents_are_read_without_reading_the_rest_of_th
         return counted[0]
 
     assert steps(400) <= steps(100) * 1.2
+
+
+_PAGE_CACHE = """
+import os, random
+from scanner.corpus.reader import build_document
+from scanner.foundation.diagnostics import Diagnostics
+from scanner.foundation.workers import release_free_memory
+from scanner.search.index import Index
+
+def resident_kib():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+
+rng = random.Random(3)
+words = ["".join(rng.choice("abcdefghij") for _ in range(7)) for _ in range(5000)]
+documents = [
+    build_document(f"d{n:04d}.md", "".join(f"## S{s}\\n" + " ".join(rng.choices(words, k=600)) + "\\n" for s in range(8)),
+                   Diagnostics())
+    for n in range(400)
+]
+index = Index.build(documents)
+del documents
+for _ in index.chunks_by_document():  # the table read through, as the quote scan reads it
+    pass
+release_free_memory()
+steps = []
+for _ in range(2):
+    before = resident_kib()
+    index.release_page_cache()
+    release_free_memory()
+    steps.append(before - resident_kib())
+print(*steps)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads /proc")
+def test_releasing_the_page_cache_gives_back_the_megabytes_a_read_through_the_table_filled() -> None:
+    ran = subprocess.run(
+        [sys.executable, "-c", _PAGE_CACHE], capture_output=True, text=True, check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    first, again = map(int, ran.stdout.split())
+    # A table of about 20 MiB read through fills the 8 MiB cache: most of it goes back.
+    assert first >= 4 * 1024
+    # The near miss: nothing read since, releasing again gives back almost nothing.
+    assert again < 1024
