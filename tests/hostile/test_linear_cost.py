@@ -239,6 +239,23 @@ def test_analysis_of_one_long_token_costs_no_more_than_ordinary_text_of_its_size
     assert all(ratio < RATIO for ratio in ratios.values()), ratios
 
 
+@TIMED
+def test_analysis_in_batches_of_texts_shaped_against_it_costs_no_more_than_ordinary_text_of_their_size() -> None:
+    # The batches' numpy work (a sort a batch) that the counted twin sees as one step: each shape
+    # cut into texts of 600 characters, the size of a long section, against ordinary text cut alike.
+    def texts(text: str) -> list[str]:
+        return [text[at : at + 600] for at in range(0, len(text), 600)]
+
+    baseline = texts(_distinct_words(SIZE))
+    attacks = {name: texts(shape(SIZE)) for name, shape in ANALYSIS_SHAPES.items()}
+    attacks["Han characters, 20,000 different bigrams"] = texts("".join(chr(0x4E00 + n % 20_000) for n in range(SIZE)))
+    ratios = cost_ratios({name: lambda attack=attack: list(Analyzer().index_ids_of(attack))  # type: ignore[misc]
+                          for name, attack in attacks.items()},
+                         lambda: list(Analyzer().index_ids_of(baseline)), deadline=240.0)
+    assert set(ratios) == {*ANALYSIS_SHAPES, "Han characters, 20,000 different bigrams"}
+    assert all(ratio < RATIO for ratio in ratios.values()), ratios
+
+
 # -- section splitting ----------------------------------------------------------------------------
 
 SPLITTING_SHAPES = {
