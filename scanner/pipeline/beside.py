@@ -77,8 +77,17 @@ class BaseBesideHead:
         read_end, write_end = os.pipe()
         head.release_page_cache()
         release_free_memory()
+        # What both processes hold at the fork is kept out of the collector's sight until the child
+        # has answered: a collection writes to each object it walks, copying every page of them in
+        # whichever process collects.
         gc.freeze()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except BaseException:
+            gc.unfreeze()
+            os.close(read_end)
+            os.close(write_end)
+            raise
         # Both processes' temporary arrays in pages of their own from here: carved from the heap
         # the head's analysis left, they stayed resident in both once freed.
         large_allocations_apart()

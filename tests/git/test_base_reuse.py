@@ -195,3 +195,35 @@ def test_a_pull_request_that_edits_adds_deletes_renames_and_moves_document_frequ
     assert isinstance(evaluated, BaseEvaluation)
     assert analysed == [10]
     assert rankings(evaluated.run) == rankings(from_scratch(kb, resolved, plan))
+
+
+def test_a_fork_that_fails_leaves_the_objects_in_the_collectors_sight_and_no_pipe_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb, resolved = repository(tmp_path)
+    options = EvalOptions(kb_path=kb)
+    beside = BaseBesideHead(resolved, options, ParseMemo())
+    diagnostics = Diagnostics()
+    plan = plan_evaluation(options, diagnostics)
+    prepared = prepare(options, plan, head_side(options, beside.memo, keep_analysis=True), diagnostics)
+    bind(options, prepared)
+    opened: list[int] = []
+    pipe = os.pipe
+
+    def recorded() -> tuple[int, int]:
+        ends = pipe()
+        opened.extend(ends)
+        return ends
+
+    def refused() -> int:
+        raise OSError("fork refused")
+
+    monkeypatch.setattr(os, "pipe", recorded)
+    monkeypatch.setattr(os, "fork", refused)
+    with pytest.raises(OSError, match="fork refused"):
+        beside.start(plan, prepared.index)
+    assert gc.get_freeze_count() == 0
+    assert opened  # not vacuous: the child's pipe was made before the fork
+    for end in opened:
+        with pytest.raises(OSError):
+            os.fstat(end)  # closed
