@@ -154,3 +154,19 @@ def test_an_analyzer_copied_from_one_that_analysed_text_by_text_gives_the_same_i
     assert [Counter(found) for found in again[:2]] == [Counter(before[1]), Counter(before[0])]
     assert len(twin.vocabulary) > len(original.vocabulary)  # the new text's terms, in the copy only
     assert twin._cjk_ids and all(twin._tokens[analysis._key_text(key)] == i for key, i in twin._cjk_ids.items())
+
+
+def test_the_cache_of_cjk_ids_starts_again_past_its_size_and_the_ids_stay_those_of_one_at_a_time_analysis() -> None:
+    texts = ["".join(chr(0x4E00 + (n * 37 + c) % 5_000) for c in range(40)) for n in range(400)]
+    with patch.object(analysis, "BATCH_CHARACTERS", 256), patch.object(analysis, "_CJK_IDS_KEPT", 100):
+        analyzer = Analyzer()
+        found = [list(ids) for ids in analyzer.index_ids_of(texts)]
+        assert len(analyzer._cjk_ids) <= 100 + 2 * 256  # the cache, and one batch's keys
+    expected_ids, expected_vocabulary, _ = _sequential(texts)
+    assert list(analyzer.vocabulary.items()) == list(expected_vocabulary.items())
+    assert [Counter(ids) for ids in found] == [Counter(ids) for ids in expected_ids]
+    # The near miss: a cache larger than the distinct tokens keeps each of them.
+    with patch.object(analysis, "BATCH_CHARACTERS", 256):
+        whole = Analyzer()
+        list(whole.index_ids_of(texts))
+    assert len(whole._cjk_ids) == len(whole._tokens) > 100 + 2 * 256
