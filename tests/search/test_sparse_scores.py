@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from scanner.search import bm25
 from scanner.search.bm25 import Bm25Parameters, Bm25Scorer, Postings
+from tests.support.counting import CallCounter
 
 CHUNKS = 4_000
 
@@ -73,6 +74,7 @@ TOP_MEMORY = """
 import sys, tracemalloc
 import numpy as np
 from scanner.search.bm25 import Bm25Parameters, Bm25Scorer, Postings
+from tests.support.counting import CallCounter
 chunks, terms, per_term = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 rng = np.random.default_rng(5)
 start = np.arange(terms + 1, dtype=np.int64) * per_term
@@ -203,3 +205,20 @@ def test_the_distinct_chunks_of_a_join_are_numpys_unique_with_each_postings_plac
     assert touched.tolist() == expected_touched.tolist()
     assert inverse.tolist() == expected_inverse.ravel().tolist()
     assert touched[inverse].tolist() == hit.tolist()  # each posting points at its own chunk
+
+
+@pytest.mark.parametrize("queries_asked", [10, 1_000])
+def test_common_word_queries_under_the_join_cap_are_summed_by_one_bincount_each_not_term_by_term(
+    monkeypatch: pytest.MonkeyPatch, queries_asked: int
+) -> None:
+    index = scorer(1)
+    common = [[(300 + n % 20, 1.0), (300 + (n + 7) % 20, 2.0)] for n in range(queries_asked)]  # 1,000+ postings each
+    joined = [index.top(q, 10) for q in common]
+    added = CallCounter(monkeypatch, bm25, "_add_impacts")
+    summed = CallCounter(monkeypatch, bm25.np, "bincount")
+    assert [index.top(q, 10) for q in common] == joined
+    assert added.calls == 0 and summed.calls == queries_asked
+    # The near miss: past the cap, each term is added on its own (no query holds more joined), to the same bits.
+    monkeypatch.setattr(bm25, "JOINED_POSTINGS_AT_MOST", 100)
+    assert [index.top(q, 10) for q in common] == joined
+    assert added.calls == 2 * queries_asked and summed.calls == queries_asked
