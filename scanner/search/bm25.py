@@ -504,11 +504,14 @@ class Bm25Scorer:
         held: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], float]] = []
         count = 0
         scores: npt.NDArray[np.float64] | None = None
+        sample: npt.NDArray[np.int32] | None = None  # the shortest postings of `depth` chunks or more
         for layer in self.layers:
             for term, weight in query:
                 chunks, impacts = layer.term_postings(term)
                 if len(chunks) == 0:
                     continue
+                if len(chunks) >= depth and (sample is None or len(chunks) < len(sample)):
+                    sample = chunks
                 if scores is not None:
                     _add_impacts(scores, chunks, impacts, weight)
                     continue
@@ -548,7 +551,7 @@ class Bm25Scorer:
                 positive = sums > 0
                 candidates, candidate_scores = touched[positive], sums[positive]
         if scores is not None:
-            candidates = np.flatnonzero(scores > 0)
+            candidates = _candidates(scores, sample, depth)
             candidate_scores = scores[candidates]
         if len(candidates) > depth:
             # The depth-th best score; every chunk at or above it is a candidate, ties included.
@@ -557,6 +560,23 @@ class Bm25Scorer:
             candidates, candidate_scores = candidates[above], candidate_scores[above]
         order = np.lexsort((candidates, -candidate_scores))[:depth]
         return [(int(c), float(s)) for c, s in zip(candidates[order], candidate_scores[order])]
+
+
+def _candidates(
+    scores: npt.NDArray[np.float64], sample: npt.NDArray[np.int32] | None, depth: int
+) -> npt.NDArray[np.intp]:
+    """The chunks, ascending, among which the best `depth` with a positive score are: every chunk at
+    or above a floor when one is known, else every positive one. The floor is the depth-th best
+    score among `sample` (distinct chunks, `depth` or more: one term's postings), so no higher than
+    the depth-th best of all, and every chunk that can rank is kept. A common-word query gives
+    tens of thousands of positive chunks and the floor a few hundred: taking them all, and then
+    partitioning their scores, was a fifth of the search's CPU at 10,000 queries."""
+    if sample is not None and len(sample) >= depth:
+        sampled = scores[sample]
+        floor = np.partition(sampled, len(sampled) - depth)[len(sampled) - depth]
+        if floor > 0:
+            return np.flatnonzero(scores >= floor)
+    return np.flatnonzero(scores > 0)
 
 
 def _distinct(hit: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:

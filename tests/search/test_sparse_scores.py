@@ -222,3 +222,36 @@ def test_common_word_queries_under_the_join_cap_are_summed_by_one_bincount_each_
     monkeypatch.setattr(bm25, "JOINED_POSTINGS_AT_MOST", 100)
     assert [index.top(q, 10) for q in common] == joined
     assert added.calls == 2 * queries_asked and summed.calls == queries_asked
+
+
+@pytest.mark.parametrize("queries_asked", [10, 1_000])
+def test_a_common_word_querys_best_are_chosen_among_the_chunks_at_its_floor_not_every_positive_one(
+    monkeypatch: pytest.MonkeyPatch, queries_asked: int
+) -> None:
+    index = scorer(2)
+    start, chunks, impacts = index.layers[0]
+    common = [[(300 + n % 20, 1.0), (300 + (n + 7) % 20, 2.0), (n % 300, 1.0)] for n in range(queries_asked)]
+    partitioned: list[int] = []
+    partition = np.partition
+
+    def counting(a: np.ndarray, kth: int) -> np.ndarray:
+        partitioned.append(len(a))
+        return partition(a, kth)
+
+    monkeypatch.setattr(bm25.np, "partition", counting)
+    ranked = [index.top(q, 10) for q in common]
+    positive = 0
+    for query, ranking in zip(common, ranked):
+        # The reference: every chunk's score over the whole array, the best ten by a full sort.
+        scores = np.zeros(CHUNKS)
+        for term, weight in query:
+            lo, hi = int(start[term]), int(start[term + 1])
+            scores[chunks[lo:hi]] += impacts[lo:hi] * np.float64(weight)
+        best = sorted((-float(s), int(c)) for c, s in enumerate(scores) if s > 0)[:10]
+        assert ranking == [(c, -s) for s, c in best]
+        positive += int((scores > 0).sum())
+    assert all(len(ranking) == 10 for ranking in ranked)  # not vacuous: full top tens compared
+    # Each query partitions its sampled term's scores and the chunks at the floor, not the two
+    # thousand chunks each query scores above zero (measured: about a third as many).
+    assert positive > 1_000 * queries_asked
+    assert sum(partitioned) < positive // 2
