@@ -37,10 +37,14 @@ def serialise(document: object, *, compact: bool = False) -> str:
 
 def _escaped(text: str) -> str:
     # Searched for before replacing: str.translate with a table went character by character
-    # through the whole text (2 s of a 29 MB report), and the characters are rarely there.
+    # through the whole text (2 s of a 29 MB report), and the characters are rarely there; the
+    # command's regular expression, which matches `##[` and nothing else, took 0.3 s of CPU over
+    # that report where `in` takes 0.02.
     for character, escape in _LINE_BREAKS_ESCAPED:
         if character in text:
             text = text.replace(character, escape)
+    if "##[" not in text:
+        return text
     return LEGACY_COMMAND.sub(r"#\\u0023[", text)
 
 

@@ -4,6 +4,7 @@ break a log reader splits at or a legacy workflow command."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -69,3 +70,28 @@ def test_what_json_dumps_refuses_is_refused_and_a_finite_neighbour_is_written(va
         serialise(value)
     # The near miss: the largest finite float and a tuple value are written as json writes them.
     assert serialise([1.7976931348623157e308, (1, 2)]) == json.dumps([1.7976931348623157e308, [1, 2]], indent=2) + "\n"
+
+
+class _CountingPattern:
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern, self.calls = pattern, 0
+
+    def sub(self, replacement: str, text: str) -> str:
+        self.calls += 1
+        return self.pattern.sub(replacement, text)
+
+
+@pytest.mark.parametrize("queries", [10, 1_000])
+def test_a_report_without_a_command_is_not_searched_for_one_by_the_regular_expression(
+    monkeypatch: pytest.MonkeyPatch, queries: int
+) -> None:
+    counting = _CountingPattern(serialise_module.LEGACY_COMMAND)
+    monkeypatch.setattr(serialise_module, "LEGACY_COMMAND", counting)
+    document = {"per_query": [{"id": f"q{n}", "query": f"# deploy [{n}]", "score": n / 7} for n in range(queries)]}
+    assert serialise(document) == json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    assert counting.calls == 0
+    # The near miss: one query holding the command, wherever it is, is escaped by it.
+    document["per_query"][queries // 2]["query"] = "say ##[error]"
+    written = serialise(document)
+    assert counting.calls >= 1
+    assert "##[" not in written and json.loads(written) == document
