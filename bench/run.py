@@ -45,7 +45,7 @@ from systems import CACHE_ENV, load_queries
 ALL_SYSTEMS = ("kb-eval", "kb-eval-word", "kb-eval-cached", "bm25s", "tantivy", "fts5-trigram", "naive-scan")
 DEFAULT_SYSTEMS = ("kb-eval", "bm25s", "tantivy", "fts5-trigram", "naive-scan")
 REFERENCE = "bm25s"
-LIBRARIES = ("bm25s", "PyStemmer", "tantivy", "numpy", "scipy", "PyYAML", "pyahocorasick")
+LIBRARIES = ("bm25s", "PyStemmer", "tantivy", "numpy", "scipy", "PyYAML", "pyahocorasick", "ahocorasick-rs")
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ def test_image_has_the_runtime_dependencies_on_debian_python_311(image: BuiltIma
         entrypoint=PYTHON,
         args=[
             "-c",
-            "import yaml, jsonschema, requests, ahocorasick, sys; print(sys.version_info[:2])",
+            "import yaml, jsonschema, requests, ahocorasick, ahocorasick_rs, sys; print(sys.version_info[:2])",
         ],
     )
     assert run.returncode == 0, run.stderr
@@ -72,7 +72,7 @@ def test_image_holds_only_the_action_code_compiled_from_exactly_its_sources(imag
 def test_the_runtime_has_no_pip_ensurepip_compiler_or_apt_lists(image: BuiltImage, tmp_path: Path) -> None:
     script = textwrap.dedent("""
         import importlib.util, os, shutil
-        print([m for m in ("pip", "setuptools", "ensurepip", "yaml", "ahocorasick") if importlib.util.find_spec(m)])
+        print([m for m in ("pip", "setuptools", "ensurepip", "yaml", "ahocorasick", "ahocorasick_rs") if importlib.util.find_spec(m)])
         print([t for t in ("gcc", "cc", "pip", "pip3", "python3.11") if shutil.which(t)])
         print(os.listdir("/var/lib/apt/lists"), os.path.exists("/usr/share/doc/libpython3.11-stdlib/changelog.Debian.gz"))
     """)
@@ -80,7 +80,7 @@ def test_the_runtime_has_no_pip_ensurepip_compiler_or_apt_lists(image: BuiltImag
     assert run.returncode == 0, run.stderr
     modules, tools, leftovers = run.stdout.splitlines()
     # What the action imports is there; what only building needed is not.
-    assert modules == "['yaml', 'ahocorasick']"
+    assert modules == "['yaml', 'ahocorasick', 'ahocorasick_rs']"
     assert tools == "['python3.11']"
     assert leftovers == "[] False"
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from ahocorasick_rs import Implementation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,14 +17,18 @@ from scanner.golden.file import ExpectedEntry, GoldenQuery
 from scanner.retrievers.base import Hit
 from scanner.scan.quotes import (
     MIN_QUOTE_CHARS,
+    PRE_CHECK_DFA_CHARS,
     Finding,
     Needle,
     QuoteLocation,
     QuoteScanner,
     displaces_expected,
+    first_occurrences,
     fold_needles,
     locate,
     normalise,
+    pre_check,
+    quotes_any,
     scan,
 )
 from scanner.search.index import INDEXED_FIELDS, Index, IndexedChunk
@@ -447,3 +452,71 @@ def test_a_document_quoting_fewer_than_two_queries_builds_no_automaton_of_its_ow
     found = findings_for({**quoting_one, "leak.md": f"{Q_ROLLBACK}\n\n{Q_IMAGES}\n"}, GOLDEN)
     assert [f.path for f in found] == ["leak.md"]
     assert len(built) == 2
+
+
+# --- The pre-check: documents quoting nothing never reach the exact path ---------------------
+
+_WORDS = st.sampled_from(list("ab é"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(_WORDS, min_size=1, max_size=8), min_size=1, max_size=8), st.text(_WORDS, max_size=80))
+def test_the_pre_check_says_a_needle_occurs_exactly_when_the_exact_scan_finds_one(words, text) -> None:  # type: ignore[no-untyped-def]
+    # Words drawn from a small alphabet are often suffixes, prefixes and substrings of one another.
+    keyed = dict(enumerate(dict.fromkeys(words)))
+    for dfa_up_to in (0, 10**9):  # the contiguous NFA, then the DFA
+        assert quotes_any(pre_check(keyed, dfa_up_to), text) == bool(first_occurrences(keyed, text))
+        assert quotes_any(pre_check(keyed, dfa_up_to), text) == any(word in text for word in keyed.values())
+
+
+def test_only_documents_quoting_a_needle_are_given_to_the_exact_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scanner.scan import quotes
+
+    exact: list[str] = []
+    first = quotes.first_occurrences
+    monkeypatch.setattr(quotes, "first_occurrences", lambda words, text, *rest: exact.append(text) or first(words, text, *rest))
+    quiet = {f"d{n:02d}.md": f"# Note {n}\n\nNothing golden is asked here.\n" for n in range(40)}
+    assert findings_for(quiet, GOLDEN) == []
+    assert exact == []
+    # The near miss: one document quoting one query is scanned exactly (and still no finding);
+    # one quoting two is scanned, checked for explained matches, and is a finding.
+    assert findings_for({**quiet, "one.md": f"We ask {Q_ROLLBACK} here.\n"}, GOLDEN) == []
+    assert len(exact) == 1 and Q_ROLLBACK in exact[0]
+    exact.clear()
+    found = findings_for({**quiet, "two.md": f"{Q_ROLLBACK}\n\n{Q_IMAGES}\n"}, GOLDEN)
+    assert [f.path for f in found] == ["two.md"] and len(exact) == 2
+
+
+def test_the_pre_check_reports_at_most_one_match_per_needle_length_of_text() -> None:
+    # Needles that are suffixes of one another all end at every character of a run of `a`: an
+    # overlapping search reports each of them there, the pre-check one match per needle length.
+    chain = QuoteScanner([*(query(f"a{n}", "a" * (MIN_QUOTE_CHARS + n)) for n in range(300)), query("b", "b" * 12)])
+    reported: list[int] = []
+
+    class Counted:
+        def find_matches_as_indexes(self, text: str, overlapping: bool = False) -> list[tuple[int, int, int]]:
+            found = chain.pre_check.find_matches_as_indexes(text, overlapping)
+            reported.append(len(found))
+            return found
+
+    text = "a" * 40_000
+    assert quotes_any(Counted(), text)  # type: ignore[arg-type]
+    assert 0 < reported[0] <= len(text) // MIN_QUOTE_CHARS
+    # The near miss: the same automaton asked for overlapping matches reports every needle everywhere.
+    assert len(Counted().find_matches_as_indexes(text, overlapping=True)) > 300 * len(text) // 2
+
+
+def test_the_pre_check_is_a_dfa_for_a_few_needles_and_an_nfa_beyond_its_character_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scanner.scan import quotes
+
+    made: list[object] = []
+    build = quotes.ahocorasick_rs.AhoCorasick
+    monkeypatch.setattr(quotes.ahocorasick_rs, "AhoCorasick", lambda words, implementation: made.append(implementation) or build(words, implementation=implementation))
+    wordings = [f"golden question number {n:05d}" for n in range(PRE_CHECK_DFA_CHARS // 28)]
+    more = "one golden question more"
+    assert sum(map(len, wordings)) <= PRE_CHECK_DFA_CHARS < sum(map(len, wordings)) + len(more)
+    QuoteScanner([query(f"q{n}", text) for n, text in enumerate(wordings)])
+    QuoteScanner([query(f"q{n}", text) for n, text in enumerate([*wordings, more])])
+    assert made == [Implementation.DFA, Implementation.ContiguousNFA]
