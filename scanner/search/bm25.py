@@ -72,6 +72,15 @@ class Postings:
     """Every chunk's weighted length (in terms)."""
 
 
+class FieldRun(NamedTuple):
+    """One field of consecutive chunks: their term ids end to end (int32 bytes), each chunk's
+    count of them, and where each chunk's start (offsets[i], and offsets[-1] the total)."""
+
+    ids: bytes
+    lengths: list[int]
+    offsets: list[int]
+
+
 BATCH_TOKENS = 1 << 15
 """Tokens analysed before they are folded into (term, chunk, tf) triples: bounds the memory of the
 raw token stream (about 50 bytes a token while folding, 1.6 MiB a batch) whatever the corpus size.
@@ -117,6 +126,31 @@ class PostingsBuilder:
             self._buffered += len(tokens) - before
         if self._buffered >= BATCH_TOKENS:
             self._fold()
+
+    def fold_points(self, lengths: Sequence[Sequence[int]]) -> list[int]:
+        """Where `add` would fold if the next chunks were added one by one with these token counts
+        (a sequence per field, a count per chunk): the positions, among them, of the chunks after
+        which it would (its buffer reaches BATCH_TOKENS), for a caller adding them in runs."""
+        ends = np.cumsum(np.sum([np.asarray(field, dtype=np.int64) for field in lengths], axis=0))
+        points: list[int] = []
+        # Tokens buffered after chunk i, with no fold before it: ends[i] - since.
+        since = -self._buffered
+        while (at := int(np.searchsorted(ends, BATCH_TOKENS + since, side="left"))) < len(ends):
+            points.append(at)
+            since = int(ends[at])
+        return points
+
+    def extend(self, fields: Sequence[FieldRun], start: int, stop: int) -> None:
+        """Chunks start..stop-1 of the runs (one per field, in the order of the weights), added as
+        `add` adds them, with no fold: the caller folds where fold_points says."""
+        for tokens, lengths, run in zip(self._tokens, self._lengths, fields):
+            tokens.frombytes(run.ids[4 * run.offsets[start] : 4 * run.offsets[stop]])
+            lengths.extend(run.lengths[start:stop])
+            self._buffered += run.offsets[stop] - run.offsets[start]
+
+    def fold(self) -> None:
+        """Fold the tokens added since the last fold (`add` does it when its buffer is full)."""
+        self._fold()
 
     def _fold(self) -> None:
         count = len(self._lengths[0]) - self._first_chunk if self._lengths else 0

@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, groupby
+from itertools import accumulate, chain, groupby
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -35,6 +35,7 @@ from scanner.search.bm25 import (
     Bm25Parameters,
     Bm25Scorer,
     DerivedPostings,
+    FieldRun,
     KeptAnalysis,
     Postings,
     PostingsBuilder,
@@ -561,10 +562,14 @@ def _rows_of_batch(rows: sqlite3.Cursor) -> list[tuple[str, ...]]:
     """The next rows, up to about ROWS_BATCH_CHARACTERS of text (one row at least), analysed together."""
     batch: list[tuple[str, ...]] = []
     held = 0
-    while held < ROWS_BATCH_CHARACTERS and (row := rows.fetchone()) is not None:
-        batch.append(row)
-        held += sum(map(len, row))
+    while held < ROWS_BATCH_CHARACTERS and (more := rows.fetchmany(ROWS_FETCHED)):
+        batch += more
+        held += sum(map(len, chain.from_iterable(more)))
     return batch
+
+
+ROWS_FETCHED = 64
+"""Rows taken from the cursor at a time (a batch ends at most this many rows past its characters)."""
 
 MAX_ANALYSIS_WORKERS = 4
 """Each worker holds its share of the postings and a vocabulary; more than a few add memory, not speed."""
@@ -708,34 +713,64 @@ class _AnalysisJob:
         # Chunk ids are positions + 1.
         query = f"SELECT {', '.join(self.columns)} FROM chunks WHERE id > ? AND id <= ? ORDER BY id"
         for first, last in ranges:
-            chunk_id = first
+            chunk_id = first  # the last chunk added
             rows = connection.execute(query, (first, last))
-            try:
-                while batch := _rows_of_batch(rows):
-                    # Each distinct text of the batch analysed once, in the order of the rows:
-                    # sections under one heading repeat their breadcrumb, and many bodies are empty.
-                    slots: dict[str, int] = {}
-                    for row in batch:
-                        for text in row:
-                            slots.setdefault(text, len(slots))
-                    analysed = analyzer.index_ids_of(list(slots))
-                    done: list[array[int]] = []
-                    for row in batch:
-                        chunk_id += 1
-                        ids = []
-                        for text in row:
-                            slot = slots[text]
-                            if slot == len(done):
-                                # Drawn row by row, so that a refusal names the chunk it stopped at.
-                                done.append(next(analysed))
-                            ids.append(done[slot])
-                        for builder, used in zip(builders, fields):
-                            builder.add([ids[c] for c in used])
-                        tick(1)
-            except IndexCapExceeded as over:
-                # Where it stopped, for the refusal to name the document.
-                raise IndexCapExceeded(over.setting, over.cap, chunk_id) from None
+            while batch := _rows_of_batch(rows):
+                chunk_id = self._add_batch(batch, analyzer, builders, fields, chunk_id)
+                tick(len(batch))
         return builders
+
+    @staticmethod
+    def _add_batch(
+        batch: list[tuple[str, ...]], analyzer: Analyzer, builders: list[PostingsBuilder], fields: list[list[int]],
+        chunk_id: int,
+    ) -> int:
+        """The batch's chunks (rows after chunk `chunk_id`) analysed and added to the builders,
+        which fold where adding them one by one would have: a refusal names the same chunk, and the
+        postings are the same. The id of the batch's last chunk."""
+        # Each distinct text of the batch analysed once, in the order of the rows: sections under
+        # one heading repeat their breadcrumb, and many bodies are empty.
+        slot_of = {text: slot for slot, text in enumerate(dict.fromkeys(chain.from_iterable(batch)))}
+        analysed: list[array[int]] = []
+        refused: IndexCapExceeded | None = None
+        try:
+            # One by one: the texts analysed before a refusal are kept, to add their rows.
+            for ids in analyzer.index_ids_of(list(slot_of)):
+                analysed.append(ids)  # noqa: PERF402
+        except IndexCapExceeded as over:
+            refused = over
+        # Column by column, each chunk's slots; the chunks added are those before the first row
+        # holding a text the analysis did not reach (all of them, unless it refused).
+        columns = [list(map(slot_of.__getitem__, column)) for column in zip(*batch)]
+        complete = len(batch)
+        if refused is not None:
+            complete = next(row for row in range(len(batch)) if any(column[row] >= len(analysed) for column in columns))
+        sizes = list(map(len, analysed))
+        runs = []
+        for column in columns:
+            taken = column[:complete]
+            lengths = list(map(sizes.__getitem__, taken))
+            runs.append(FieldRun(b"".join(map(analysed.__getitem__, taken)), lengths, list(accumulate(lengths, initial=0))))
+        # Folds in the order adding chunk by chunk makes them (row, then builder): the postings
+        # cap is crossed at the same fold.
+        layers = [[runs[c] for c in used] for used in fields]
+        folds = sorted(
+            (point, at) for at, builder in enumerate(builders)
+            for point in builder.fold_points([run.lengths for run in layers[at]])
+        )
+        added = [0] * len(builders)
+        for point, at in folds:
+            builders[at].extend(layers[at], added[at], point + 1)
+            added[at] = point + 1
+            try:
+                builders[at].fold()
+            except IndexCapExceeded as over:
+                raise IndexCapExceeded(over.setting, over.cap, chunk_id + point + 1) from None
+        for at, builder in enumerate(builders):
+            builder.extend(layers[at], added[at], complete)
+        if refused is not None:
+            raise IndexCapExceeded(refused.setting, refused.cap, chunk_id + complete + 1)
+        return chunk_id + complete
 
     def run_in_worker(self, ranges: Sequence[tuple[int, int]]) -> tuple[list[str], list[SpilledPostings]]:
         """In a worker process: its own read-only connection and vocabulary; the terms come back

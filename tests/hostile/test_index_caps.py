@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import random
 import string
+from array import array
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -20,8 +22,8 @@ import scanner.search.index
 from scanner.corpus.reader import CorpusCaps, read_corpus
 from scanner.foundation.errors import ExitCode
 from scanner.retrievers.builtin import FieldWeights
-from scanner.search.analysis import IndexCapExceeded
-from scanner.search.bm25 import Bm25Parameters, PostingsBuilder
+from scanner.search.analysis import Analyzer, IndexCapExceeded
+from scanner.search.bm25 import Bm25Parameters, FieldRun, PostingsBuilder
 from scanner.search.index import Index
 from tests.conftest import run_cli, write_tree
 from tests.hostile.support import ANSWER, GOLDEN
@@ -80,28 +82,42 @@ def test_a_kb_past_max_postings_is_exit_2_naming_the_setting(tmp_path: Path) -> 
 
 def test_the_caps_stop_the_analysis_as_it_grows_not_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # 40 sections of 400 new words each: the word cap is crossed in the third section, the
-    # postings cap (checked at each fold of BATCH_TOKENS tokens) in the first batch.
+    # postings cap (checked at each fold of BATCH_TOKENS tokens) in the first batch. Rows are
+    # analysed a batch at a time: here a batch is one row, so what is added counts the sections.
     monkeypatch.setattr(scanner.search.bm25, "BATCH_TOKENS", 1000)
+    monkeypatch.setattr(scanner.search.index, "ROWS_BATCH_CHARACTERS", 1)
+    monkeypatch.setattr(scanner.search.index, "ROWS_FETCHED", 1)
     kb = random_kb(tmp_path / "kb", files=4, sections=10, words=400)
     added: list[int] = []
-    original = PostingsBuilder.add
+    original = PostingsBuilder.extend
 
-    def counting(self: PostingsBuilder, fields: list[list[int]]) -> None:
-        added.append(1)
-        original(self, fields)
+    def counting(self: PostingsBuilder, fields: Sequence[FieldRun], start: int, stop: int) -> None:
+        added.append(stop - start)
+        original(self, fields, start, stop)
 
-    monkeypatch.setattr(PostingsBuilder, "add", counting)
+    monkeypatch.setattr(PostingsBuilder, "extend", counting)
+    texts: list[int] = []
+    analyse = Analyzer.index_ids_of
+
+    def given(self: Analyzer, batch: Sequence[str]) -> Iterator[array[int]]:
+        texts.append(len(batch))
+        return analyse(self, batch)
+
+    monkeypatch.setattr(Analyzer, "index_ids_of", given)
     with pytest.raises(IndexCapExceeded) as words:
         analysed(kb, CorpusCaps(terms=1000))
     assert words.value.setting == "max-terms"
     # Two layers add per section: stopped within the third of 41 sections.
-    assert len(added) <= 2 * 3
+    assert 0 < sum(added) <= 2 * 3
     added.clear()
+    texts.clear()
     with pytest.raises(IndexCapExceeded) as postings:
         analysed(kb, CorpusCaps(postings=1500))
     assert postings.value.setting == "max-postings"
     # Uncapped, 41 sections make 82 adds; the cap is crossed at the second fold (about 6 sections).
-    assert len(added) <= 2 * 7, "the postings cap was checked after the analysis, not at its folds"
+    assert 0 < sum(added) <= 2 * 7, "the postings cap was checked after the analysis, not at its folds"
+    # Nor was the rest analysed first: at most the three fields of those sections' rows.
+    assert sum(texts) <= 3 * 7
 
 
 def test_the_word_cap_keeps_the_dictionaries_at_or_under_it(tmp_path: Path) -> None:
