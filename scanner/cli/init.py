@@ -29,12 +29,12 @@ from scanner.cli.parser import Parser
 from scanner.corpus.documents import Document
 from scanner.corpus.kb_files import check_kb_folder
 from scanner.corpus.reader import read_corpus
+from scanner.corpus.titles import page_title
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.foundation.errors import ExitCode, InputError
 from scanner.foundation.untrusted_text import shown
 from scanner.golden.file import DEFAULT_GOLDEN_NAMES, STARTER_TAG, expected_path_problem
 from scanner.report.history import DEFAULT_HISTORY_NAME, lock_path
-from scanner.search.titles import page_title
 
 GOLDEN_NAME = DEFAULT_GOLDEN_NAMES[0]
 """`.kb-eval.yml`: the name kb-eval looks for first, so the written file is found without --golden."""

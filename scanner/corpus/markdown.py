@@ -123,7 +123,7 @@ def parse_document(text: str, title: str) -> ParsedDocument:
     sections = _split_sections(lines, first_body, title, problems)
     if not sections and frontmatter is not None and frontmatter.title is not None:
         # A page that writes a title and nothing else is found by its title, as the same page
-        # written as a lone `# Title` line is (search/titles.py): one empty section after the
+        # written as a lone `# Title` line is (corpus/titles.py): one empty section after the
         # frontmatter (no line of its own: the title's line belongs to the frontmatter).
         after = frontmatter.last_line + 1
         sections = [Section("", 0, (), "", after, after - 1, None, after)]

@@ -15,13 +15,14 @@ import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, TypeVar, overload
+from typing import Literal, NamedTuple, TypeVar, overload
 
-from scanner.corpus.documents import Chunk, Corpus, Document, HeldDocument
+from scanner.corpus.documents import Chunk, ChunkFields, Corpus, Document, HeldDocument
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles, shown, skipped_file
 from scanner.corpus.markdown import MAX_BREADCRUMB_PART_CHARS, ParsedDocument, parse_document
 from scanner.corpus.parse_cache import Lookup, ParseCache, Proof, cache_key, lookup, pack, proves_itself, unpack
 from scanner.corpus.parse_memo import ParseMemo, Remembered, blob_id
+from scanner.corpus.table import TableDocument, document_table, table_document
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode, Diagnostics
 from scanner.foundation.errors import InputError
 from scanner.foundation.files import FileRefused, LinkPolicy, read_capped
@@ -152,6 +153,22 @@ def read_corpus(
     return Corpus(tuple(read_folder(root, exclude, diagnostics, workers=workers, cache=cache, memo=memo, caps=caps)))
 
 
+@overload
+def read_folder(
+    root: Path, exclude: Sequence[str] = (), diagnostics: Diagnostics | None = None, *, workers: int | None = None,
+    cache: ParseCache | None = None, memo: ParseMemo | None = None, caps: CorpusCaps = CorpusCaps(),
+    table: Literal[False] = False,
+) -> Iterator[Document]: ...
+
+
+@overload
+def read_folder(
+    root: Path, exclude: Sequence[str] = (), diagnostics: Diagnostics | None = None, *, workers: int | None = None,
+    cache: ParseCache | None = None, memo: ParseMemo | None = None, caps: CorpusCaps = CorpusCaps(),
+    table: Literal[True],
+) -> Iterator[TableDocument]: ...
+
+
 def read_folder(
     root: Path,
     exclude: Sequence[str] = (),
@@ -161,7 +178,8 @@ def read_folder(
     cache: ParseCache | None = None,
     memo: ParseMemo | None = None,
     caps: CorpusCaps = CorpusCaps(),
-) -> Iterator[Document]:
+    table: bool = False,
+) -> Iterator[Document | TableDocument]:
     """Walk `root`, then read and parse every indexable file under it, yielding documents in path order.
 
     A generator, so a caller that indexes each document as it comes (Index.build) never holds the
@@ -172,7 +190,9 @@ def read_folder(
     files. With a `cache`, a file whose path and bytes were parsed by an earlier run is not parsed
     again (the cache is saved when the generator is exhausted). With a `memo`, every document
     parsed without a warning is remembered by its path and bytes (its size and section count: a
-    pull request's base is read after its head, and most of its files are the same)."""
+    pull request's base is read after its head, and most of its files are the same). With `table`,
+    each document comes as its chunk-table rows (table.py), for Index.build: no Chunk is made
+    unless a cache entry needs one."""
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
     files = _files_within_caps(root, exclude, diagnostics, caps)
     workers = workers if workers is not None else (os.cpu_count() or 1)
@@ -192,7 +212,7 @@ def read_folder(
     # Reading is written to the index as it goes, so this count is the run's progress until then.
     with progress("read", total=len(files), unit="files") as tick:
         if workers > 1 and len(files) >= PARALLEL_MIN_FILES and not warm_cache:
-            with worker_pool(workers, _open_worker_cache, (cache, keyed, packing, blobbing)) as pool:
+            with worker_pool(workers, _open_worker_cache, (cache, keyed, packing, blobbing, table)) as pool:
                 try:
                     chunk = min(max(1, len(files) // (workers * 8)), READ_TASK_FILES)
                     results = ordered_map(pool, _read_in_worker, files, chunk, READ_TASKS_IN_FLIGHT * workers)
@@ -205,7 +225,7 @@ def read_folder(
             connection = cache.open_for_reading() if cache is not None else None
             try:
                 yield from tally.take(
-                    (_read_one(relative, absolute, connection, keyed, packing, blobbing) for relative, absolute in files),
+                    (_read_one(relative, absolute, connection, keyed, packing, blobbing, table) for relative, absolute in files),
                     tick,
                 )
             finally:
@@ -215,6 +235,20 @@ def read_folder(
         _save_cache(cache, tally, diagnostics)
 
 
+@overload
+def read_given(
+    root: Path, source: Iterable[tuple[str, bytes | Remembered]], diagnostics: Diagnostics | None = None, *,
+    caps: CorpusCaps = CorpusCaps(), in_path_order: bool = False, table: Literal[False] = False,
+) -> Iterator[Document | HeldDocument]: ...
+
+
+@overload
+def read_given(
+    root: Path, source: Iterable[tuple[str, bytes | Remembered]], diagnostics: Diagnostics | None = None, *,
+    caps: CorpusCaps = CorpusCaps(), in_path_order: bool = False, table: Literal[True],
+) -> Iterator[TableDocument | HeldDocument]: ...
+
+
 def read_given(
     root: Path,
     source: Iterable[tuple[str, bytes | Remembered]],
@@ -222,7 +256,8 @@ def read_given(
     *,
     caps: CorpusCaps = CorpusCaps(),
     in_path_order: bool = False,
-) -> Iterator[Document | HeldDocument]:
+    table: bool = False,
+) -> Iterator[Document | TableDocument | HeldDocument]:
     """Parse the (KB-relative path, bytes) pairs another reader chose (scanner.git.tree, by
     scanner.corpus.kb_files' rules, with the per-file limits applied), yielding documents in path
     order, under the same per-KB caps as the folder's. `root` is what a refusal names. A file
@@ -230,11 +265,11 @@ def read_given(
     neither read nor parsed: it comes out as a HeldDocument, for an index that takes it from the
     head's (scanner.search.index.Reuse). With `in_path_order` (the pairs come sorted by path),
     each document is yielded as it is parsed, never held: a pull request's base may parse every
-    file anew."""
+    file anew. With `table`, a parsed document comes as its chunk-table rows (see read_folder)."""
     diagnostics = diagnostics if diagnostics is not None else Diagnostics()
     tally = _Tally(root, caps, diagnostics, memo=None, keep_entries=False)
     with progress("read", total=None, unit="files") as tick:
-        parsed = tally.take((_read_given(relative, data) for relative, data in capped(root, source, caps)), tick)
+        parsed = tally.take((_read_given(relative, data, table) for relative, data in capped(root, source, caps)), tick)
         if in_path_order:
             yield from parsed
             return
@@ -295,16 +330,18 @@ class _Tally:
     entries: dict[str, str] = field(default_factory=dict)
 
     @overload
-    def take(self, results: Iterable[_ReadResult | _WorkerResult], tick: Callable[[], None]) -> Iterator[Document]: ...
+    def take(
+        self, results: Iterable[_ReadResult | _WorkerResult], tick: Callable[[], None]
+    ) -> Iterator[Document | TableDocument]: ...
 
     @overload
     def take(
         self, results: Iterable[_ReadResult | _GivenResult], tick: Callable[[], None]
-    ) -> Iterator[Document | HeldDocument]: ...
+    ) -> Iterator[Document | TableDocument | HeldDocument]: ...
 
     def take(
         self, results: Iterable[_ReadResult | _GivenResult | _WorkerResult], tick: Callable[[], None]
-    ) -> Iterator[Document | HeldDocument]:
+    ) -> Iterator[Document | TableDocument | HeldDocument]:
         # Consumed as they arrive: holding every worker's payload until the end would double
         # the peak memory of reading a large KB.
         for document, warnings, entry, refused, blob in results:
@@ -315,14 +352,17 @@ class _Tally:
                 self.entries[entry[0]] = entry[1]
             if isinstance(document, _Packed):
                 document = document.unpacked()
+            elif isinstance(document, _PackedRows):
+                document = TableDocument(document.path, *marshal.loads(document.payload))
             if document is not None:
-                self.sections += document.sections if isinstance(document, HeldDocument) else len(document.chunks)
+                sections = len(document.chunks) if isinstance(document, Document) else document.sections
+                self.sections += sections
                 if self.sections > self.caps.sections:
                     raise over_cap(
                         self.root, document.path, f"the KB has more than {self.caps.sections} sections", "max-sections"
                     )
-                if self.memo is not None and blob is not None and not warnings and isinstance(document, Document):
-                    self.memo.remember(document.path, blob[0], blob[1], len(document.chunks))
+                if self.memo is not None and blob is not None and not warnings and not isinstance(document, HeldDocument):
+                    self.memo.remember(document.path, blob[0], blob[1], sections)
                 yield document
 
 
@@ -404,12 +444,19 @@ class _Packed(NamedTuple):
         return Document(path, title, title_line, tuple([Chunk(path, *fields) for fields in chunks]))
 
 
-_ReadResult = tuple[Document | None, list[Diagnostic], tuple[str, str] | None, bool, tuple[str, int] | None]
+class _PackedRows(NamedTuple):
+    """A worker's TableDocument on its way to the parent: its digest's bytes and its rows, as marshal data."""
+
+    path: str
+    payload: bytes
+
+
+_ReadResult = tuple[Document | TableDocument | None, list[Diagnostic], tuple[str, str] | None, bool, tuple[str, int] | None]
 """(document or None, its warnings, its cache entry (key, JSON; the JSON "" when no cache needs it)
 or None, whether a cache entry was refused, its git blob id and size when the parse memo needs them)."""
 _GivenResult = tuple[HeldDocument, list[Diagnostic], None, bool, None]
 """A file the head's index holds, given by what the memo remembered of it."""
-_WorkerResult = tuple[_Packed | None, list[Diagnostic], tuple[str, str] | None, bool, tuple[str, int] | None]
+_WorkerResult = tuple[_Packed | _PackedRows | None, list[Diagnostic], tuple[str, str] | None, bool, tuple[str, int] | None]
 """A _ReadResult as a worker sends it: the document packed."""
 
 
@@ -420,35 +467,39 @@ class _WorkerState(NamedTuple):
     keyed: bool
     packing: bool
     blobbing: bool
+    table: bool
 
 
-_WORKER = [_WorkerState(None, False, False, False)]
+_WORKER = [_WorkerState(None, False, False, False, False)]
 """The worker's state (one per process: set by _open_worker_cache in each worker)."""
 
 
-def _open_worker_cache(cache: ParseCache | None, keyed: bool, packing: bool, blobbing: bool) -> None:
-    _WORKER[0] = _WorkerState(cache.open_for_reading() if cache is not None else None, keyed, packing, blobbing)
+def _open_worker_cache(cache: ParseCache | None, keyed: bool, packing: bool, blobbing: bool, table: bool) -> None:
+    _WORKER[0] = _WorkerState(cache.open_for_reading() if cache is not None else None, keyed, packing, blobbing, table)
 
 
 def _read_in_worker(item: tuple[str, Path]) -> _WorkerResult:
     state = _WORKER[0]
     document, warnings, entry, refused, blob = _read_one(
-        item[0], item[1], state.connection, state.keyed, state.packing, state.blobbing
+        item[0], item[1], state.connection, state.keyed, state.packing, state.blobbing, state.table
     )
     # Dataclasses travel back to the parent as the cache's JSON: pickling slotted dataclasses cost
     # as much as parsing (measured: ~5 s to pickle and load 51 MB of documents).
     if document is None:
         return None, warnings, entry, refused, blob
+    if isinstance(document, TableDocument):
+        return _PackedRows(document.path, marshal.dumps((document.digested, document.rows))), warnings, entry, refused, blob
     return _Packed.of(document, entry), warnings, entry, refused, blob
 
 
 def _read_one(
     relative: str, absolute: Path, connection: sqlite3.Connection | None, caching: bool, packing: bool = True,
-    blobbing: bool = False,
+    blobbing: bool = False, table: bool = False,
 ) -> _ReadResult:
     """One file, from the cache when an entry there proves it was made from these bytes. With
     `caching`, its entry is its key and, with `packing`, the cache's JSON of it (else ""). With
-    `blobbing`, the bytes' git blob id and size for the parse memo."""
+    `blobbing`, the bytes' git blob id and size for the parse memo. With `table`, the document as
+    its chunk-table rows."""
     local = Diagnostics()
     data = _read_bytes(relative, absolute, local)
     if data is None:
@@ -459,7 +510,9 @@ def _read_one(
     cached = unpack(relative, found) if isinstance(found, str) else None
     proof = proves_itself(relative, data, *cached) if cached is not None else Proof.REFUSED
     if cached is not None and proof is Proof.PROVEN and isinstance(found, str):
-        return cached[0], cached[1], (key, found), False, blob
+        return document_table(cached[0]) if table else cached[0], cached[1], (key, found), False, blob
+    if table and not caching:
+        return _parse_table(relative, data, local), local.items, None, False, blob
     document = _parse(relative, data, local)
     # A document with warnings is not cached: an entry's messages would be the entry's words.
     entry = (
@@ -468,20 +521,33 @@ def _read_one(
     )
     # An entry the proof could not decide is kb-eval's own when it is what the parse gave.
     agrees = proof is Proof.UNDECIDED and cached is not None and cached == (document, local.items)
-    return document, local.items, entry, (isinstance(found, str) and not agrees) or found is Lookup.REFUSED, blob
+    made = document_table(document) if table and document is not None else document
+    return made, local.items, entry, (isinstance(found, str) and not agrees) or found is Lookup.REFUSED, blob
 
 
-def _read_given(relative: str, data: bytes | Remembered) -> _ReadResult | _GivenResult:
-    """One file given as bytes, parsed; or as what the memo remembered of it, held by the head's
-    index (no warnings: the memo remembers only files parsed without one)."""
+def _read_given(relative: str, data: bytes | Remembered, table: bool = False) -> _ReadResult | _GivenResult:
+    """One file given as bytes, parsed (with `table`, into its chunk-table rows); or as what the
+    memo remembered of it, held by the head's index (no warnings: the memo remembers only files
+    parsed without one)."""
     if isinstance(data, Remembered):
         return HeldDocument(relative, data.sections), [], None, False, None
     local = Diagnostics()
-    return _parse(relative, data, local), local.items, None, False, None
+    return (_parse_table if table else _parse)(relative, data, local), local.items, None, False, None
 
 
 def build_document(relative: str, text: str, diagnostics: Diagnostics) -> Document:
     """Turn one file's text into a Document (pure apart from the warnings it records)."""
+    title, title_line, chunks = document_fields(relative, text, diagnostics)
+    return Document(relative, title, title_line, tuple([Chunk(relative, *fields) for fields in chunks]))
+
+
+def build_table(relative: str, text: str, diagnostics: Diagnostics) -> TableDocument:
+    """Turn one file's text into its chunk-table rows: build_document's, without its Chunks."""
+    return table_document(relative, *document_fields(relative, text, diagnostics))
+
+
+def document_fields(relative: str, text: str, diagnostics: Diagnostics) -> tuple[str, int, list[ChunkFields]]:
+    """One file's title, the title's line and its chunks' flat fields (`Chunk.flattened`'s form)."""
     stem = relative.rsplit("/", 1)[-1]
     stem = stem.rsplit(".", 1)[0] if "." in stem else stem
     parsed: ParsedDocument = parse_document(text, stem)
@@ -495,21 +561,15 @@ def build_document(relative: str, text: str, diagnostics: Diagnostics) -> Docume
     # Breadcrumb parts are cut once per heading, not per section, and shared by every section
     # under it (see MAX_BREADCRUMB_PART_CHARS for why they are cut at all).
     short_title = _breadcrumb_part(title)
-    chunks = tuple(
-        Chunk(
-            path=relative,
-            heading=section.heading,
-            breadcrumb_parts=(short_title, *(_breadcrumb_part(text) for text, _ in section.ancestors)),
-            body=section.body,
-            start_line=section.start_line,
-            end_line=section.end_line,
-            heading_line=section.heading_line,
-            body_start_line=section.body_start_line,
-            breadcrumb_lines=(title_line, *(line for _, line in section.ancestors)),
+    chunks: list[ChunkFields] = [
+        (
+            section.heading, (short_title, *(_breadcrumb_part(text) for text, _ in section.ancestors)), section.body,
+            section.start_line, section.end_line, section.heading_line, section.body_start_line,
+            (title_line, *(line for _, line in section.ancestors)),
         )
         for section in parsed.sections
-    )
-    return Document(relative, title, title_line, chunks)
+    ]
+    return title, title_line, chunks
 
 
 def _breadcrumb_part(text: str) -> str:
@@ -600,6 +660,16 @@ def _read_bytes(relative: str, absolute: Path, diagnostics: Diagnostics) -> byte
 
 
 def _parse(relative: str, data: bytes, diagnostics: Diagnostics) -> Document | None:
+    text = _text(relative, data, diagnostics)
+    return build_document(relative, text, diagnostics) if text is not None else None
+
+
+def _parse_table(relative: str, data: bytes, diagnostics: Diagnostics) -> TableDocument | None:
+    text = _text(relative, data, diagnostics)
+    return build_table(relative, text, diagnostics) if text is not None else None
+
+
+def _text(relative: str, data: bytes, diagnostics: Diagnostics) -> str | None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -608,4 +678,4 @@ def _parse(relative: str, data: bytes, diagnostics: Diagnostics) -> Document | N
     if "\x00" in text:
         diagnostics.warn(DiagnosticCode.FILE_SKIPPED, "contains NUL bytes (binary data?); not indexed", relative)
         return None
-    return build_document(relative, text, diagnostics)
+    return text

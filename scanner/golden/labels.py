@@ -51,7 +51,7 @@ class SectionInfo:
     """The enclosing headings, outermost first (the document title not included)."""
     searchable: bool = True
     """False for a section holding nothing but the page's title: the built-in search scores the
-    title with every section of the page, and never returns this one (search/titles.py)."""
+    title with every section of the page, and never returns this one (corpus/titles.py)."""
 
 
 def labelled_members(golden: GoldenSet) -> Iterator[tuple[GoldenQuery, ExpectedEntry]]:

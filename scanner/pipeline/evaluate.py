@@ -196,10 +196,12 @@ def prepare(
     clock = clock if clock is not None else PhaseClock()
     cache = ParseCache(side.cache_dir) if side.cache_dir is not None else None
     documents = (
-        read_given(side.kb_path, side.source(diagnostics), diagnostics, caps=options.corpus_caps, in_path_order=True)
+        read_given(
+            side.kb_path, side.source(diagnostics), diagnostics, caps=options.corpus_caps, in_path_order=True, table=True
+        )
         if side.source is not None
         else read_folder(
-            side.kb_path, options.exclude, diagnostics, cache=cache, memo=side.memo, caps=options.corpus_caps
+            side.kb_path, options.exclude, diagnostics, cache=cache, memo=side.memo, caps=options.corpus_caps, table=True
         )
     )
     reuse = Reuse(side.reuse, side.take_analyzer) if side.reuse is not None else None

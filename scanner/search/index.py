@@ -28,6 +28,7 @@ import numpy as np
 from scanner.corpus.documents import Chunk, Document, HeldDocument
 from scanner.corpus.markdown import BREADCRUMB_SEPARATOR
 from scanner.corpus.reader import CorpusCaps
+from scanner.corpus.table import TableDocument, document_table
 from scanner.foundation.progress import progress
 from scanner.foundation.workers import worker_pool
 from scanner.search.analysis import Analyzer, IndexCapExceeded
@@ -42,7 +43,6 @@ from scanner.search.bm25 import (
     SpilledPostings,
     place_spilled,
 )
-from scanner.search.titles import scored_fields
 
 DEFAULT_CAPS = CorpusCaps()
 """The corpus caps' defaults (the settings' own)."""
@@ -141,7 +141,7 @@ class Index:
 
     @classmethod
     def build(
-        cls, documents: Iterable[Document | HeldDocument], *, analysis_workers: int | None = None,
+        cls, documents: Iterable[Document | TableDocument | HeldDocument], *, analysis_workers: int | None = None,
         reuse: Reuse | None = None, keep_analysis: bool = False, caps: CorpusCaps = DEFAULT_CAPS,
     ) -> Index:
         """Index documents as they come, in path order (the order read_folder and read_given yield): each is written to
@@ -186,45 +186,19 @@ class Index:
                         moved.append((found[0], count, found[1]))
                     count += found[1]
                     continue  # its rows are the donor's, copied below
-                if not document.chunks:
+                table = document if isinstance(document, TableDocument) else document_table(document)
+                rows = table.rows
+                if not rows:
                     continue
-                fresh.append((count, len(document.chunks)))
+                fresh.append((count, len(rows)))
                 # Until a document is taken from the donor, the digest goes with the rows: each
                 # value length-prefixed (no two different corpora share a digest by moving a
-                # seam), a document's values given to it at once.
-                digesting = not moved
-                pieces: list[bytes] = []
-                path = document.path
-                encoded_path = _prefixed(path)
-                # Sections under one heading share their breadcrumb: joined, measured and encoded once.
-                parts: tuple[str, ...] | None = None
-                lines: tuple[int, ...] | None = None
-                breadcrumb = lengths = lines_text = ""
-                encoded_breadcrumb = b""
-                for chunk, scored in zip(document.chunks, scored_fields(document), strict=True):
-                    if chunk.breadcrumb_parts != parts:
-                        parts = chunk.breadcrumb_parts
-                        breadcrumb = BREADCRUMB_SEPARATOR.join(parts)
-                        lengths = ",".join([str(len(part)) for part in parts])
-                        encoded_breadcrumb = _prefixed(breadcrumb)
-                    if chunk.breadcrumb_lines != lines:
-                        lines = chunk.breadcrumb_lines
-                        lines_text = ",".join(map(str, lines))
+                # seam), a document's values given to it at once. The rows hold them so.
+                if not moved:
+                    digest.update(table.digested)
+                for row in rows:
                     count += 1
-                    if digesting:
-                        heading, body = chunk.heading.encode("utf-8", "surrogatepass"), chunk.body.encode("utf-8", "surrogatepass")
-                        pieces += (
-                            encoded_path, len(heading).to_bytes(8, "big"), heading, encoded_breadcrumb,
-                            len(body).to_bytes(8, "big"), body,
-                        )
-                    yield (
-                        count, path, chunk.heading, breadcrumb, chunk.body, chunk.start_line, chunk.end_line,
-                        chunk.heading_line, chunk.body_start_line, lines_text, lengths,
-                        None if scored.heading == chunk.heading else scored.heading,
-                        None if scored.breadcrumb == breadcrumb else scored.breadcrumb,
-                    )
-                if digesting:
-                    digest.update(b"".join(pieces))
+                    yield (count, *row)
 
         try:
             if donor is not None:
@@ -586,12 +560,6 @@ class _Reused:
     """(first chunk position here, chunk count) of each run of documents analysed here."""
     take_analyzer: bool = False
     """Reuse.take_analyzer."""
-
-
-def _prefixed(value: str) -> bytes:
-    """`value` as the corpus digest takes it: its UTF-8 length in 8 bytes, then the UTF-8."""
-    encoded = value.encode("utf-8", "surrogatepass")
-    return len(encoded).to_bytes(8, "big") + encoded
 
 
 def _digest_rows(digest: hashlib._Hash, connection: sqlite3.Connection, first: int) -> None:

@@ -20,7 +20,7 @@ QUERY_COMPILER_VERSION = 7
 """Part of the built-in retriever's description (fingerprint): a change here or in the scoring
 changes the numbers. 5: terms analysed like the index (Snowball stemmer, CJK bigrams), repeats
 kept, no phrases. 6: the breadcrumb's own BM25 added to BM25F; Han characters also as unigrams.
-7: a page's title counted once, wherever the page writes it (search/titles.py); chunks without a
+7: a page's title counted once, wherever the page writes it (corpus/titles.py); chunks without a
 term left out of the collection statistics."""
 
 MAX_TERMS = 64

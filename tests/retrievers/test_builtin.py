@@ -138,7 +138,7 @@ def test_hits_are_chunks_and_one_document_may_hold_several_ranks(retriever: Buil
 
 
 def test_the_heading_weight_changes_the_ranking() -> None:
-    # Titled pages, so the headings are section headings, not the page's title (search/titles.py).
+    # Titled pages, so the headings are section headings, not the page's title (corpus/titles.py).
     files = {
         "a.md": "---\ntitle: A\n---\n# Kubernetes\nplain text\n",
         "b.md": "---\ntitle: B\n---\n# Other\nkubernetes kubernetes mention\n",
@@ -168,7 +168,7 @@ def test_the_description_records_the_compiler_version_analysis_weights_and_bm25_
 def test_per_field_scoring_sums_each_fields_own_bm25_times_its_weight() -> None:
     # "kettle" is in one heading (rare there: high idf per field) and in every other body (common
     # there), twice in b's: per field, a's heading match wins; over the combined fields, b's tf does.
-    # Titled pages, so the headings are section headings, not the page's title (search/titles.py).
+    # Titled pages, so the headings are section headings, not the page's title (corpus/titles.py).
     files = {"a.md": "---\ntitle: A\n---\n# Kettle\nstove\n", "b.md": "---\ntitle: B\n---\n# Other\nkettle kettle\n"}
     files.update({f"{name}.md": f"---\ntitle: {name}\n---\n# {name}x\nkettle pan\n" for name in "cde"})
     index = index_of(files)
@@ -236,7 +236,7 @@ def test_scores_are_bm25_with_weighted_fields_and_lucene_idf() -> None:
     index = index_of(files)
     weights = (2.0, 3.0625, 1.0)  # the default 2,3.5,1 with an eighth of the breadcrumb's scored alone
     hits = BuiltinRetriever(index).search("kettle", 10)
-    # The text search scores: each page's `# Title` counted once, in the breadcrumb (search/titles.py).
+    # The text search scores: each page's `# Title` counted once, in the breadcrumb (corpus/titles.py).
     rows = index.connection.execute(
         "SELECT COALESCE(scored_heading, heading), COALESCE(scored_breadcrumb, breadcrumb), body FROM chunks ORDER BY id"
     ).fetchall()

@@ -1,4 +1,4 @@
-"""A page's title counts once, wherever the page writes it (scanner/search/titles.py): frontmatter
+"""A page's title counts once, wherever the page writes it (scanner/corpus/titles.py): frontmatter
 only, a `# Title` line only, or both score the same; a title-only section is not scored; a chunk
 without a term is left out of the collection statistics."""
 
@@ -9,11 +9,11 @@ import pytest
 
 from scanner.corpus.documents import Document
 from scanner.corpus.reader import build_document
+from scanner.corpus.titles import ScoredFields, page_title, scored_fields
 from scanner.foundation.diagnostics import Diagnostics
 from scanner.retrievers.builtin import BuiltinRetriever
 from scanner.search.bm25 import Bm25Parameters, Bm25Scorer, Postings
 from scanner.search.index import Index
-from scanner.search.titles import ScoredFields, page_title, scored_fields
 
 PAGES = {
     # (title, body): a one-section page, a page with sections under the title, a CJK page, a

@@ -24,15 +24,18 @@ the quote scan reads, reports and the corpus digest cover (docs/adr/0005-a-title
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import NamedTuple
 
-from scanner.corpus.documents import Chunk, Document
+from scanner.corpus.documents import ChunkFields, Document
 from scanner.corpus.markdown import BREADCRUMB_SEPARATOR, MAX_BREADCRUMB_PART_CHARS
 
 
-@dataclass(frozen=True, slots=True)
-class ScoredFields:
-    """The heading and breadcrumb that search scores for one section, and whether it is scored."""
+class ScoredFields(NamedTuple):
+    """The heading and breadcrumb that search scores for one section, and whether it is scored.
+
+    A named tuple: one is made per section while a document's table rows are made (table.py),
+    where a slotted dataclass's initialiser was a tenth of the cost."""
 
     heading: str
     breadcrumb: str
@@ -43,48 +46,58 @@ def _key(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _enclosing_heading(chunks: tuple[Chunk, ...]) -> str | None:
+def _enclosing_heading(chunks: Sequence[ChunkFields]) -> str | None:
     """The first section's heading when it encloses the whole page: nothing before it, and every
     other section under it (its first enclosing heading is that one, by source line)."""
-    first = chunks[0]
-    if first.heading_line is None or not first.heading.strip():
+    heading, _, _, _, _, heading_line, _, _ = chunks[0]
+    if heading_line is None or not heading.strip():
         return None
     for chunk in chunks[1:]:
-        if chunk.breadcrumb_lines[1:2] != (first.heading_line,):
+        if chunk[7][1:2] != (heading_line,):
             return None
-    return first.heading
+    return heading
 
 
 def page_title(document: Document) -> str:
     """The title search scores: frontmatter, else an enclosing heading, else the file name."""
+    return title_of(document.title, document.title_line, [chunk.flattened() for chunk in document.chunks])
+
+
+def title_of(title: str, title_line: int, chunks: Sequence[ChunkFields]) -> str:
+    """page_title of a document given as its title, the title's line and its chunks' flat fields."""
     # title_line is the frontmatter line of `title` (2 or more), or 1 for a file-name title.
-    if document.title_line > 1 or not document.chunks:
-        return document.title
-    return _enclosing_heading(document.chunks) or document.title
+    if title_line > 1 or not chunks:
+        return title
+    return _enclosing_heading(chunks) or title
 
 
 def scored_fields(document: Document) -> list[ScoredFields]:
     """Per chunk of `document`, in order: the heading and breadcrumb search scores."""
-    chunks = document.chunks
+    return scored_fields_of(document.title, document.title_line, [chunk.flattened() for chunk in document.chunks])
+
+
+def scored_fields_of(title: str, title_line: int, chunks: Sequence[ChunkFields]) -> list[ScoredFields]:
+    """scored_fields of a document given as its title, the title's line and its chunks' flat fields."""
     if not chunks:
         return []
-    title = page_title(document)
+    title = title_of(title, title_line, chunks)
     short_title = title[:MAX_BREADCRUMB_PART_CHARS]
     title_key, short_key = _key(title), _key(short_title)
     # Breadcrumb parts are shared by every section under a heading: each is compared once.
     is_title: dict[str, bool] = {}
     fields = []
-    for chunk in chunks:
-        heading = "" if _key(chunk.heading) == title_key else chunk.heading
+    several = len(chunks) > 1
+    for heading, breadcrumb_parts, body, _, _, _, _, _ in chunks:
+        own = "" if _key(heading) == title_key else heading
         parents = []
-        for part in chunk.breadcrumb_parts[1:]:
+        for part in breadcrumb_parts[1:]:
             same = is_title.get(part)
             if same is None:
                 same = is_title[part] = _key(part) == short_key
             if not same:
                 parents.append(part)
-        if heading == "" and chunk.heading and not chunk.body.strip() and len(chunks) > 1:
+        if own == "" and heading and several and not body.strip():
             fields.append(ScoredFields("", "", scored=False))
             continue
-        fields.append(ScoredFields(heading, BREADCRUMB_SEPARATOR.join([short_title, *parents])))
+        fields.append(ScoredFields(own, BREADCRUMB_SEPARATOR.join([short_title, *parents])))
     return fields
