@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from scanner.foundation.collector import collector_paused
 from scanner.foundation.diagnostics import Diagnostic, DiagnosticCode
 from scanner.foundation.errors import InputError
 from scanner.foundation.files import FileRefused, LinkPolicy, Refusal, read_capped
@@ -233,8 +234,15 @@ def load_golden(path: Path, shown: str | None = None) -> GoldenSet:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(f"not valid UTF-8 at byte {error.start}", file=shown, hint="save the file as UTF-8") from None
+    # The nodes and the queries read from them form no reference cycle (collector.py).
+    with collector_paused():
+        return _GoldenReader(shown).read(_composed(text, shown), hashlib.sha256(data).hexdigest())
+
+
+def _composed(text: str, shown: str) -> yaml.Node | None:
+    """The golden file's YAML nodes (compose_untrusted), or an InputError naming the line to fix."""
     try:
-        root = compose_untrusted(text, MAX_GOLDEN_NODES)
+        return compose_untrusted(text, MAX_GOLDEN_NODES)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -255,7 +263,6 @@ def load_golden(path: Path, shown: str | None = None) -> GoldenSet:
         ) from None
     except yaml.YAMLError as error:
         raise InputError(f"not valid YAML: {error}", file=shown) from None
-    return _GoldenReader(shown).read(root, hashlib.sha256(data).hexdigest())
 
 
 def _quote_run_on(text: str, error_line: int) -> int | None:
