@@ -95,3 +95,27 @@ def test_a_report_without_a_command_is_not_searched_for_one_by_the_regular_expre
     written = serialise(document)
     assert counting.calls >= 1
     assert "##[" not in written and json.loads(written) == document
+
+
+@pytest.mark.parametrize("queries", [10, 1_000])
+def test_a_key_the_rows_repeat_is_encoded_once_per_level_not_once_per_row(
+    monkeypatch: pytest.MonkeyPatch, queries: int
+) -> None:
+    encoded: list[str] = []
+    string = serialise_module._string
+
+    def counting(text: str) -> str:
+        encoded.append(text)
+        return string(text)
+
+    monkeypatch.setattr(serialise_module, "_string", counting)
+    hit = {"rank": 1, "path": "a.md", "heading": "Intro", "score": 0.5}
+    document = {"per_query": [{"id": f"q{n}", "top_k": [hit, {**hit, "rank": 2}]} for n in range(queries)]}
+    assert serialise(document) == json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    # Each row's id and its hits' paths and headings, and each key once: per_query at level 0, id
+    # and top_k at 2, a hit's four at 4.
+    assert len(encoded) == queries * (1 + 2 * 2) + 1 + 2 + 4
+    # The near miss: a key of another level is encoded again there.
+    encoded.clear()
+    assert serialise({"id": "x", "a": {"id": "y"}}) == json.dumps({"id": "x", "a": {"id": "y"}}, indent=2) + "\n"
+    assert encoded.count("id") == 2
