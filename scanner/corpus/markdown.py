@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import yaml
 
@@ -56,14 +57,18 @@ _FENCE_MARKERS = frozenset("`~")
 _SETEXT_MARKERS = frozenset("=-")
 _BREAK_MARKERS = frozenset("-*_")
 _CONTAINER_MARKERS = frozenset(">-+*<")  # and any decimal digit (\d)
+_BULLETS = frozenset("-+*")
+_SPACE_OR_TAB = frozenset(" \t")
 # Only \r\n, \r and \n end a line: str.splitlines() would also split on \x0b, \x1c, \u2028 ...,
 # which editors and GitHub do not count, and annotations would land on the wrong line.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
-    """One indexed chunk of a document, before it has a path."""
+class Section(NamedTuple):
+    """One indexed chunk of a document, before it has a path.
+
+    A named tuple: one is made per section of every file, and a frozen slotted dataclass's
+    initialiser (a setattr per field) was a tenth of cutting a document into sections."""
 
     heading: str
     """Heading text without its markers, moved out of the body; empty for the text before the first heading."""
@@ -261,17 +266,30 @@ def _split_sections(
     max_headings = MAX_SECTIONS_PER_DOCUMENT
     fence: str | None = None  # the opening fence's marker run: a closing fence starts with it
     paragraph_start: int | None = None
+    fence_char = ""
     for i in range(start, len(lines)):
         line = lines[i]
-        if fence is None and line and line[0] not in _BLOCK_START:
+        if not line:
+            # A blank line ends a paragraph; in a fence it is code.
+            if fence is None:
+                paragraph_start = None
+            continue
+        first = line[0]
+        if fence is not None:
+            # Only a line starting with a space or the fence's own character can close it.
+            if (first == fence_char or first == " ") and closes_fence(line, fence):
+                fence = None
+            continue
+        if first not in _BLOCK_START:
             # Most lines are plain text: no heading, fence, rule or container starts with a
             # letter, so skip the regular expressions.
             if paragraph_start is None:
                 paragraph_start = i
             continue
-        if fence is not None:
-            if closes_fence(line, fence):
-                fence = None
+        if first in _BULLETS and line[1:2] in _SPACE_OR_TAB and (first != "-" or line.rstrip(" \t") != "-"):
+            # A bullet list item ends a paragraph and opens nothing a section is cut at, which
+            # the expressions below would find one by one (a lone `- ` may underline a heading).
+            paragraph_start = None
             continue
         # Each construct opens with its own character after at most three spaces: a line is tried
         # only against those its first one can open (past three spaces, none).
@@ -279,7 +297,7 @@ def _split_sections(
         marker = stripped[:1] if len(line) - len(stripped) <= 3 else ""
         opening = fence_opening(line) if marker in _FENCE_MARKERS else None
         if opening is not None:
-            fence = opening
+            fence, fence_char = opening, opening[0]
             paragraph_start = None
             continue
         atx = _atx_heading(line) if marker == "#" else None
