@@ -172,30 +172,41 @@ def _automaton(words: Mapping[int, str]) -> ahocorasick.Automaton:
     return automaton
 
 
+PRE_CHECK_PREFIX_CHARS = 64
+"""The pre-check looks for each needle's first this many characters: a needle cannot occur where
+its beginning does not, so a document the pre-check passes over holds no needle. Golden queries
+are rarely longer (the bench's 225 average 41 characters), and the automaton stays at most this
+many states a query whatever the golden file holds: a golden file at its 16 MiB cap of random
+2,000-character queries makes a 24 MiB automaton of beginnings, 687 MiB of whole queries (and
+pyahocorasick's, 734 MiB, is built only once a document passes the pre-check)."""
+
 PRE_CHECK_DFA_CHARS = 20_000
-"""Up to this many characters of needles the pre-check is a DFA, beyond it a contiguous NFA. Over
+"""Up to this many characters of prefixes the pre-check is a DFA, beyond it a contiguous NFA. Over
 the 74 M normalised characters of the bench corpus (20,000 documents): 217 needles (9,000
 characters) 0.47 s as a DFA, 0.74 s as an NFA; 9,518 needles 1.7-2.5 s as a DFA, 1.0 s as an NFA.
-A DFA's table grows with the needles' characters times the byte classes, so golden files at their
-caps would make it hundreds of MiB."""
+A DFA's table grows with the characters times the byte classes."""
 
 
-def pre_check(words: Mapping[int, str], dfa_up_to: int = PRE_CHECK_DFA_CHARS) -> ahocorasick_rs.AhoCorasick:
-    """The automaton quotes_any searches with: a DFA up to `dfa_up_to` characters of words."""
-    big = sum(len(word) for word in words.values()) > dfa_up_to
+def pre_check(
+    words: Mapping[int, str], dfa_up_to: int = PRE_CHECK_DFA_CHARS, prefix: int = PRE_CHECK_PREFIX_CHARS
+) -> ahocorasick_rs.AhoCorasick:
+    """The automaton quotes_any searches with: each word's first `prefix` characters, once each;
+    a DFA up to `dfa_up_to` characters of them, else a contiguous NFA."""
+    beginnings = list(dict.fromkeys(word[:prefix] for word in words.values()))
+    big = sum(len(beginning) for beginning in beginnings) > dfa_up_to
     implementation = ahocorasick_rs.Implementation.ContiguousNFA if big else ahocorasick_rs.Implementation.DFA
-    return ahocorasick_rs.AhoCorasick(words.values(), implementation=implementation)
+    return ahocorasick_rs.AhoCorasick(beginnings, implementation=implementation)
 
 
 def quotes_any(automaton: ahocorasick_rs.AhoCorasick, text: str) -> bool:
-    """Whether any needle occurs in `text`: exactly when first_occurrences finds one.
+    """False when no needle occurs in `text` (no needle's beginning does); True when one may.
 
     Most documents quote nothing, and pyahocorasick walks about 17 ns a character to show it
-    (it scans a node's children one by one); ahocorasick-rs, 6-13 ns. Its standard search without
-    overlaps reports a match whenever one occurs, and each match it reports covers at least
-    MIN_QUOTE_CHARS characters, so its list is at most the text's length over that, whatever the
-    needles. It returns whole lists, so it cannot stop a pass whose reports outgrow their budget:
-    first_occurrences, which must, stays on pyahocorasick's iterator."""
+    (it scans a node's children one by one); ahocorasick-rs, a DFA or a contiguous NFA, 6-13 ns.
+    Its standard search without overlaps reports a match whenever one occurs, and each match it
+    reports covers at least MIN_QUOTE_CHARS characters, so its list is at most the text's length
+    over that, whatever the needles. It returns whole lists, so it cannot stop a pass whose
+    reports outgrow their budget: first_occurrences, which must, stays on pyahocorasick's iterator."""
     return bool(automaton.find_matches_as_indexes(text))
 
 
@@ -263,13 +274,21 @@ class QuoteScanner:
         # A needle holding the seam character could match across two fields; corpus text
         # never holds it (files with NUL bytes are skipped), so such a needle can't be quoted.
         self.words = {needle.order: needle.text for needle in self.needles if _SEAM not in needle.text}
-        self.automaton = _automaton(self.words)
         self.sizes = word_sizes(self.words)
         self.pre_check = pre_check(self.words)
+        self._exact: ahocorasick.Automaton | None = None  # built for the first document that needs it
+
+    @property
+    def automaton(self) -> ahocorasick.Automaton:
+        """The exact pass's automaton of every word: built once, and only when a document passes
+        the pre-check (a run whose documents quote nothing never holds it)."""
+        if self._exact is None:
+            self._exact = _automaton(self.words)
+        return self._exact
 
     def matches_in_document(self, chunks: Sequence[IndexedChunk]) -> dict[int, tuple[int, str]]:
         """needle order -> (chunk id, field) of its first occurrence in this document."""
-        if not len(self.automaton):
+        if not self.words:
             return {}
         # One normalisation and one automaton pass per document, over its fields joined by the
         # seam. Normalising the joined text equals normalising each field: the seam is not

@@ -18,6 +18,7 @@ from scanner.retrievers.base import Hit
 from scanner.scan.quotes import (
     MIN_QUOTE_CHARS,
     PRE_CHECK_DFA_CHARS,
+    PRE_CHECK_PREFIX_CHARS,
     Finding,
     Needle,
     QuoteLocation,
@@ -461,12 +462,47 @@ _WORDS = st.sampled_from(list("ab é"))
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(_WORDS, min_size=1, max_size=8), min_size=1, max_size=8), st.text(_WORDS, max_size=80))
-def test_the_pre_check_says_a_needle_occurs_exactly_when_the_exact_scan_finds_one(words, text) -> None:  # type: ignore[no-untyped-def]
+def test_the_pre_check_passes_over_a_text_only_when_no_needle_occurs_in_it(words, text) -> None:  # type: ignore[no-untyped-def]
     # Words drawn from a small alphabet are often suffixes, prefixes and substrings of one another.
     keyed = dict(enumerate(dict.fromkeys(words)))
     for dfa_up_to in (0, 10**9):  # the contiguous NFA, then the DFA
+        # Words no longer than the prefix: exactly whether one occurs.
         assert quotes_any(pre_check(keyed, dfa_up_to), text) == bool(first_occurrences(keyed, text))
         assert quotes_any(pre_check(keyed, dfa_up_to), text) == any(word in text for word in keyed.values())
+        # Words cut to their first 3 characters: whether a beginning occurs, never False where a word does.
+        cut = quotes_any(pre_check(keyed, dfa_up_to, prefix=3), text)
+        assert cut == any(word[:3] in text for word in keyed.values())
+        assert cut or not first_occurrences(keyed, text)
+
+
+def test_the_pre_check_looks_for_the_first_64_characters_of_each_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scanner.scan import quotes
+
+    patterns: list[list[str]] = []
+    build = quotes.ahocorasick_rs.AhoCorasick
+    monkeypatch.setattr(quotes.ahocorasick_rs, "AhoCorasick", lambda words, implementation: patterns.append(list(words)) or build(words, implementation=implementation))
+    long_queries = [f"{n:04d} " + "a long golden question about the deploy pipeline " * 40 for n in range(3)]
+    scanner = QuoteScanner([query(f"q{n}", text) for n, text in enumerate(long_queries)])
+    assert PRE_CHECK_PREFIX_CHARS == 64 and [len(p) for p in patterns[0]] == [64, 64, 64]
+    # A document holding a query's beginning but not the query passes the pre-check and is no match;
+    # the near miss, the whole query, is one.
+    beginning = [IndexedChunk(1, "a.md", "", "", long_queries[0][:100])]
+    assert quotes_any(scanner.pre_check, normalise(long_queries[0][:100]))
+    assert scanner.matches_in_document(beginning) == {}
+    assert set(scanner.matches_in_document([IndexedChunk(1, "a.md", "", "", long_queries[0])])) == {0}
+
+
+def test_the_exact_automaton_is_built_only_when_a_document_passes_the_pre_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scanner.scan import quotes
+
+    built: list[int] = []
+    automaton = quotes._automaton
+    monkeypatch.setattr(quotes, "_automaton", lambda words: built.append(len(words)) or automaton(words))
+    quiet = {f"d{n:02d}.md": f"# Note {n}\n\nNothing golden is asked here.\n" for n in range(20)}
+    assert findings_for(quiet, GOLDEN) == [] and built == []
+    # The near miss: a document quoting one query needs it, once, for every needle.
+    assert findings_for({**quiet, "one.md": f"We ask {Q_ROLLBACK} here.\n", "z.md": Q_IMAGES}, GOLDEN) == []
+    assert built == [3]
 
 
 def test_only_documents_quoting_a_needle_are_given_to_the_exact_scan(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -502,8 +538,9 @@ def test_the_pre_check_reports_at_most_one_match_per_needle_length_of_text() -> 
     text = "a" * 40_000
     assert quotes_any(Counted(), text)  # type: ignore[arg-type]
     assert 0 < reported[0] <= len(text) // MIN_QUOTE_CHARS
-    # The near miss: the same automaton asked for overlapping matches reports every needle everywhere.
-    assert len(Counted().find_matches_as_indexes(text, overlapping=True)) > 300 * len(text) // 2
+    # The near miss: the same automaton asked for overlapping matches reports each of the 53
+    # beginnings (`a` x 12 to 64) at nearly every character.
+    assert len(Counted().find_matches_as_indexes(text, overlapping=True)) > 50 * len(text)
 
 
 def test_the_pre_check_is_a_dfa_for_a_few_needles_and_an_nfa_beyond_its_character_budget(
