@@ -54,7 +54,7 @@ class FileRefused(Exception):
         self.reason = reason
 
 
-def read_capped(path: Path, cap_bytes: int, links: LinkPolicy, refuse_hard_links: bool = False) -> bytes:
+def read_capped(path: str | Path, cap_bytes: int, links: LinkPolicy, refuse_hard_links: bool = False) -> bytes:
     """The bytes of the regular file at `path`, at most `cap_bytes`; FileRefused otherwise.
 
     `refuse_hard_links`: for a file kb-eval replaces by rename, which would detach it from its
@@ -119,7 +119,7 @@ def file_kind(mode: int) -> str:
     return "a special file"
 
 
-def _inspect(path: Path, links: LinkPolicy) -> os.stat_result:
+def _inspect(path: str | Path, links: LinkPolicy) -> os.stat_result:
     try:
         status = os.lstat(path)
     except FileNotFoundError:
@@ -136,7 +136,7 @@ def _inspect(path: Path, links: LinkPolicy) -> os.stat_result:
     return status
 
 
-def _open(path: Path, flags: int, links: LinkPolicy) -> int:
+def _open(path: str | Path, flags: int, links: LinkPolicy) -> int:
     try:
         return os.open(path, flags)
     except FileNotFoundError:
