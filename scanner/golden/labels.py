@@ -146,6 +146,33 @@ class _Headings:
         return cls(sections, enclosing, searchable, shown)
 
 
+def _by_heading_as_written(document: Sequence[SectionInfo]) -> dict[str, list[SectionInfo]]:
+    by_heading: dict[str, list[SectionInfo]] = {}
+    for section in document:
+        by_heading.setdefault(section.heading, []).append(section)
+    return by_heading
+
+
+def _found_as_written(member: ExpectedEntry, as_written: Mapping[str, Sequence[SectionInfo]], builtin: bool) -> bool:
+    """True when sections whose heading is the label's, character for character, pass every check
+    check_headings makes (a section that a hit can be, under `parent:` when one is given): no
+    warning then, and no form of the document's other headings is made. A section written so has
+    the label's reader form (reader_heading of the same text), so these sections are among those
+    the full check finds; False leaves the decision, and any warning, to the full check. Labels
+    copied from their pages (the common case) cost a lookup each, where every heading of every
+    labelled page was formed (the 10,000 bench queries over 76,000 sections: 0.37 s of CPU, now
+    0.06-0.18)."""
+    found = as_written.get(member.heading or "")
+    if not found:
+        return False
+    if builtin and not member.subsections and not any(section.searchable for section in found):
+        return False
+    if member.parent is None:
+        return True
+    parent = reader_heading(member.parent)
+    return any(parent in heading_forms(above) for section in found for above in section.parents)
+
+
 def _did_you_mean(written: str, guess: str) -> str:
     if unicodedata.normalize("NFC", written) == unicodedata.normalize("NFC", guess):
         return (
@@ -166,8 +193,14 @@ def check_headings(
     suggested = 0
     guesses = Guesses()
     documents: dict[str, _Headings] = {}
+    written: dict[str, dict[str, list[SectionInfo]]] = {}
     for query, member, field in _members_where(golden):
         if member.heading is None or member.path not in sections:
+            continue
+        as_written = written.get(member.path)
+        if as_written is None:
+            as_written = written[member.path] = _by_heading_as_written(sections[member.path])
+        if _found_as_written(member, as_written, builtin):
             continue
         document = documents.get(member.path)
         if document is None:

@@ -138,6 +138,29 @@ def test_a_labelled_documents_headings_are_each_formed_once(monkeypatch: pytest.
     assert [w.message.split(" expects heading ")[1][:9] for w in warnings] == ["'Nowhere'"]
 
 
+@pytest.mark.parametrize("size", SIZES)
+def test_labels_written_as_their_headings_are_checked_without_forming_the_documents_headings(
+    monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    formed = CallCounter(monkeypatch, labels, "heading_forms")
+    sections = [SectionInfo("Guide", ())] + [SectionInfo(f"Step {n}", ("Guide",)) for n in range(size)]
+    golden = golden_set([query(n, heading=f"Step {n}") for n in range(size)])
+    assert check_headings(golden, {"a.md": sections}) == []
+    assert formed.calls == 0
+    # With `parent:`, the parents of the sections the label names are formed, not the document's.
+    parented = [dataclasses.replace(q, expected=(dataclasses.replace(q.expected[0], parent="guide"),))
+                for q in golden.queries]
+    assert check_headings(golden_set(parented), {"a.md": sections}) == []
+    assert formed.calls == size
+    # The near misses: a label in another form than the page's is found by every heading's forms
+    # (no warning), and one no section has is named.
+    formed.calls = 0
+    other_form = golden_set([query(0, heading="step 1"), query(1, heading="Nowhere")])
+    warnings = check_headings(other_form, {"a.md": sections})
+    assert [w.message.split(" expects heading ")[1][:9] for w in warnings] == ["'Nowhere'"]
+    assert formed.calls == size + 1
+
+
 # -- the golden set's health ---------------------------------------------------------------------
 
 
