@@ -45,6 +45,7 @@ from scanner.metrics.measures import (
 )
 from scanner.metrics.uncertainty import aggregate_columns, intervals
 from scanner.retrievers.base import AnswerCost, Hit, Retriever, RetrieverKind, SearchRequest
+from scanner.retrievers.builtin import BuiltinRetriever
 from scanner.retrievers.runfile import RunFileRetriever
 from scanner.scan.quotes import Finding, QuoteLocation, locate, normalise, scan
 from scanner.search.analysis import IndexCapExceeded
@@ -228,6 +229,9 @@ def bind(options: EvalOptions, prepared: Prepared, clock: PhaseClock | None = No
     own index gets this side's folder for `{kb}`. The caller closes it once it has answered."""
     try:
         retriever = options.retriever(prepared.index, prepared.plan.requests, prepared.side.kb_path)
+        if isinstance(retriever, BuiltinRetriever):
+            # Where each hit sits is read only for the labels that need it (answer() drops it otherwise).
+            retriever.parents = needs_parents(prepared.plan.golden)
     except IndexCapExceeded as over:
         what = "postings (a word in a section)" if over.setting == "max-postings" else "distinct words"
         raise over_cap(

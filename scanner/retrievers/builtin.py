@@ -58,11 +58,17 @@ class BuiltinRetriever:
         weights: FieldWeights = FieldWeights(),
         tokenization: Tokenization = Tokenization.AUTO,
         parameters: Bm25Parameters = DEFAULT_PARAMETERS,
+        *,
+        parents: bool = True,
     ) -> None:
         self.index = index
         self.weights = weights
         self.tokenization = tokenization
         self.parameters = parameters
+        self.parents = parents
+        """Whether each hit carries its enclosing headings (Hit.parents). Only `parent:` and
+        `subsections:` labels read them (the pipeline says, evaluate.bind); otherwise they are not
+        read from the chunk table nor split, and no hit is made again without them."""
 
     def describe(self) -> dict[str, object]:
         return {
@@ -105,12 +111,14 @@ class BuiltinRetriever:
             self.index.scorer(self.weights.as_tuple(), self.parameters).forget_impacts()
         # Where the hits sit, read for every query at once (a few statements of many ids), not
         # one statement per query.
-        located = self.index.locate_chunks(sorted({position + 1 for ranked in rankings for position, _ in ranked}))
+        located = self.index.locate_chunks(
+            sorted({position + 1 for ranked in rankings for position, _ in ranked}), parents=self.parents
+        )
         return [_hits(ranked, located) for ranked in rankings]
 
     def search(self, text: str, limit: int) -> list[Hit]:
         ranked = self._ranked(text, limit)
-        return _hits(ranked, self.index.locate_chunks([position + 1 for position, _ in ranked]))
+        return _hits(ranked, self.index.locate_chunks([position + 1 for position, _ in ranked], parents=self.parents))
 
     def _ranked(self, text: str, limit: int) -> list[tuple[int, float]]:
         """(chunk position, score) of the best `limit` chunks for `text`."""
@@ -123,7 +131,7 @@ class BuiltinRetriever:
         return scorer.top(terms, limit)
 
 
-def _hits(ranked: list[tuple[int, float]], located: dict[int, tuple[str, str, tuple[str, ...]]]) -> list[Hit]:
+def _hits(ranked: list[tuple[int, float]], located: dict[int, tuple[str, str, tuple[str, ...] | None]]) -> list[Hit]:
     # Scorer positions are 0-based in chunk-id order; chunk ids start at 1.
     return [
         Hit(rank, located[position + 1][0], located[position + 1][1], score, located[position + 1][2])

@@ -460,12 +460,19 @@ class Index:
         for path, rows in groupby(chain.from_iterable(cursors), key=itemgetter(1)):
             yield path, list(rows)
 
-    def locate_chunks(self, chunk_ids: list[int]) -> dict[int, tuple[str, str, tuple[str, ...]]]:
-        """chunk id -> (path, heading, the enclosing headings outermost first, without the title)."""
-        found: dict[int, tuple[str, str, tuple[str, ...]]] = {}
+    def locate_chunks(
+        self, chunk_ids: list[int], *, parents: bool = True
+    ) -> dict[int, tuple[str, str, tuple[str, ...] | None]]:
+        """chunk id -> (path, heading, the enclosing headings outermost first, without the title;
+        None unless `parents`)."""
+        found: dict[int, tuple[str, str, tuple[str, ...] | None]] = {}
         for start in range(0, len(chunk_ids), _SQL_BATCH):
             batch = chunk_ids[start : start + _SQL_BATCH]
             marks = ",".join("?" * len(batch))
+            if not parents:
+                rows = self.connection.execute(f"SELECT id, path, heading FROM chunks WHERE id IN ({marks})", batch)
+                found.update((chunk_id, (path, heading, None)) for chunk_id, path, heading in rows)
+                continue
             rows = self.connection.execute(
                 f"SELECT id, path, heading, breadcrumb, breadcrumb_part_lengths FROM chunks WHERE id IN ({marks})", batch
             )

@@ -237,3 +237,27 @@ def test_the_detectable_drops_read_each_rows_values_once_and_are_the_per_metric_
     assert [drop.drop for drop in found.drops] == expected
     assert any(value is not None for value in expected)
     assert calls[0] == size * len(CATALOGUE)
+
+
+def test_the_built_in_search_locates_hits_headings_only_for_labels_that_read_them(tmp_path: Path) -> None:
+    from scanner.pipeline.evaluate import bind, head_side, prepare
+    from scanner.retrievers.builtin import BuiltinRetriever
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("# Guide\n\nDeploy the service.\n\n## Step 1\n\nDeploy step one.\n", encoding="utf-8")
+    told = {}
+    for labels_read in (False, True):
+        entry = ExpectedEntry("a.md", "Step 1", 3, subsections=labels_read)
+        golden = golden_set([GoldenQuery("q0", "deploy step", (entry,), (), 2)])
+        options = EvalOptions(kb_path=kb)
+        diagnostics = Diagnostics()
+        plan = plan_evaluation(options, diagnostics, golden)
+        retriever = bind(options, prepare(options, plan, head_side(options), diagnostics))
+        try:
+            assert isinstance(retriever, BuiltinRetriever)
+            told[labels_read] = retriever.parents
+        finally:
+            retriever.close()
+    # `subsections:` reads where a hit sits; a plain heading label does not.
+    assert told == {False: False, True: True}

@@ -293,9 +293,9 @@ def test_answering_many_queries_reads_where_the_hits_sit_in_statements_of_many_i
     statements: list[int] = []
     locate = retriever.index.locate_chunks
 
-    def counted(chunk_ids: list[int]) -> dict[int, tuple[str, str, tuple[str, ...]]]:
+    def counted(chunk_ids: list[int], *, parents: bool = True) -> dict[int, tuple[str, str, tuple[str, ...] | None]]:
         statements.append(len(chunk_ids))
-        return locate(chunk_ids)
+        return locate(chunk_ids, parents=parents)
 
     monkeypatch.setattr(retriever.index, "locate_chunks", counted)
     monkeypatch.setattr(index_module, "_SQL_BATCH", 20)
@@ -304,3 +304,37 @@ def test_answering_many_queries_reads_where_the_hits_sit_in_statements_of_many_i
     assert together == one_by_one and sum(len(hits) for hits in together) == 3_000
     # One look-up for the 300 queries, of every chunk they returned, once each.
     assert statements == [len({(h.path, h.heading) for hits in together for h in hits})]
+
+
+@pytest.mark.parametrize("queries", [10, 1_000])
+def test_hits_carry_their_enclosing_headings_only_when_asked_and_are_otherwise_the_same(
+    monkeypatch: pytest.MonkeyPatch, queries: int
+) -> None:
+    from scanner.search import index as index_module
+
+    files = {f"n{n:03d}.md": f"# Note {n}\n## Rollback\nrollback image {'database ' * (n % 5)}\n" for n in range(40)}
+    requests = [SearchRequest(f"q{n}", ["rollback image", "database", "note"][n % 3], 10) for n in range(queries)]
+    index = index_of(files)
+    split: list[str] = []
+    parents_of = index_module._parents
+
+    def counting(breadcrumb: str, lengths: str) -> tuple[str, ...]:
+        split.append(breadcrumb)
+        return parents_of(breadcrumb, lengths)
+
+    monkeypatch.setattr(index_module, "_parents", counting)
+    with index.read_snapshot():
+        placed = BuiltinRetriever(index).search_all(requests)
+        asked = len(split)
+        unplaced = BuiltinRetriever(index, parents=False).search_all(requests)
+    assert len(split) == asked
+    assert all(hit.parents is None for hits in unplaced for hit in hits)
+    assert [[(h.rank, h.path, h.heading, h.score) for h in hits] for hits in unplaced] == [
+        [(h.rank, h.path, h.heading, h.score) for h in hits] for hits in placed
+    ]
+    # The near miss: asked for, every hit says where it sits (a `## Rollback` under its note's
+    # heading), each located chunk's headings split once.
+    assert 0 < asked <= 80
+    assert all(hit.parents == (f"Note {int(hit.path[1:4])}",) for hits in placed for hit in hits if hit.heading == "Rollback")
+    assert any(hit.heading == "Rollback" for hits in placed for hit in hits)
+    assert all(hit.parents is not None for hits in placed for hit in hits)
