@@ -181,24 +181,33 @@ many states a query whatever the golden file holds: a golden file at its 16 MiB 
 pyahocorasick's, 734 MiB, is built only once a document passes the pre-check)."""
 
 PRE_CHECK_DFA_CHARS = 20_000
-"""Up to this many characters of prefixes the pre-check is a DFA, beyond it a contiguous NFA. Over
-the 74 M normalised characters of the bench corpus (20,000 documents): 217 needles (9,000
+"""Up to this many bytes (UTF-8) of beginnings the pre-check is a DFA, beyond it a contiguous NFA.
+Over the 74 M normalised characters of the bench corpus (20,000 documents): 217 needles (9,000
 characters) 0.47 s as a DFA, 0.74 s as an NFA; 9,518 needles 1.7-2.5 s as a DFA, 1.0 s as an NFA.
-A DFA's table grows with the characters times the byte classes."""
+A DFA's table grows with the bytes times the byte classes."""
 
 
 def pre_check(
     words: Mapping[int, str], dfa_up_to: int = PRE_CHECK_DFA_CHARS, prefix: int = PRE_CHECK_PREFIX_CHARS
-) -> ahocorasick_rs.AhoCorasick:
-    """The automaton quotes_any searches with: each word's first `prefix` characters, once each;
-    a DFA up to `dfa_up_to` characters of them, else a contiguous NFA."""
-    beginnings = list(dict.fromkeys(word[:prefix] for word in words.values()))
+) -> ahocorasick_rs.BytesAhoCorasick:
+    """The automaton quotes_any searches with: each word's first `prefix` characters in UTF-8, once
+    each; a DFA up to `dfa_up_to` bytes of them, else a contiguous NFA."""
+    beginnings = list(dict.fromkeys(_utf8(word[:prefix]) for word in words.values()))
     big = sum(len(beginning) for beginning in beginnings) > dfa_up_to
     implementation = ahocorasick_rs.Implementation.ContiguousNFA if big else ahocorasick_rs.Implementation.DFA
-    return ahocorasick_rs.AhoCorasick(beginnings, implementation=implementation)
+    return ahocorasick_rs.BytesAhoCorasick(beginnings, implementation=implementation)
 
 
-def quotes_any(automaton: ahocorasick_rs.AhoCorasick, text: str) -> bool:
+def _utf8(text: str) -> bytes:
+    # Bytes, not str: ahocorasick-rs makes a str UTF-8 anyway and maps offsets back, and text.encode
+    # then a bytes search took 0.55-0.57 s against 0.66 at 225 queries, 1.13-1.22 against 1.35-1.40
+    # at 10,000, over the bench corpus. UTF-8 is self-synchronising, so a byte match is a character
+    # match; no text here holds a lone surrogate (golden and chunk table refuse them), and
+    # surrogatepass keeps the function total if one did.
+    return text.encode("utf-8", "surrogatepass")
+
+
+def quotes_any(automaton: ahocorasick_rs.BytesAhoCorasick, text: str) -> bool:
     """False when no needle occurs in `text` (no needle's beginning does); True when one may.
 
     Most documents quote nothing, and pyahocorasick walks about 17 ns a character to show it
@@ -207,7 +216,7 @@ def quotes_any(automaton: ahocorasick_rs.AhoCorasick, text: str) -> bool:
     reports covers at least MIN_QUOTE_CHARS characters, so its list is at most the text's length
     over that, whatever the needles. It returns whole lists, so it cannot stop a pass whose
     reports outgrow their budget: first_occurrences, which must, stays on pyahocorasick's iterator."""
-    return bool(automaton.find_matches_as_indexes(text))
+    return bool(automaton.find_matches_as_indexes(_utf8(text)))
 
 
 def word_sizes(words: Mapping[int, str]) -> tuple[int, int]:

@@ -479,8 +479,8 @@ def test_the_pre_check_looks_for_the_first_64_characters_of_each_query(monkeypat
     from scanner.scan import quotes
 
     patterns: list[list[str]] = []
-    build = quotes.ahocorasick_rs.AhoCorasick
-    monkeypatch.setattr(quotes.ahocorasick_rs, "AhoCorasick", lambda words, implementation: patterns.append(list(words)) or build(words, implementation=implementation))
+    build = quotes.ahocorasick_rs.BytesAhoCorasick
+    monkeypatch.setattr(quotes.ahocorasick_rs, "BytesAhoCorasick", lambda words, implementation: patterns.append(list(words)) or build(words, implementation=implementation))
     long_queries = [f"{n:04d} " + "a long golden question about the deploy pipeline " * 40 for n in range(3)]
     scanner = QuoteScanner([query(f"q{n}", text) for n, text in enumerate(long_queries)])
     assert PRE_CHECK_PREFIX_CHARS == 64 and [len(p) for p in patterns[0]] == [64, 64, 64]
@@ -530,7 +530,7 @@ def test_the_pre_check_reports_at_most_one_match_per_needle_length_of_text() -> 
     reported: list[int] = []
 
     class Counted:
-        def find_matches_as_indexes(self, text: str, overlapping: bool = False) -> list[tuple[int, int, int]]:
+        def find_matches_as_indexes(self, text: bytes, overlapping: bool = False) -> list[tuple[int, int, int]]:
             found = chain.pre_check.find_matches_as_indexes(text, overlapping)
             reported.append(len(found))
             return found
@@ -540,7 +540,7 @@ def test_the_pre_check_reports_at_most_one_match_per_needle_length_of_text() -> 
     assert 0 < reported[0] <= len(text) // MIN_QUOTE_CHARS
     # The near miss: the same automaton asked for overlapping matches reports each of the 53
     # beginnings (`a` x 12 to 64) at nearly every character.
-    assert len(Counted().find_matches_as_indexes(text, overlapping=True)) > 50 * len(text)
+    assert len(Counted().find_matches_as_indexes(text.encode(), overlapping=True)) > 50 * len(text)
 
 
 def test_the_pre_check_is_a_dfa_for_a_few_needles_and_an_nfa_beyond_its_character_budget(
@@ -549,8 +549,8 @@ def test_the_pre_check_is_a_dfa_for_a_few_needles_and_an_nfa_beyond_its_characte
     from scanner.scan import quotes
 
     made: list[object] = []
-    build = quotes.ahocorasick_rs.AhoCorasick
-    monkeypatch.setattr(quotes.ahocorasick_rs, "AhoCorasick", lambda words, implementation: made.append(implementation) or build(words, implementation=implementation))
+    build = quotes.ahocorasick_rs.BytesAhoCorasick
+    monkeypatch.setattr(quotes.ahocorasick_rs, "BytesAhoCorasick", lambda words, implementation: made.append(implementation) or build(words, implementation=implementation))
     wordings = [f"golden question number {n:05d}" for n in range(PRE_CHECK_DFA_CHARS // 28)]
     more = "one golden question more"
     assert sum(map(len, wordings)) <= PRE_CHECK_DFA_CHARS < sum(map(len, wordings)) + len(more)
