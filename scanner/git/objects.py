@@ -29,8 +29,18 @@ def read_blobs(repository: Repository, blobs: Sequence[str], deadline: Deadline,
         yield from read_from(repo.object_store, blobs, deadline, cap)
 
 
+PACK_PAGES_RELEASED_EVERY = 64
+"""Blobs read between two releases of the packs' pages. dulwich maps each pack whole, and a read
+maps the pages around the object too: the 1,000 blobs a pull request edited, scattered over the
+200 MB pack of a 100,000-document bench KB, left 99 MiB of it resident in the base's process (the
+run's peak, beside the head). Closed, a pack is mapped again at the next read, with its pages
+still in the system's cache; git bounds its mapped pack windows the same way."""
+
+
 def read_from(store: DiskObjectStore, blobs: Sequence[str], deadline: Deadline, cap: int | None) -> Iterator[bytes]:
-    for blob in blobs:
+    for count, blob in enumerate(blobs, start=1):
+        if count % PACK_PAGES_RELEASED_EVERY == 0:
+            release_pack_pages(store)
         deadline.check()
         try:
             if cap is not None and object_size(store, blob) > cap:
@@ -68,6 +78,13 @@ def object_size(store: DiskObjectStore, blob: str) -> int:
     except UNREADABLE as error:
         raise GitFailed(f"object {blob} cannot be read ({type(error).__name__})") from None
     raise missing(KeyError(sha))
+
+
+def release_pack_pages(store: DiskObjectStore) -> None:
+    """Unmap every pack of `store` and its alternates (each is opened again by its next read)."""
+    for one in _stores(store):
+        for pack in one.packs:
+            pack.close()
 
 
 def _stores(store: DiskObjectStore) -> Iterator[DiskObjectStore]:
