@@ -18,7 +18,7 @@ from collections.abc import Callable
 from json.encoder import encode_basestring as _string  # json's own (C) string encoder
 from typing import Any
 
-from scanner.foundation.untrusted_text import LEGACY_COMMAND
+from scanner.foundation.untrusted_text import LEGACY_COMMAND, LEGACY_COMMAND_TEXT
 
 _LINE_BREAKS_ESCAPED = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
@@ -45,7 +45,7 @@ def _escaped(text: str) -> str:
     for character, escape in _LINE_BREAKS_ESCAPED:
         if character in text:
             text = text.replace(character, escape)
-    if "##[" not in text:
+    if LEGACY_COMMAND_TEXT not in text:
         return text
     return LEGACY_COMMAND.sub(r"#\\u0023[", text)
 
