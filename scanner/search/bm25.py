@@ -119,11 +119,11 @@ class PostingsBuilder:
     def add(self, fields: Sequence[Iterable[int]]) -> None:
         """The next chunk's term ids, one iterable per field (in the order of the weights); a negative
         id (a stopword) is left out of the postings and of the chunk's length."""
-        for tokens, lengths, term_ids in zip(self._tokens, self._lengths, fields):
-            before = len(tokens)
-            tokens.extend(term_ids)
-            lengths.append(len(tokens) - before)
-            self._buffered += len(tokens) - before
+        runs = []
+        for term_ids in fields:
+            ids = array("i", term_ids)
+            runs.append(FieldRun(ids.tobytes(), [len(ids)], [0, len(ids)]))
+        self.extend(runs, 0, 1)
         if self._buffered >= BATCH_TOKENS:
             self._fold()
 
