@@ -414,14 +414,20 @@ class DerivedPostings:
     postings here (`term`) are those an analysis of the whole corpus would give, up to the
     numbering of the terms. A pull request's base is its head with a few documents changed: its
     search reads the head's postings of the terms it is asked, and the work and the memory it
-    adds grow with those terms' postings and the chunks changed, not with the corpus."""
+    adds grow with those terms' postings and the chunks changed, not with the corpus.
+
+    They are read in the donor's numbering extended by the new chunks (`union_term`: the donor's
+    positions, then the new chunks' after them, `to_base` mapping both here), so a term's
+    postings are the donor's own slice with the new ones after it: mapping every posting to its
+    position here, and merging the new ones in, was most of a base's search (Bm25Scorer maps only
+    the chunks it ranks)."""
 
     donor: Postings
-    kept_to: npt.NDArray[np.int32]
-    """Chunk positions, as the postings hold them (32 bits: a term's mapped chunks are made in
-    their final type, with no 64-bit copy of them)."""
+    to_base: npt.NDArray[np.int32]
+    """The donor's chunk positions and then the new chunks' (`new`'s local positions, after the
+    donor's), each mapped to its position here; -1 for a donor's chunk that is not here. One
+    array for every layer of a corpus (to_base below)."""
     new: Postings
-    new_to: npt.NDArray[np.int64]
     lengths: npt.NDArray[np.float32]
     """Every chunk's weighted length here."""
     count: int
@@ -429,36 +435,63 @@ class DerivedPostings:
     asked: frozenset[int] | None = None
     """The donor's terms whose postings it kept (KeptAnalysis.terms): None, every term."""
 
+    @staticmethod
+    def to_base_of(kept_to: npt.NDArray[np.int32], new_to: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
+        """`to_base` from the donor's chunks' positions here (-1: not here) and the new chunks'."""
+        return np.concatenate([kept_to, new_to]).astype(np.int32)
+
     @classmethod
-    def of(cls, donor: KeptAnalysis, kept_to: npt.NDArray[np.int32], new: Postings, new_to: npt.NDArray[np.int64],
-           size: int) -> DerivedPostings:
+    def of(cls, donor: KeptAnalysis, to_base: npt.NDArray[np.int32], new: Postings, size: int) -> DerivedPostings:
         postings = donor.postings
+        donors = len(postings.lengths)
+        kept_to, new_to = to_base[:donors], to_base[donors:]
         lengths = np.zeros(size, dtype=np.float32)
         moved = np.flatnonzero(kept_to >= 0)
         lengths[kept_to[moved]] = postings.lengths[moved]
         lengths[new_to] = new.lengths
         count = int(donor.per_chunk[moved].sum()) + len(new.chunks)
-        return cls(postings, kept_to, new, new_to, lengths, count, donor.terms)
+        return cls(postings, to_base, new, lengths, count, donor.terms)
 
-    def term(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        """The chunks here holding `term`, ascending, and its weighted count in each."""
-        chunks, tf = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+    @property
+    def union_lengths(self) -> npt.NDArray[np.float32]:
+        """Every chunk's weighted length in the union numbering (a donor's chunk not here too)."""
+        return np.concatenate([self.donor.lengths, self.new.lengths])
+
+    def union_parts(self, term: int) -> tuple[tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]], ...]:
+        """The chunks holding `term` in the union numbering (`to_base`), with its weighted count in
+        each: the donor's postings (a slice of its arrays, chunks not here among them), then the
+        new chunks' (after every donor's), each part ascending and left out when empty."""
         donor, new = self.donor, self.new
         if self.asked is not None and term + 1 < len(donor.start) and term not in self.asked:
             # Its postings were not kept: the donor was told which terms would be asked for.
             raise RuntimeError(f"term {term} was not kept by the index this one reuses")
-        if term + 1 < len(donor.start):
+        parts: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = []
+        if term + 1 < len(donor.start) and donor.start[term + 1] > donor.start[term]:
             lo, hi = int(donor.start[term]), int(donor.start[term + 1])
-            mapped = self.kept_to[donor.chunks[lo:hi]]
-            kept = mapped >= 0
-            chunks, tf = mapped[kept].astype(np.int32, copy=False), donor.tf[lo:hi][kept]
+            parts.append((donor.chunks[lo:hi], donor.tf[lo:hi]))
         if term + 1 < len(new.start) and new.start[term + 1] > new.start[term]:
             lo, hi = int(new.start[term]), int(new.start[term + 1])
-            # Few new postings into many kept ones: each goes before the first kept chunk after it.
-            added = self.new_to[new.chunks[lo:hi]].astype(np.int32)
-            at = np.searchsorted(chunks, added)
-            chunks, tf = np.insert(chunks, at, added), np.insert(tf, at, new.tf[lo:hi])
-        return chunks, tf
+            parts.append((new.chunks[lo:hi] + np.int32(len(donor.lengths)), new.tf[lo:hi]))
+        return tuple(parts)
+
+    def term(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """The chunks here holding `term`, ascending, and its weighted count in each."""
+        return _in_base(self.to_base, self.union_parts(term))
+
+
+def _in_base(
+    to_base: npt.NDArray[np.int32], parts: Sequence[tuple[npt.NDArray[np.int32], npt.NDArray[Any]]]
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[Any]]:
+    """Postings in a union numbering (DerivedPostings) as positions here, ascending, with their
+    values; the chunks that are not here left out."""
+    if not parts:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+    chunks = np.concatenate([chunks for chunks, _ in parts])
+    values = np.concatenate([values for _, values in parts])
+    here = to_base[chunks]
+    kept = here >= 0
+    order = np.argsort(here[kept], kind="stable")
+    return here[kept][order], values[kept][order]
 
 
 SPARSE_SCORES_BELOW = 16
@@ -493,15 +526,26 @@ class Bm25Scorer:
         Layers are kept apart rather than merged into one posting list: a merge sorts every
         posting (seconds and twice the memory at 100,000 chunks), while a query reads a few
         short slices per layer either way. A layer of DerivedPostings is scored term by term as
-        queries ask for its terms, with the same arithmetic, so to the same bits."""
-        self.size = len(layers[0].lengths) if layers else 0
+        queries ask for its terms, with the same arithmetic, so to the same bits; their scores
+        are summed in the layers' union numbering (DerivedPostings.union_term), and only the
+        chunks ranked are mapped to their positions (`to_base`)."""
+        chunks = len(layers[0].lengths) if layers else 0
         # A chunk without a single term in any layer can never be found; it is left out of the
         # collection statistics (N and mean length), so that a section holding nothing search
         # scores (titles.scored_fields: a title-only section) weighs on no other chunk's score.
-        present = np.zeros(self.size, dtype=bool)
+        present = np.zeros(chunks, dtype=bool)
         for layer in layers:
             present |= layer.lengths > 0
         counted = int(present.sum())
+        derived = [layer for layer in layers if isinstance(layer, DerivedPostings)]
+        if derived and (len(derived) < len(layers) or any(
+            not np.array_equal(layer.to_base, derived[0].to_base) for layer in derived[1:]
+        )):
+            raise ValueError("derived layers are scored together, in one union numbering")
+        self.to_base: npt.NDArray[np.int32] | None = derived[0].to_base if derived else None
+        """The positions of the union numbering the scores are summed in (derived layers); None:
+        the positions themselves."""
+        self.size = chunks if self.to_base is None else len(self.to_base)
         self.layers: list[_ScoredLayer] = []
         for layer, boost, mask in zip(layers, boosts, masks or [None] * len(layers), strict=True):
             if isinstance(layer, DerivedPostings):
@@ -516,7 +560,10 @@ class Bm25Scorer:
 
     def postings_of(self, layer: int, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
         """The chunk positions holding `term` in this layer, ascending, and its impact in each."""
-        return self.layers[layer].term_postings(term)
+        parts = self.layers[layer].term_parts(term)
+        if self.to_base is None:
+            return parts[0] if parts else (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+        return _in_base(self.to_base, parts)
 
     def forget_impacts(self) -> None:
         """Drop the impacts kept between queries (shared and derived layers): a term asked after
@@ -541,21 +588,21 @@ class Bm25Scorer:
         sample: npt.NDArray[np.int32] | None = None  # the shortest postings of `depth` chunks or more
         for layer in self.layers:
             for term, weight in query:
-                chunks, impacts = layer.term_postings(term)
-                if len(chunks) == 0:
-                    continue
-                if len(chunks) >= depth and (sample is None or len(chunks) < len(sample)):
-                    sample = chunks
-                if scores is not None:
-                    _add_impacts(scores, chunks, impacts, weight)
-                    continue
-                held.append((chunks, impacts, weight))
-                count += len(chunks)
-                if count > JOINED_POSTINGS_AT_MOST:
-                    scores = np.zeros(self.size, dtype=np.float64)
-                    for held_chunks, held_impacts, held_weight in held:
-                        _add_impacts(scores, held_chunks, held_impacts, held_weight)
-                    held = []
+                # A term's postings in parts with distinct chunks (a derived layer's donor's and new
+                # ones): each chunk's sum still takes the term's impact once, in the same order.
+                for chunks, impacts in layer.term_parts(term):
+                    if len(chunks) >= depth and (sample is None or len(chunks) < len(sample)):
+                        sample = chunks
+                    if scores is not None:
+                        _add_impacts(scores, chunks, impacts, weight)
+                        continue
+                    held.append((chunks, impacts, weight))
+                    count += len(chunks)
+                    if count > JOINED_POSTINGS_AT_MOST:
+                        scores = np.zeros(self.size, dtype=np.float64)
+                        for held_chunks, held_impacts, held_weight in held:
+                            _add_impacts(scores, held_chunks, held_impacts, held_weight)
+                        held = []
         candidates: npt.NDArray[Any]
         candidate_scores: npt.NDArray[Any]
         if scores is None:
@@ -592,6 +639,9 @@ class Bm25Scorer:
             threshold = np.partition(candidate_scores, len(candidates) - depth)[len(candidates) - depth]
             above = candidate_scores >= threshold
             candidates, candidate_scores = candidates[above], candidate_scores[above]
+        if self.to_base is not None:
+            # Positions only now: a chunk not here has no impact, so none is a candidate.
+            candidates = self.to_base[candidates]
         order = np.lexsort((candidates, -candidate_scores))[:depth]
         return [(int(c), float(s)) for c, s in zip(candidates[order], candidate_scores[order])]
 
@@ -636,10 +686,14 @@ def _add_impacts(
     scores[chunks] += impacts if weight == 1.0 else impacts * np.float64(weight)
 
 
+Part = tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]
+"""Chunk positions, ascending and distinct, and a term's impact in each."""
+
+
 class _ScoredLayer(Protocol):
-    def term_postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        """The chunk positions holding `term`, ascending, and its impact in each (empty for a
-        term this layer does not hold)."""
+    def term_parts(self, term: int) -> tuple[Part, ...]:
+        """The chunk positions holding `term` and its impact in each, in parts of distinct
+        chunks, each ascending (none for a term this layer does not hold)."""
         ...
 
 
@@ -651,12 +705,12 @@ class _PrecomputedLayer(NamedTuple):
     chunks: npt.NDArray[np.int32]
     impacts: npt.NDArray[np.float32]
 
-    def term_postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+    def term_parts(self, term: int) -> tuple[Part, ...]:
         # A term added to the vocabulary after this layer has no postings here.
-        if term >= len(self.start) - 1:
-            return self.chunks[:0], self.impacts[:0]
+        if term >= len(self.start) - 1 or self.start[term + 1] == self.start[term]:
+            return ()
         lo, hi = int(self.start[term]), int(self.start[term + 1])
-        return self.chunks[lo:hi], self.impacts[lo:hi]
+        return ((self.chunks[lo:hi], self.impacts[lo:hi]),)
 
 
 class _ImpactsOnDemand:
@@ -666,43 +720,52 @@ class _ImpactsOnDemand:
     dropped is computed again."""
 
     def __init__(
-        self, lengths: npt.NDArray[np.float32], n_chunks: int, parameters: Bm25Parameters, boost: np.float32,
+        self, norm: npt.NDArray[np.float32], n_chunks: int, parameters: Bm25Parameters, boost: np.float32,
         mask: npt.NDArray[np.bool_] | None, budget: int,
     ) -> None:
         self.n_chunks = n_chunks
         self.k1 = np.float32(parameters.k1)
-        self.norm = _norm(lengths, n_chunks, parameters)
+        self.norm = norm
         self.boost = boost
         self.mask = mask
         self.budget = budget
-        self._terms: OrderedDict[int, tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]] = OrderedDict()
-        """term -> its chunks and impacts, the most recently asked last."""
+        self._terms: OrderedDict[int, tuple[Part, ...]] = OrderedDict()
+        """term -> its parts with their impacts, the most recently asked last."""
         self._cached = 0
         """Postings in `_terms`, at most `budget` (beyond one term's)."""
         self.computed = 0
         """Postings whose impacts were computed on a query's demand (what the cache saves)."""
 
-    def _known(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]] | None:
+    def _known(self, term: int) -> tuple[Part, ...] | None:
         known = self._terms.get(term)
         if known is not None:
             self._terms.move_to_end(term)
         return known
 
-    def _computed(
-        self, term: int, chunks: npt.NDArray[np.int32], tf: npt.NDArray[np.float32]
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        df = np.array([len(chunks)], dtype=np.int64)
-        impacts = _term_impacts(_idf(df, self.n_chunks), df, chunks, tf, self.norm, self.k1)
-        impacts *= self.boost
-        if self.mask is not None:
+    def _impacts_of(
+        self, chunks: npt.NDArray[np.int32], tf: npt.NDArray[np.float32], idf: np.float32,
+        zeroed: npt.NDArray[np.bool_] | None = None,
+    ) -> npt.NDArray[np.float32]:
+        """One term's impacts over these postings (`zeroed`: each posting's mask, gathered
+        already; else the layer's mask gathered here)."""
+        impacts = _one_term_impacts(idf, chunks, tf, self.norm, self.k1)
+        if self.boost != 1:  # times 1 leaves every float as it is
+            impacts *= self.boost
+        if zeroed is not None:
+            impacts *= zeroed
+        elif self.mask is not None:
             impacts *= self.mask[chunks]
-        self.computed += len(chunks)
-        while self._terms and self._cached + len(chunks) > self.budget:
-            _, (dropped, _) = self._terms.popitem(last=False)
-            self._cached -= len(dropped)
-        self._terms[term] = (chunks, impacts)
-        self._cached += len(chunks)
-        return chunks, impacts
+        return impacts
+
+    def _keep(self, term: int, parts: tuple[Part, ...]) -> tuple[Part, ...]:
+        postings = sum(len(chunks) for chunks, _ in parts)
+        self.computed += postings
+        while self._terms and self._cached + postings > self.budget:
+            _, dropped = self._terms.popitem(last=False)
+            self._cached -= sum(len(chunks) for chunks, _ in dropped)
+        self._terms[term] = parts
+        self._cached += postings
+        return parts
 
     def forget(self) -> None:
         self._terms.clear()
@@ -711,7 +774,7 @@ class _ImpactsOnDemand:
     @property
     def cached_bytes(self) -> int:
         """Bytes of impacts kept between queries."""
-        return sum(impacts.nbytes for _, impacts in self._terms.values())
+        return sum(impacts.nbytes for parts in self._terms.values() for _, impacts in parts)
 
 
 class _SharedLayer(_ImpactsOnDemand):
@@ -724,17 +787,23 @@ class _SharedLayer(_ImpactsOnDemand):
         self, postings: Postings, shared: frozenset[int], n_chunks: int, parameters: Bm25Parameters,
         boost: np.float32, mask: npt.NDArray[np.bool_] | None,
     ) -> None:
-        super().__init__(postings.lengths, n_chunks, parameters, boost, mask, SHARED_CACHE_POSTINGS)
+        norm = _norm(postings.lengths, _mean_length(postings.lengths, n_chunks), parameters)
+        super().__init__(norm, n_chunks, parameters, boost, mask, SHARED_CACHE_POSTINGS)
         self.start, self.chunks, self.values = postings.start, postings.chunks, postings.tf
         self.shared = shared
 
-    def term_postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        if term >= len(self.start) - 1:
-            return self.chunks[:0], self.values[:0]
+    def term_parts(self, term: int) -> tuple[Part, ...]:
+        if term >= len(self.start) - 1 or self.start[term + 1] == self.start[term]:
+            return ()
         lo, hi = int(self.start[term]), int(self.start[term + 1])
+        chunks = self.chunks[lo:hi]
         if term not in self.shared:
-            return self.chunks[lo:hi], self.values[lo:hi]
-        return self._known(term) or self._computed(term, self.chunks[lo:hi], self.values[lo:hi])
+            return ((chunks, self.values[lo:hi]),)
+        known = self._known(term)
+        if known is not None:
+            return known
+        idf = _idf(np.array([hi - lo], dtype=np.int64), self.n_chunks)[0]
+        return self._keep(term, ((chunks, self._impacts_of(chunks, self.values[lo:hi], idf)),))
 
 
 SHARED_CACHE_POSTINGS = 1 << 22
@@ -746,24 +815,53 @@ at 1 << 18 (in process, process time). A plain run shares nothing and never comp
 
 
 class _DerivedLayer(_ImpactsOnDemand):
-    """A layer of DerivedPostings, each term's impacts computed on demand over this corpus's
-    statistics, the most recent kept up to DERIVED_CACHE_POSTINGS."""
+    """A layer of DerivedPostings in their union numbering, each term's impacts computed on demand
+    over this corpus's statistics, the most recent kept up to DERIVED_CACHE_POSTINGS. A donor's
+    chunk that is not here is among a term's postings with an impact of 0, and left out of its
+    df: every other impact is the same bits as over the postings laid out here."""
 
     def __init__(
         self, postings: DerivedPostings, n_chunks: int, parameters: Bm25Parameters, boost: np.float32,
         mask: npt.NDArray[np.bool_] | None,
     ) -> None:
-        super().__init__(postings.lengths, n_chunks, parameters, boost, mask, DERIVED_CACHE_POSTINGS)
+        donors = len(postings.donor.lengths)
+        here = postings.to_base[:donors] >= 0
+        union_mask = None
+        if mask is not None:
+            union_mask = mask[postings.to_base]
+            union_mask[:donors] &= here  # -1 read the last chunk's
+        mean = _mean_length(postings.lengths, n_chunks)
+        super().__init__(
+            _norm(postings.union_lengths, mean, parameters), n_chunks, parameters, boost, union_mask,
+            DERIVED_CACHE_POSTINGS,
+        )
+        self.here = here
+        """Whether each donor's chunk is here."""
         self.postings = postings
 
-    def term_postings(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        return self._known(term) or self._computed(term, *self.postings.term(term))
+    def term_parts(self, term: int) -> tuple[Part, ...]:
+        known = self._known(term)
+        if known is not None:
+            return known
+        parts = self.postings.union_parts(term)
+        if not parts:
+            return ()
+        donors = len(self.here)
+        # Only the donor's part holds chunks that are not here (the new ones are after its).
+        first, tf = parts[0]
+        present = self.here[first] if first[0] < donors else None
+        missing = 0 if present is None else len(first) - int(np.count_nonzero(present))
+        idf = _idf(np.array([sum(len(chunks) for chunks, _ in parts) - missing], dtype=np.int64), self.n_chunks)[0]
+        zeroed = present if missing and self.mask is None else None
+        computed = [(first, self._impacts_of(first, tf, idf, zeroed))]
+        computed += [(chunks, self._impacts_of(chunks, tf, idf)) for chunks, tf in parts[1:]]
+        return self._keep(term, tuple(computed))
 
 
 DERIVED_CACHE_POSTINGS = 1 << 18
-"""Postings whose impacts a derived layer keeps between queries (8 bytes each, 2 MiB). Keeping
-every term's, the golden queries' terms were as many postings again as the head kept for them;
-at 10,000 bench documents and 225 queries (the base's child, in process): 88 MiB of private
+"""Postings whose impacts a derived layer keeps between queries (4 bytes each, 1 to 2 MiB: a new
+chunk's position is kept beside its impact). Keeping every term's, the golden queries' terms were
+as many postings again as the head kept for them; at 10,000 bench documents and 225 queries (the base's child, in process): 88 MiB of private
 memory and 0.43 s of CPU to answer with no bound, 76 MiB and 0.53 s at 1 << 20, 67 MiB and 0.59 s
 here. A term asked again after it was dropped is computed again, to the same bits."""
 
@@ -780,7 +878,7 @@ def _impacts(
     start = postings.start
     df = np.diff(start)
     idf = _idf(df, n_chunks)
-    norm = _norm(postings.lengths, n_chunks, parameters)
+    norm = _norm(postings.lengths, _mean_length(postings.lengths, n_chunks), parameters)
     k1 = np.float32(parameters.k1)
     impacts = np.empty(len(postings.chunks), dtype=np.float32) if out is None else out
     kept = np.zeros(len(df), dtype=bool)
@@ -815,11 +913,27 @@ def _idf(df: npt.NDArray[np.int64], n_chunks: int) -> npt.NDArray[np.float32]:
     return np.log1p((n_chunks - df + 0.5) / (df + 0.5)).astype(np.float32)
 
 
-def _norm(lengths: npt.NDArray[np.float32], n_chunks: int, parameters: Bm25Parameters) -> npt.NDArray[np.float32]:
+def _mean_length(lengths: npt.NDArray[np.float32], n_chunks: int) -> float:
+    """The mean of every chunk's length over the `n_chunks` that count (a float64 sum, in order)."""
+    return float(lengths.sum(dtype=np.float64)) / n_chunks if n_chunks else 0.0
+
+
+def _norm(lengths: npt.NDArray[np.float32], mean: float, parameters: Bm25Parameters) -> npt.NDArray[np.float32]:
     """k1 * (1 - b + b * length / mean) of every chunk."""
-    mean = float(lengths.sum(dtype=np.float64)) / n_chunks if n_chunks else 0.0
     k1, b = np.float32(parameters.k1), np.float32(parameters.b)
     return k1 * (np.float32(1) - b + b * lengths / np.float32(mean if mean > 0 else 1.0))
+
+
+def _one_term_impacts(
+    idf: np.float32, chunks: npt.NDArray[np.int32], tf: npt.NDArray[np.float32], norm: npt.NDArray[np.float32],
+    k1: np.float32,
+) -> npt.NDArray[np.float32]:
+    """_term_impacts of one term's postings: idf times each saturation, the same float32 product."""
+    saturation = norm[chunks]
+    saturation += tf
+    np.divide(tf * (k1 + 1), saturation, out=saturation)
+    saturation *= idf
+    return saturation
 
 
 def _term_impacts(

@@ -388,9 +388,9 @@ class Index:
         for donor_first, first, count in reused.moved:
             kept_to[donor_first : donor_first + count] = np.arange(first, first + count)
         tick(sum(count for _, _, count in reused.moved))
+        to_base = DerivedPostings.to_base_of(kept_to, new_to)
         derived = [
-            DerivedPostings.of(old, kept_to, part, new_to, self.corpus.chunks)
-            for old, part in zip(donated, new, strict=True)
+            DerivedPostings.of(old, to_base, part, self.corpus.chunks) for old, part in zip(donated, new, strict=True)
         ]
         # The postings taken over were counted on the donor's side; here as the base holds them
         # (counted one by one only when the donor's and the new ones together would exceed it).

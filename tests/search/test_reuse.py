@@ -174,15 +174,16 @@ def test_derived_postings_drop_the_donors_other_chunks_and_merge_the_new_ones_in
         start=np.array([0, 0, 1, 3]), chunks=np.array([0, 0, 1], dtype=np.int32),
         tf=np.array([6, 7, 8], dtype=np.float32), lengths=np.array([20, 21], dtype=np.float32),
     )
-    derived = DerivedPostings.of(KeptAnalysis.of(donor), np.array([0, -1, 2, 4]), new, np.array([1, 3]), 5)
+    derived = DerivedPostings.of(KeptAnalysis.of(donor), np.array([0, -1, 2, 4, 1, 3], dtype=np.int32), new, 5)
     got = [(derived.term(t)[0].tolist(), derived.term(t)[1].tolist()) for t in range(4)]
     assert got == [([0, 2, 4], [1, 2, 3]), ([1, 4], [6, 5]), ([1, 3], [7, 8]), ([], [])]
     assert derived.lengths.tolist() == [10, 20, 12, 21, 13]
     assert derived.count == 7  # x's three and y's one kept, the three new ones
     # Kept for the terms a reusing index will be asked for: the same postings of those, the same
     # count, and a term not kept refused rather than answered as absent.
-    only_y = DerivedPostings.of(KeptAnalysis.of(donor).only(frozenset({1})), np.array([0, -1, 2, 4]), new,
-                                np.array([1, 3]), 5)
+    only_y = DerivedPostings.of(
+        KeptAnalysis.of(donor).only(frozenset({1})), np.array([0, -1, 2, 4, 1, 3], dtype=np.int32), new, 5
+    )
     assert only_y.term(1)[0].tolist() == [1, 4] and only_y.count == 7
     with pytest.raises(RuntimeError, match="not kept"):
         only_y.term(0)
@@ -208,7 +209,7 @@ def test_derived_postings_are_every_kept_and_new_posting_of_the_term_in_chunk_or
         chunks=np.array([c for _, c in new_pairs], dtype=np.int32),
         tf=rng.random(len(new_pairs)).astype(np.float32), lengths=rng.random(50).astype(np.float32),
     )
-    derived = DerivedPostings.of(KeptAnalysis.of(donor), kept_to, new, slots, size)
+    derived = DerivedPostings.of(KeptAnalysis.of(donor), DerivedPostings.to_base_of(kept_to, slots), new, size)
     # Against the obvious: every (term, chunk, tf) of both sides, sorted.
     expected = sorted(
         [(t, int(kept_to[c]), float(donor.tf[i])) for t in range(terms) for i in range(start[t], start[t + 1])
@@ -368,7 +369,7 @@ def test_a_shared_layer_keeps_impacts_within_its_budget_and_answers_the_same_wit
         told.keep_only_terms(asked)
         assert ranked(told) == ranked(told) == plain  # asked twice: from the cache, or again
         layers = told._scorers[DEFAULT_KEY].layers
-        cached[budget] = [sum(len(impacts) for _, impacts in layer._terms.values()) for layer in layers]
+        cached[budget] = [sum(len(i) for parts in layer._terms.values() for _, i in parts) for layer in layers]
         computed[budget] = sum(layer.computed for layer in layers)
     # Unbounded, each term's impacts are computed once and kept; at 5, at most one term's postings
     # past the budget are kept, and the terms asked again are computed again.
@@ -431,7 +432,7 @@ def test_a_derived_layer_keeps_impacts_within_its_budget_and_answers_the_same_wi
         reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
         assert ranked(reusing) == ranked(reusing) == scratch  # asked twice: from the cache, or again
         layers = reusing._scorers[DEFAULT_KEY].layers
-        kept[budget] = [sum(len(chunks) for chunks, _ in layer._terms.values()) for layer in layers]
+        kept[budget] = [sum(len(c) for parts in layer._terms.values() for c, _ in parts) for layer in layers]
     # Unbounded, every term asked is kept; at 5, at most one term's postings past the budget.
     assert all(total > 5 for total in kept[10**9])
     assert all(len(layer._terms) <= 1 or total <= 5 for layer, total in zip(layers, kept[5]))
@@ -488,3 +489,38 @@ def test_an_index_taking_the_donors_analyzer_copies_no_vocabulary_and_ranks_as_o
     assert ranked(taking) == scratch
     assert copies == [words]
     assert taking.analyzer is head.analyzer and len(head.analyzer.vocabulary) > words
+
+
+def test_a_derived_layer_scores_the_donors_postings_where_they_are_and_maps_only_what_it_ranks() -> None:
+    from scanner.search.bm25 import Bm25Parameters, Bm25Scorer
+
+    head_docs, base_docs, same = pull_request(edited_head(documents(240)))
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    ranked(head)
+    reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
+    ranked(reusing)
+    scorer = reusing._scorers[DEFAULT_KEY]
+    assert scorer.to_base is not None
+    layer = scorer.layers[0]  # BM25F: every field
+    donor = layer.postings.donor  # type: ignore[attr-defined]
+
+    def parts(word: str) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        compiled = compile_query(word)
+        assert compiled is not None
+        return layer.term_parts(reusing.analyzer.vocabulary[compiled.terms[0][0]])
+
+    # A word of documents the pull request left alone: the donor's own chunk positions, no copy.
+    (kettle, _), *_ = parts("kettle")
+    assert np.shares_memory(kettle, donor.chunks)
+    # The near miss: a word the base's changed documents add to the head's is theirs, after the donor's.
+    *_, (rollout, _) = parts("rollout")
+    assert not np.shares_memory(rollout, donor.chunks) and rollout.min() >= len(donor.lengths)
+    # A donor's chunk that is not here (the document the head added) scores 0 wherever it is read.
+    gone = set(np.flatnonzero(scorer.to_base < 0).tolist())
+    assert gone
+    read = [(int(c), float(i)) for chunks, impacts in parts("quokka") for c, i in zip(chunks, impacts)]
+    assert {c for c, _ in read} & gone and all(i == 0 for c, i in read if c in gone)
+    # Mixed with layers read in positions, derived layers would sum scores of two numberings.
+    plain = Postings(np.array([0, 0]), np.zeros(0, np.int32), np.zeros(0, np.float32), layer.postings.lengths)  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="one union numbering"):
+        Bm25Scorer([layer.postings, plain], Bm25Parameters())  # type: ignore[attr-defined]
