@@ -416,7 +416,7 @@ class DerivedPostings:
     search reads the head's postings of the terms it is asked, and the work and the memory it
     adds grow with those terms' postings and the chunks changed, not with the corpus.
 
-    They are read in the donor's numbering extended by the new chunks (`union_term`: the donor's
+    They are read in the donor's numbering extended by the new chunks (`union_parts`: the donor's
     positions, then the new chunks' after them, `to_base` mapping both here), so a term's
     postings are the donor's own slice with the new ones after it: mapping every posting to its
     position here, and merging the new ones in, was most of a base's search (Bm25Scorer maps only
@@ -426,7 +426,7 @@ class DerivedPostings:
     to_base: npt.NDArray[np.int32]
     """The donor's chunk positions and then the new chunks' (`new`'s local positions, after the
     donor's), each mapped to its position here; -1 for a donor's chunk that is not here. One
-    array for every layer of a corpus (to_base below)."""
+    array for every layer of a corpus (to_base_of, made once by the index)."""
     new: Postings
     lengths: npt.NDArray[np.float32]
     """Every chunk's weighted length here."""
@@ -527,7 +527,7 @@ class Bm25Scorer:
         posting (seconds and twice the memory at 100,000 chunks), while a query reads a few
         short slices per layer either way. A layer of DerivedPostings is scored term by term as
         queries ask for its terms, with the same arithmetic, so to the same bits; their scores
-        are summed in the layers' union numbering (DerivedPostings.union_term), and only the
+        are summed in the layers' union numbering (DerivedPostings.union_parts), and only the
         chunks ranked are mapped to their positions (`to_base`)."""
         chunks = len(layers[0].lengths) if layers else 0
         # A chunk without a single term in any layer can never be found; it is left out of the
@@ -861,9 +861,9 @@ class _DerivedLayer(_ImpactsOnDemand):
 DERIVED_CACHE_POSTINGS = 1 << 18
 """Postings whose impacts a derived layer keeps between queries (4 bytes each, 1 to 2 MiB: a new
 chunk's position is kept beside its impact). Keeping every term's, the golden queries' terms were
-as many postings again as the head kept for them; at 10,000 bench documents and 225 queries (the base's child, in process): 88 MiB of private
-memory and 0.43 s of CPU to answer with no bound, 76 MiB and 0.53 s at 1 << 20, 67 MiB and 0.59 s
-here. A term asked again after it was dropped is computed again, to the same bits."""
+as many postings again as the head kept for them; at 10,000 bench documents and 225 queries (the
+base's child, in process): 88 MiB of private memory and 0.43 s of CPU to answer with no bound, 76
+MiB and 0.53 s at 1 << 20, 67 MiB and 0.59 s here. A term asked again after it was dropped is computed again, to the same bits."""
 
 
 def _impacts(
