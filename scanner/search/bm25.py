@@ -742,6 +742,10 @@ class _ImpactsOnDemand:
             self._terms.move_to_end(term)
         return known
 
+    def _idf(self, df: int) -> np.float32:
+        """One term's idf over this layer's N, as _impacts computes it for every term."""
+        return np.float32(_idf(np.array([df], dtype=np.int64), self.n_chunks)[0])
+
     def _impacts_of(
         self, chunks: npt.NDArray[np.int32], tf: npt.NDArray[np.float32], idf: np.float32,
         zeroed: npt.NDArray[np.bool_] | None = None,
@@ -802,8 +806,7 @@ class _SharedLayer(_ImpactsOnDemand):
         known = self._known(term)
         if known is not None:
             return known
-        idf = _idf(np.array([hi - lo], dtype=np.int64), self.n_chunks)[0]
-        return self._keep(term, ((chunks, self._impacts_of(chunks, self.values[lo:hi], idf)),))
+        return self._keep(term, ((chunks, self._impacts_of(chunks, self.values[lo:hi], self._idf(hi - lo))),))
 
 
 SHARED_CACHE_POSTINGS = 1 << 22
@@ -851,10 +854,10 @@ class _DerivedLayer(_ImpactsOnDemand):
         first, tf = parts[0]
         present = self.here[first] if first[0] < donors else None
         missing = 0 if present is None else len(first) - int(np.count_nonzero(present))
-        idf = _idf(np.array([sum(len(chunks) for chunks, _ in parts) - missing], dtype=np.int64), self.n_chunks)[0]
+        idf = self._idf(sum(len(chunks) for chunks, _ in parts) - missing)
         zeroed = present if missing and self.mask is None else None
         computed = [(first, self._impacts_of(first, tf, idf, zeroed))]
-        computed += [(chunks, self._impacts_of(chunks, tf, idf)) for chunks, tf in parts[1:]]
+        computed += [(chunks, self._impacts_of(chunks, new_tf, idf)) for chunks, new_tf in parts[1:]]
         return self._keep(term, tuple(computed))
 
 
@@ -924,16 +927,24 @@ def _norm(lengths: npt.NDArray[np.float32], mean: float, parameters: Bm25Paramet
     return k1 * (np.float32(1) - b + b * lengths / np.float32(mean if mean > 0 else 1.0))
 
 
+def _saturation(
+    chunks: npt.NDArray[np.int32], tf: npt.NDArray[np.float32], norm: npt.NDArray[np.float32], k1: np.float32
+) -> npt.NDArray[np.float32]:
+    """tf * (k1 + 1) / (tf + norm) of each posting, in float32."""
+    saturation = norm[chunks]
+    saturation += tf
+    np.divide(tf * (k1 + 1), saturation, out=saturation)
+    return saturation
+
+
 def _one_term_impacts(
     idf: np.float32, chunks: npt.NDArray[np.int32], tf: npt.NDArray[np.float32], norm: npt.NDArray[np.float32],
     k1: np.float32,
 ) -> npt.NDArray[np.float32]:
-    """_term_impacts of one term's postings: idf times each saturation, the same float32 product."""
-    saturation = norm[chunks]
-    saturation += tf
-    np.divide(tf * (k1 + 1), saturation, out=saturation)
-    saturation *= idf
-    return saturation
+    """_term_impacts of one term's postings, without laying its idf out: the same float32 products."""
+    impacts = _saturation(chunks, tf, norm, k1)
+    impacts *= idf
+    return impacts
 
 
 def _term_impacts(
@@ -943,8 +954,5 @@ def _term_impacts(
     """The impacts of postings laid out term after term (`df` of each), element by element, so a
     term's are the same bits whether it is computed alone, in a block or with every other."""
     impacts = np.repeat(idf, df)
-    saturation = norm[chunks]
-    saturation += tf
-    np.divide(tf * (k1 + 1), saturation, out=saturation)
-    impacts *= saturation
+    impacts *= _saturation(chunks, tf, norm, k1)
     return impacts
