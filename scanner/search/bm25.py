@@ -369,27 +369,44 @@ def postings_per_chunk(chunks: npt.NDArray[np.int32], n_chunks: int) -> npt.NDAr
 
 @dataclass(frozen=True, slots=True)
 class KeptAnalysis:
-    """A layer's Postings kept for an index that will reuse them (DerivedPostings), with how
-    many postings each chunk has; only `terms`' postings when they are known beforehand."""
+    """A layer's Postings kept for an index that will reuse them (DerivedPostings); only `terms`'
+    postings when they are known beforehand."""
 
     postings: Postings
-    per_chunk: npt.NDArray[np.int64]
-    """Each chunk's postings, counted before any term was left out (the corpus cap counts them)."""
+    total: int
+    """Every posting of the layer, counted before any term was left out (an upper bound of what a
+    reusing index takes, which the corpus cap is checked against first)."""
+    per_chunk: npt.NDArray[np.int64] | None = None
+    """Each chunk's postings, counted before any term was left out; None while `postings` still
+    holds every posting (they are counted from them when asked: count_of)."""
     terms: frozenset[int] | None = None
     """The terms whose postings are kept; None: every term."""
 
     @classmethod
     def of(cls, postings: Postings) -> KeptAnalysis:
-        return cls(postings, postings_per_chunk(postings.chunks, len(postings.lengths)))
+        return cls(postings, len(postings.chunks))
 
     def sharing(self, terms: frozenset[int]) -> KeptAnalysis:
         """The postings of `terms` alone, read from these very arrays (no copy): whoever else holds
         them must leave those terms' chunks and tf as they are (Bm25Scorer's `shared`)."""
-        return KeptAnalysis(self.postings, self.per_chunk, terms)
+        return KeptAnalysis(self.postings, self.total, self.per_chunk, terms)
+
+    def count_of(self, chunks: npt.NDArray[np.int64]) -> int:
+        """How many postings the chunks at these positions have (before any term was left out).
+        Counted over every posting when first asked: a reusing index asks only when the donor's
+        total and its own new postings together would pass the corpus cap."""
+        per_chunk = self.per_chunk
+        if per_chunk is None:
+            per_chunk = postings_per_chunk(self.postings.chunks, len(self.postings.lengths))
+        return int(per_chunk[chunks].sum())
 
     def only(self, terms: frozenset[int]) -> KeptAnalysis:
-        """The postings of `terms` alone, in the same term ids (every other term's are empty)."""
+        """The postings of `terms` alone, in the same term ids (every other term's are empty); each
+        chunk's count of every posting is taken first, while they are all here."""
         postings = self.postings
+        per_chunk = self.per_chunk
+        if per_chunk is None:
+            per_chunk = postings_per_chunk(postings.chunks, len(postings.lengths))
         known = np.array(sorted(t for t in terms if t + 1 < len(postings.start)), dtype=np.int64)
         df = np.zeros(len(postings.start) - 1, dtype=np.int64)
         df[known] = postings.start[known + 1] - postings.start[known]
@@ -399,7 +416,7 @@ class KeptAnalysis:
         ends = np.cumsum(lengths)
         taken = np.arange(int(lengths.sum())) + np.repeat(lo - (ends - lengths), lengths)
         kept = Postings(start, postings.chunks[taken], postings.tf[taken], postings.lengths)
-        return KeptAnalysis(kept, self.per_chunk, terms)
+        return KeptAnalysis(kept, self.total, per_chunk, terms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,8 +447,6 @@ class DerivedPostings:
     new: Postings
     lengths: npt.NDArray[np.float32]
     """Every chunk's weighted length here."""
-    count: int
-    """How many postings this corpus has."""
     asked: frozenset[int] | None = None
     """The donor's terms whose postings it kept (KeptAnalysis.terms): None, every term."""
 
@@ -449,8 +464,7 @@ class DerivedPostings:
         moved = np.flatnonzero(kept_to >= 0)
         lengths[kept_to[moved]] = postings.lengths[moved]
         lengths[new_to] = new.lengths
-        count = int(donor.per_chunk[moved].sum()) + len(new.chunks)
-        return cls(postings, to_base, new, lengths, count, donor.terms)
+        return cls(postings, to_base, new, lengths, donor.terms)
 
     @property
     def union_lengths(self) -> npt.NDArray[np.float32]:

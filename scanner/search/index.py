@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate, chain, groupby
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -80,8 +80,9 @@ class Reuse:
     the base's index takes the head's chunk-table rows and analysed chunks (postings and
     lengths) for every other document (a HeldDocument: the same path and bytes, so the same
     chunks) and parses and analyses only the changed ones, then computes its own collection
-    statistics, so its rankings and scores are those of an index built from scratch. The
-    donor's folder must outlive the build (its table is attached and read)."""
+    statistics, so its rankings and scores are those of an index built from scratch. The rows
+    taken are read where the donor's table holds them (attached), so the reusing index holds its
+    donor, and the donor's folder must outlive it."""
 
     index: Index
     """Built with `keep_analysis`, and analysed (a scorer built) before this index is searched."""
@@ -137,6 +138,9 @@ class Index:
         self._reused: _Reused | None = None
         self._donor_terms: int | None = None
         """The donor's vocabulary size when this index's analyzer was copied from it (Reuse)."""
+        self._layout: _Layout | None = None
+        """Where the rows of a reusing index are (Reuse): the donor's table holds those taken from it;
+        None: this index's own table holds every row."""
         weakref.finalize(self, _remove_folder, folder, [connection])
 
     @classmethod
@@ -200,25 +204,21 @@ class Index:
                     count += 1
                     yield (count, *row)
 
+        layout: _Layout | None = None
         try:
             if donor is not None:
                 connection.execute("ATTACH DATABASE ? AS donor", (os.path.join(donor.folder, "chunks.sqlite"),))
             connection.execute("BEGIN")
             connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
-            for donor_first, first, chunks in _joined_moves(moved):
-                # The donor's rows of the documents taken, as they are, at their positions here.
-                connection.execute(
-                    "INSERT INTO chunks SELECT id + ?, path, heading, breadcrumb, body, start_line, end_line,"
-                    " heading_line, body_start_line, breadcrumb_lines, breadcrumb_part_lengths, scored_heading,"
-                    " scored_breadcrumb FROM donor.chunks WHERE id > ? AND id <= ?",
-                    (first - donor_first, donor_first, donor_first + chunks),
-                )
             connection.execute("COMMIT")
-            if donor is not None:
-                connection.execute("DETACH DATABASE donor")
             if moved:
-                # The rows past the first one taken, in chunk order, from the table now whole.
-                _digest_rows(digest, connection, moved[0][1])
+                # The donor's rows of the documents taken are read where they are (not copied: at
+                # 100,000 bench documents the copy was 3 s of a pull request's base).
+                layout = _Layout.of(_joined_moves(moved), _joined(fresh))
+                # The rows past the first one taken, in chunk order.
+                _digest_rows(digest, _select(connection, layout, _DIGESTED, moved[0][1], count))
+            elif donor is not None:
+                connection.execute("DETACH DATABASE donor")
         except BaseException:
             # Reading stopped part-way (a corpus cap, an interrupt): the half-written table goes
             # with it, as a finished index's does when it is dropped.
@@ -230,6 +230,7 @@ class Index:
         index.keep_analysis = keep_analysis
         if donor is not None and moved:
             index._reused = _Reused(donor, moved, _joined(fresh), reuse is not None and reuse.take_analyzer)
+            index._layout = layout
         return index
 
     def _document_chunks(self, path: str) -> tuple[int, int] | None:
@@ -281,11 +282,10 @@ class Index:
 
     def chunk(self, chunk_id: int) -> Chunk:
         """The chunk with this id, with its source lines, as it was indexed."""
-        row = self.connection.execute(
-            "SELECT path, heading, breadcrumb, body, start_line, end_line, heading_line, body_start_line,"
-            " breadcrumb_lines, breadcrumb_part_lengths FROM chunks WHERE id = ?",
-            (chunk_id,),
-        ).fetchone()
+        row = next(self._select(
+            "path, heading, breadcrumb, body, start_line, end_line, heading_line, body_start_line,"
+            " breadcrumb_lines, breadcrumb_part_lengths", chunk_id - 1, chunk_id,
+        ), None) if 0 < chunk_id <= self.corpus.chunks else None
         if row is None:
             raise KeyError(chunk_id)
         path, heading, breadcrumb, body, start, end, heading_line, body_start, lines, lengths = row
@@ -366,6 +366,8 @@ class Index:
         )
         with progress("indexed", total=total, unit="sections") as tick:
             if reused is None or donated is None or not usable:
+                # Every chunk analysed here, by processes reading this index's own table.
+                self._take_rows()
                 postings = self._analyse(job, [(0, total)], tick)
             else:
                 return self._derive(job, reused, donated, tick)
@@ -376,6 +378,23 @@ class Index:
             # size of what is kept (about half the postings for the bench's golden queries).
             self._kept[key] = kept if self._kept_terms is None else [part.sharing(self._kept_ids()) for part in kept]
         return postings
+
+    def _take_rows(self) -> None:
+        """The donor's rows this index reads where they are, copied into its own table (at their
+        positions here): for an analysis of the whole table, which the donor's did not provide."""
+        layout, self._layout = self._layout, None
+        if layout is None:
+            return
+        self.connection.execute("BEGIN")
+        for table, shift, lo, hi in layout.pieces(0, self.corpus.chunks):
+            if table == _DONOR_TABLE:
+                self.connection.execute(
+                    f"INSERT INTO {_OWN_TABLE} SELECT id + ?, path, heading, breadcrumb, body, start_line, end_line,"
+                    " heading_line, body_start_line, breadcrumb_lines, breadcrumb_part_lengths, scored_heading,"
+                    f" scored_breadcrumb FROM {_DONOR_TABLE} WHERE id > ? AND id <= ?",
+                    (shift, lo, hi),
+                )
+        self.connection.execute("COMMIT")
 
     def _derive(
         self, job: _AnalysisJob, reused: _Reused, donated: list[KeptAnalysis], tick: Callable[[int], None]
@@ -392,10 +411,13 @@ class Index:
         derived = [
             DerivedPostings.of(old, to_base, part, self.corpus.chunks) for old, part in zip(donated, new, strict=True)
         ]
-        # The postings taken over were counted on the donor's side; here as the base holds them
-        # (counted one by one only when the donor's and the new ones together would exceed it).
-        if sum(part.count for part in derived) > self.caps.postings:
-            raise IndexCapExceeded("max-postings", self.caps.postings, self.corpus.chunks)
+        # The postings taken over, as the base holds them: counted chunk by chunk only when the
+        # donor's whole count and the new ones together would pass the cap.
+        added = sum(len(part.chunks) for part in new)
+        if sum(part.total for part in donated) + added > self.caps.postings:
+            kept = np.flatnonzero(kept_to >= 0)
+            if sum(part.count_of(kept) for part in donated) + added > self.caps.postings:
+                raise IndexCapExceeded("max-postings", self.caps.postings, self.corpus.chunks)
         return derived
 
     def _analyse(self, job: _AnalysisJob, ranges: list[tuple[int, int]], tick: Callable[[int], None]) -> list[Postings]:
@@ -445,20 +467,18 @@ class Index:
         """Every indexed chunk, grouped by document, in path order; the documents `skip` names are
         not read at all (a pull request's base scans only the documents it changed)."""
         # Ids were given in path order (Index.build walks the sorted corpus): no sort needed.
-        query = "SELECT id, path, heading, breadcrumb, body FROM chunks"
+        columns = "path, heading, breadcrumb, body"
         if not skip:
-            cursors: Iterable[sqlite3.Cursor] = [self.connection.execute(query + " ORDER BY id")]
+            wanted = [(0, self.corpus.chunks)]
         else:
             wanted = _joined([
                 (self._starts[at], self._starts[at + 1] - self._starts[at])
                 for at, path in enumerate(self._order) if path not in skip and self._starts[at + 1] > self._starts[at]
             ])
-            cursors = (
-                self.connection.execute(query + " WHERE id > ? AND id <= ? ORDER BY id", (first, first + count))
-                for first, count in wanted
-            )
+        cursors = (self._select(columns, first, first + count, with_id=True) for first, count in wanted)
         for path, rows in groupby(chain.from_iterable(cursors), key=itemgetter(1)):
-            yield path, list(rows)
+            # SQLite's rows as they come, in IndexedChunk's field order (no object built per chunk).
+            yield path, cast("list[IndexedChunk]", list(rows))
 
     def locate_chunks(
         self, chunk_ids: list[int], *, parents: bool = True
@@ -466,20 +486,37 @@ class Index:
         """chunk id -> (path, heading, the enclosing headings outermost first, without the title;
         None unless `parents`)."""
         found: dict[int, tuple[str, str, tuple[str, ...] | None]] = {}
-        for start in range(0, len(chunk_ids), _SQL_BATCH):
-            batch = chunk_ids[start : start + _SQL_BATCH]
-            marks = ",".join("?" * len(batch))
-            if not parents:
-                rows = self.connection.execute(f"SELECT id, path, heading FROM chunks WHERE id IN ({marks})", batch)
-                found.update((chunk_id, (path, heading, None)) for chunk_id, path, heading in rows)
-                continue
-            rows = self.connection.execute(
-                f"SELECT id, path, heading, breadcrumb, breadcrumb_part_lengths FROM chunks WHERE id IN ({marks})", batch
-            )
-            found.update(
-                (chunk_id, (path, heading, _parents(crumb, lengths))) for chunk_id, path, heading, crumb, lengths in rows
-            )
+        columns = "path, heading, breadcrumb, breadcrumb_part_lengths" if parents else "path, heading"
+        for table, here in self._tables_of(chunk_ids):
+            ids = list(here)
+            for start in range(0, len(ids), _SQL_BATCH):
+                batch = ids[start : start + _SQL_BATCH]
+                marks = ",".join("?" * len(batch))
+                rows = self.connection.execute(f"SELECT id, {columns} FROM {table} WHERE id IN ({marks})", batch)
+                if not parents:
+                    found.update((here[there], (path, heading, None)) for there, path, heading in rows)
+                    continue
+                found.update(
+                    (here[there], (path, heading, _parents(crumb, lengths)))
+                    for there, path, heading, crumb, lengths in rows
+                )
         return found
+
+    def _select(self, columns: str, first: int, last: int, *, with_id: bool = False) -> Iterator[tuple[Any, ...]]:
+        """`columns` of the chunks after position `first` up to `last`, in chunk order (their ids
+        here first, `with_id`), wherever their rows are."""
+        return _select(self.connection, self._layout, columns, first, last, with_id=with_id)
+
+    def _tables_of(self, chunk_ids: Iterable[int]) -> list[tuple[str, dict[int, int]]]:
+        """(table, its row id -> chunk id here) of each table holding some of these chunks."""
+        if self._layout is None:
+            return [(_OWN_TABLE, {chunk_id: chunk_id for chunk_id in chunk_ids})]
+        tables: dict[str, dict[int, int]] = {}
+        for chunk_id in chunk_ids:
+            if 0 < chunk_id <= self.corpus.chunks:
+                table, shift = self._layout.at(chunk_id - 1)
+                tables.setdefault(table, {})[chunk_id - shift] = chunk_id
+        return list(tables.items())
 
     def sections(self, paths: Iterable[str]) -> dict[str, list[tuple[str, tuple[str, ...], int | None, bool]]]:
         """path -> each section of that document in order: (heading, enclosing headings outermost
@@ -501,9 +538,7 @@ class Index:
         asked for (the answers of 10,000 queries: seconds of the run)."""
         ranges = sorted(found for path in set(paths) if (found := self._document_chunks(path)) is not None and found[1])
         for first, count in _joined(ranges):
-            yield from self.connection.execute(
-                f"SELECT {columns} FROM chunks WHERE id > ? AND id <= ? ORDER BY id", (first, first + count)
-            )
+            yield from self._select(columns, first, first + count)
 
     def titles_and_headings(self, paths: Iterable[str]) -> dict[str, list[str]]:
         """path -> the page's title as written (the breadcrumb's first part), then each heading of
@@ -569,19 +604,76 @@ class _Reused:
     """Reuse.take_analyzer."""
 
 
-def _digest_rows(digest: hashlib._Hash, connection: sqlite3.Connection, first: int) -> None:
-    """The corpus digest's updates for every chunk past position `first`, read from the table in
-    chunk order, as Index.build's loop makes them for the chunks it writes: SQLite keeps text as
-    UTF-8 (which holds no lone surrogate) and hands it over as those bytes when cast to a blob."""
-    rows = connection.execute(
-        "SELECT CAST(path AS BLOB), CAST(heading AS BLOB), CAST(breadcrumb AS BLOB), CAST(body AS BLOB)"
-        " FROM chunks WHERE id > ? ORDER BY id",
-        (first,),
-    )
+_DIGESTED = "CAST(path AS BLOB), CAST(heading AS BLOB), CAST(breadcrumb AS BLOB), CAST(body AS BLOB)"
+"""A row's values as the corpus digest takes them: SQLite keeps text as UTF-8 (which holds no lone
+surrogate) and hands it over as those bytes when cast to a blob."""
+
+
+def _digest_rows(digest: hashlib._Hash, rows: Iterable[tuple[bytes, ...]]) -> None:
+    """The corpus digest's updates for these rows (_DIGESTED), as Index.build's loop makes them for
+    the chunks it writes."""
     for row in rows:
         for encoded in row:
             digest.update(len(encoded).to_bytes(8, "big"))
             digest.update(encoded)
+
+
+_OWN_TABLE = "main.chunks"
+_DONOR_TABLE = "donor.chunks"
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where a reusing index's rows are: runs of chunk positions, each in its own table (the chunks
+    analysed here, at their ids) or in the donor's (the documents taken, at the donor's ids)."""
+
+    firsts: list[int]
+    """Each run's first position here, ascending."""
+    tables: list[str]
+    shifts: list[int]
+    """Chunk id here minus row id in the run's table."""
+
+    @classmethod
+    def of(cls, moved: list[tuple[int, int, int]], fresh: list[tuple[int, int]]) -> _Layout:
+        runs = sorted(
+            [(first, _DONOR_TABLE, first - donor_first) for donor_first, first, _ in moved]
+            + [(first, _OWN_TABLE, 0) for first, _ in fresh]
+        )
+        return cls([first for first, _, _ in runs], [table for _, table, _ in runs], [shift for _, _, shift in runs])
+
+    def at(self, position: int) -> tuple[str, int]:
+        """(table, shift) of the run holding the chunk at `position`."""
+        run = max(bisect.bisect_right(self.firsts, position) - 1, 0)
+        return self.tables[run], self.shifts[run]
+
+    def pieces(self, first: int, last: int) -> Iterator[tuple[str, int, int, int]]:
+        """(table, shift, lo, hi): the chunks after position `first` up to `last` are, run by run,
+        that table's rows of ids lo+1..hi."""
+        run = max(bisect.bisect_right(self.firsts, first) - 1, 0)
+        while first < last and run < len(self.firsts):
+            end = self.firsts[run + 1] if run + 1 < len(self.firsts) else last
+            stop = min(end, last)
+            if stop > first:
+                shift = self.shifts[run]
+                yield self.tables[run], shift, first - shift, stop - shift
+                first = stop
+            run += 1
+
+
+def _select(
+    connection: sqlite3.Connection, layout: _Layout | None, columns: str, first: int, last: int,
+    *, with_id: bool = False,
+) -> Iterator[tuple[Any, ...]]:
+    """`columns` of the chunks after position `first` up to `last`, in chunk order, from the tables
+    `layout` says (this connection's own table when None); their ids here first, `with_id`."""
+    pieces = [(_OWN_TABLE, 0, first, last)] if layout is None else layout.pieces(first, last)
+    for table, shift, lo, hi in pieces:
+        if with_id:
+            yield from connection.execute(
+                f"SELECT id + ?, {columns} FROM {table} WHERE id > ? AND id <= ? ORDER BY id", (shift, lo, hi)
+            )
+        else:
+            yield from connection.execute(f"SELECT {columns} FROM {table} WHERE id > ? AND id <= ? ORDER BY id", (lo, hi))
 
 
 def _joined_moves(moved: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:

@@ -121,9 +121,12 @@ def test_an_index_reusing_anothers_analysis_ranks_and_scores_as_one_built_from_s
     assert not any(hit[0] == "d2/added.md" for hits in reused_hits for hit in hits)
     assert layer_table(reusing) == layer_table(scratch)
     assert reusing.corpus == scratch.corpus
-    # The chunk table too (the unchanged documents' rows copied from the head's), every column.
-    table = "SELECT * FROM chunks ORDER BY id"
-    assert reusing.connection.execute(table).fetchall() == scratch.connection.execute(table).fetchall()
+    # The chunk table too, every column, as the index reads it: the unchanged documents' rows where
+    # the head's table holds them. Its own table holds the changed documents' alone (nothing copied).
+    assert every_row(reusing) == every_row(scratch)
+    own = reusing.connection.execute("SELECT path FROM main.chunks").fetchall()
+    assert {path for (path,) in own} == {d.path for d in changed if d.path in base_by_path}
+    assert len(own) == sum(len(base_by_path[d.path].chunks) for d in changed if d.path in base_by_path)
     assert [reusing.chunk(n) for n in range(1, reusing.corpus.chunks + 1)] == [
         chunk for document in base_docs for chunk in document.chunks
     ]
@@ -135,13 +138,28 @@ def test_an_index_reusing_anothers_analysis_ranks_and_scores_as_one_built_from_s
     assert base_score != unchanged[2]
 
 
+def every_row(index: Index) -> list[tuple[object, ...]]:
+    """Every chunk's row as the index reads it (its id here, then every column), in chunk order."""
+    columns = (
+        "path, heading, breadcrumb, body, start_line, end_line, heading_line, body_start_line, breadcrumb_lines,"
+        " breadcrumb_part_lengths, scored_heading, scored_breadcrumb"
+    )
+    return list(index._select(columns, 0, index.corpus.chunks, with_id=True))
+
+
 def test_without_the_donors_analysis_the_index_is_analysed_whole() -> None:
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
     head = Index.build(head_docs, analysis_workers=1)  # keeps nothing
     ranked(head)
     reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
     scratch = Index.build(base_docs, analysis_workers=1)
+    before = reusing.connection.execute("SELECT count(*) FROM main.chunks").fetchone()[0]
     assert ranked(reusing) == ranked(scratch)
+    # Analysed whole by processes reading its own table: the head's rows were copied into it first.
+    assert before < scratch.corpus.chunks
+    table = "SELECT * FROM main.chunks ORDER BY id"
+    assert reusing.connection.execute(table).fetchall() == scratch.connection.execute(table).fetchall()
+    assert every_row(reusing) == every_row(scratch)
     # Its own vocabulary, in its own order: nothing was taken from the head.
     assert reusing.analyzer.vocabulary == scratch.analyzer.vocabulary
     assert "quokka" in head.analyzer.vocabulary and "quokka" not in reusing.analyzer.vocabulary
@@ -178,13 +196,13 @@ def test_derived_postings_drop_the_donors_other_chunks_and_merge_the_new_ones_in
     got = [(derived.term(t)[0].tolist(), derived.term(t)[1].tolist()) for t in range(4)]
     assert got == [([0, 2, 4], [1, 2, 3]), ([1, 4], [6, 5]), ([1, 3], [7, 8]), ([], [])]
     assert derived.lengths.tolist() == [10, 20, 12, 21, 13]
-    assert derived.count == 7  # x's three and y's one kept, the three new ones
+    kept = np.array([0, 2, 3])
+    assert KeptAnalysis.of(donor).count_of(kept) == 4  # x's three and y's one: chunk 1 is not here
     # Kept for the terms a reusing index will be asked for: the same postings of those, the same
-    # count, and a term not kept refused rather than answered as absent.
-    only_y = DerivedPostings.of(
-        KeptAnalysis.of(donor).only(frozenset({1})), np.array([0, -1, 2, 4, 1, 3], dtype=np.int32), new, 5
-    )
-    assert only_y.term(1)[0].tolist() == [1, 4] and only_y.count == 7
+    # count (of every term's postings), and a term not kept refused rather than answered as absent.
+    only = KeptAnalysis.of(donor).only(frozenset({1}))
+    only_y = DerivedPostings.of(only, np.array([0, -1, 2, 4, 1, 3], dtype=np.int32), new, 5)
+    assert only_y.term(1)[0].tolist() == [1, 4] and only.count_of(kept) == 4 and only.total == 5
     with pytest.raises(RuntimeError, match="not kept"):
         only_y.term(0)
 
@@ -221,9 +239,19 @@ def test_derived_postings_are_every_kept_and_new_posting_of_the_term_in_chunk_or
     assert got == expected
 
 
-def test_the_postings_cap_counts_the_postings_the_base_holds_not_the_donors() -> None:
+def test_the_postings_cap_counts_the_postings_the_base_holds_not_the_donors(monkeypatch: pytest.MonkeyPatch) -> None:
     from scanner.corpus.reader import CorpusCaps
+    from scanner.search import bm25
     from scanner.search.analysis import IndexCapExceeded
+
+    counted: list[int] = []
+    count = bm25.postings_per_chunk
+
+    def spy(chunks: np.ndarray, n_chunks: int) -> np.ndarray:
+        counted.append(len(chunks))
+        return count(chunks, n_chunks)
+
+    monkeypatch.setattr(bm25, "postings_per_chunk", spy)
 
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
     head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
@@ -231,9 +259,15 @@ def test_the_postings_cap_counts_the_postings_the_base_holds_not_the_donors() ->
     scratch = Index.build(base_docs, analysis_workers=1)
     scratch.scorer(*DEFAULT_KEY)
     exact = sum(len(p.chunks) for p in scratch._postings(_default_layers()))
-    # At the base's own count it is built; one under, refused, counted one by one.
+    # Under the donor's whole count and the new postings, nothing is counted chunk by chunk.
+    donor_total = sum(part.total for parts in head._kept.values() for part in parts)
+    roomy = Index.build(
+        held(base_docs, same), analysis_workers=1, reuse=Reuse(head), caps=CorpusCaps(postings=donor_total + exact)
+    )
+    assert ranked(roomy) == ranked(scratch) and counted == []
+    # At the base's own count it is built, counted chunk by chunk; one under, refused.
     reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head), caps=CorpusCaps(postings=exact))
-    assert ranked(reusing) == ranked(scratch)
+    assert ranked(reusing) == ranked(scratch) and counted
     with pytest.raises(IndexCapExceeded, match="max-postings"):
         over = Index.build(
             held(base_docs, same), analysis_workers=1, reuse=Reuse(head), caps=CorpusCaps(postings=exact - 1)
@@ -293,7 +327,8 @@ def test_a_donor_told_its_terms_before_the_analysis_keeps_the_same_postings_and_
         for told, late in zip(before._kept[key], parts, strict=True):
             assert told.terms == late.terms
             assert kept_postings(told) == kept_postings(late)
-            assert told.per_chunk.tolist() == late.per_chunk.tolist()
+            every = np.arange(len(told.postings.lengths))
+            assert told.count_of(every) == late.count_of(every) == told.total == late.total
     reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(before))
     assert ranked(reusing) == ranked(Index.build(base_docs, analysis_workers=1))
 
@@ -524,3 +559,33 @@ def test_a_derived_layer_scores_the_donors_postings_where_they_are_and_maps_only
     plain = Postings(np.array([0, 0]), np.zeros(0, np.int32), np.zeros(0, np.float32), layer.postings.lengths)  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="one union numbering"):
         Bm25Scorer([layer.postings, plain], Bm25Parameters())  # type: ignore[attr-defined]
+
+
+def test_a_reusing_index_reads_every_row_where_it_is_as_one_built_from_scratch_reads_its_own() -> None:
+    head_docs, base_docs, same = pull_request(edited_head(documents(240)))
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    ranked(head)
+    reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
+    scratch = Index.build(base_docs, analysis_workers=1)
+    total = scratch.corpus.chunks
+    assert reusing.corpus == scratch.corpus  # the digest over rows read from both tables
+    assert reusing._layout is not None and scratch._layout is None
+    for index in (reusing, scratch):
+        with pytest.raises(KeyError):
+            index.chunk(0)
+        with pytest.raises(KeyError):
+            index.chunk(total + 1)
+    assert list(reusing.chunks_by_document()) == list(scratch.chunks_by_document())
+    assert list(reusing.chunks_by_document(frozenset(same))) == list(scratch.chunks_by_document(frozenset(same)))
+    ids = list(range(total, 0, -3)) + [0, total + 1]  # out of order, and two no chunk has
+    for parents in (True, False):
+        assert reusing.locate_chunks(ids, parents=parents) == scratch.locate_chunks(ids, parents=parents)
+    paths = sorted(same)[::5] + ["d0/deleted.md", "d2/added.md", "nowhere.md"]
+    assert reusing.sections(paths) == scratch.sections(paths)
+    assert reusing.titles_and_headings(paths) == scratch.titles_and_headings(paths)
+    # Every range, across the runs of the two tables: the same rows as the scratch index's.
+    rows = every_row(scratch)
+    for first in range(0, total, 7):
+        for last in (first + 1, first + 13, total):
+            got = list(reusing._select("path, body", first, min(last, total), with_id=True))
+            assert got == [row[:2] + (row[4],) for row in rows[first : min(last, total)]]
