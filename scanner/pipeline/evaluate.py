@@ -207,7 +207,9 @@ def prepare(
     )
     reuse = Reuse(side.reuse, side.take_analyzer) if side.reuse is not None else None
     # Read, parsed and written to the chunk table document by document (never held whole).
-    index = Index.build(documents, reuse=reuse, keep_analysis=side.keep_analysis, caps=options.corpus_caps)
+    index = Index.build(
+        documents, reuse=reuse, keep_analysis=side.keep_analysis, donor=side.memo is not None, caps=options.corpus_caps
+    )
     if side.refuse_impossible and index.corpus.documents == 0:
         raise InputError(
             "0 documents indexed: the knowledge base holds no file kb-eval reads, so nothing can be measured",

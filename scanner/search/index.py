@@ -8,7 +8,6 @@ ranks: the seed decision makes that equality the scan's selection rule.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import multiprocessing
 import os
 import shutil
@@ -43,6 +42,7 @@ from scanner.search.bm25 import (
     SpilledPostings,
     place_spilled,
 )
+from scanner.search.corpus_digest import CorpusDigest, KeptShares
 
 DEFAULT_CAPS = CorpusCaps()
 """The corpus caps' defaults (the settings' own)."""
@@ -138,6 +138,8 @@ class Index:
         self._reused: _Reused | None = None
         self._donor_terms: int | None = None
         """The donor's vocabulary size when this index's analyzer was copied from it (Reuse)."""
+        self._digest_shares: KeptShares | None = None
+        """Each document's share of the corpus digest, when built as a donor (Index.build)."""
         self._layout: _Layout | None = None
         """Where the rows of a reusing index are (Reuse): the donor's table holds those taken from it;
         None: this index's own table holds every row."""
@@ -146,7 +148,7 @@ class Index:
     @classmethod
     def build(
         cls, documents: Iterable[Document | TableDocument | HeldDocument], *, analysis_workers: int | None = None,
-        reuse: Reuse | None = None, keep_analysis: bool = False, caps: CorpusCaps = DEFAULT_CAPS,
+        reuse: Reuse | None = None, keep_analysis: bool = False, donor: bool = False, caps: CorpusCaps = DEFAULT_CAPS,
     ) -> Index:
         """Index documents as they come, in path order (the order read_folder and read_given yield): each is written to
         the chunk table and dropped, so the parsed KB is never held whole. The table keeps each
@@ -154,7 +156,10 @@ class Index:
 
         With `reuse`, the HeldDocuments are taken from its index, rows and analysis (Reuse); a
         HeldDocument that index does not hold, as many chunks, is a kb-eval bug. With
-        `keep_analysis`, this index keeps its own analysis for one that reuses it."""
+        `keep_analysis`, this index keeps its own analysis for one that reuses it; with `donor`,
+        each document's share of its corpus digest, for one that reuses its rows (Reuse needs it)."""
+        if reuse is not None and reuse.index._digest_shares is None:
+            raise RuntimeError("an index reused was not built as a donor")
         folder = tempfile.mkdtemp(prefix="kb-eval-index-")
         connection = _connect(os.path.join(folder, "chunks.sqlite"))
         connection.execute(
@@ -164,11 +169,12 @@ class Index:
             " body_start_line INTEGER NOT NULL, breadcrumb_lines TEXT NOT NULL, breadcrumb_part_lengths TEXT NOT NULL,"
             " scored_heading TEXT, scored_breadcrumb TEXT)"
         )
-        digest = hashlib.sha256()
+        digest = CorpusDigest(os.path.join(folder, "digest-shares") if donor else None)
         count = 0
         paths: list[str] = []
         starts: list[int] = []
-        donor = reuse.index if reuse is not None else None
+        giver = reuse.index if reuse is not None else None
+        shares = giver._digest_shares if giver is not None else None
         # (first position in the donor, first position here, chunks) of each document reused, and
         # (first position here, chunks) of each document analysed here.
         moved: list[tuple[int, int, int]] = []
@@ -183,61 +189,66 @@ class Index:
                 paths.append(document.path)
                 starts.append(count)
                 if isinstance(document, HeldDocument):
-                    found = donor._document_chunks(document.path) if donor is not None else None
-                    if found is None or found[1] != document.sections:
+                    at = giver._document_at(document.path) if giver is not None else None
+                    found = giver._document_chunks_at(at) if giver is not None and at is not None else None
+                    if found is None or found[1] != document.sections or shares is None or at is None:
                         raise RuntimeError(f"{document.path!r} is held by no index this one reuses")
                     if found[1]:
                         moved.append((found[0], count, found[1]))
                     count += found[1]
-                    continue  # its rows are the donor's, copied below
+                    # Its share of the digest is the donor's, the same bytes.
+                    digest.add_kept(shares, at)
+                    continue  # its rows are the donor's, read where they are
                 table = document if isinstance(document, TableDocument) else document_table(document)
                 rows = table.rows
+                # The digest: each value length-prefixed (no two different corpora share a digest
+                # by moving a seam), a document's values given to it at once. The rows hold them so.
+                digest.add(table.digested)
                 if not rows:
                     continue
                 fresh.append((count, len(rows)))
-                # Until a document is taken from the donor, the digest goes with the rows: each
-                # value length-prefixed (no two different corpora share a digest by moving a
-                # seam), a document's values given to it at once. The rows hold them so.
-                if not moved:
-                    digest.update(table.digested)
                 for row in rows:
                     count += 1
                     yield (count, *row)
 
-        layout: _Layout | None = None
         try:
-            if donor is not None:
-                connection.execute("ATTACH DATABASE ? AS donor", (os.path.join(donor.folder, "chunks.sqlite"),))
+            if giver is not None:
+                connection.execute("ATTACH DATABASE ? AS donor", (os.path.join(giver.folder, "chunks.sqlite"),))
             connection.execute("BEGIN")
             connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
             connection.execute("COMMIT")
-            if moved:
-                # The donor's rows of the documents taken are read where they are (not copied: at
-                # 100,000 bench documents the copy was 3 s of a pull request's base).
-                layout = _Layout.of(_joined_moves(moved), _joined(fresh))
-                # The rows past the first one taken, in chunk order.
-                _digest_rows(digest, _select(connection, layout, _DIGESTED, moved[0][1], count))
-            elif donor is not None:
+            if giver is not None and not moved:
                 connection.execute("DETACH DATABASE donor")
+            hexdigest, kept_shares = digest.finish()
         except BaseException:
             # Reading stopped part-way (a corpus cap, an interrupt): the half-written table goes
             # with it, as a finished index's does when it is dropped.
+            digest.close()
             _remove_folder(folder, [connection])
             raise
-        snapshot = CorpusSnapshot(len(paths), count, "sha256:" + digest.hexdigest())
+        snapshot = CorpusSnapshot(len(paths), count, hexdigest)
         starts.append(count)
         index = cls(folder, connection, snapshot, frozenset(paths), analysis_workers, order=paths, starts=starts, caps=caps)
         index.keep_analysis = keep_analysis
-        if donor is not None and moved:
-            index._reused = _Reused(donor, moved, _joined(fresh), reuse is not None and reuse.take_analyzer)
-            index._layout = layout
+        index._digest_shares = kept_shares
+        if giver is not None and moved:
+            index._reused = _Reused(giver, moved, _joined(fresh), reuse is not None and reuse.take_analyzer)
+            # The donor's rows of the documents taken are read where they are (not copied: at
+            # 100,000 bench documents the copy was 3 s of a pull request's base).
+            index._layout = _Layout.of(_joined_moves(moved), _joined(fresh))
         return index
 
     def _document_chunks(self, path: str) -> tuple[int, int] | None:
         """(position of the first chunk, chunk count) of the document at `path`, if indexed."""
+        at = self._document_at(path)
+        return None if at is None else self._document_chunks_at(at)
+
+    def _document_at(self, path: str) -> int | None:
+        """The document's place in index order, if indexed."""
         at = bisect.bisect_left(self._order, path)
-        if at == len(self._order) or self._order[at] != path:
-            return None
+        return at if at < len(self._order) and self._order[at] == path else None
+
+    def _document_chunks_at(self, at: int) -> tuple[int, int]:
         return self._starts[at], self._starts[at + 1] - self._starts[at]
 
     def path_of(self, chunk_id: int) -> str:
@@ -602,20 +613,6 @@ class _Reused:
     """(first chunk position here, chunk count) of each run of documents analysed here."""
     take_analyzer: bool = False
     """Reuse.take_analyzer."""
-
-
-_DIGESTED = "CAST(path AS BLOB), CAST(heading AS BLOB), CAST(breadcrumb AS BLOB), CAST(body AS BLOB)"
-"""A row's values as the corpus digest takes them: SQLite keeps text as UTF-8 (which holds no lone
-surrogate) and hands it over as those bytes when cast to a blob."""
-
-
-def _digest_rows(digest: hashlib._Hash, rows: Iterable[tuple[bytes, ...]]) -> None:
-    """The corpus digest's updates for these rows (_DIGESTED), as Index.build's loop makes them for
-    the chunks it writes."""
-    for row in rows:
-        for encoded in row:
-            digest.update(len(encoded).to_bytes(8, "big"))
-            digest.update(encoded)
 
 
 _OWN_TABLE = "main.chunks"

@@ -97,7 +97,7 @@ def test_an_index_reusing_anothers_analysis_ranks_and_scores_as_one_built_from_s
         # Every analysis, the head's and the changed chunks', split over worker processes.
         monkeypatch.setattr(index_module, "PARALLEL_MIN_CHUNKS", 1)
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
-    head = Index.build(head_docs, analysis_workers=workers, keep_analysis=True)
+    head = Index.build(head_docs, analysis_workers=workers, keep_analysis=True, donor=True)
     head_hits = ranked(head)
     analysed = spy_on_analysis(monkeypatch)
     reusing = Index.build(held(base_docs, same), analysis_workers=workers, reuse=Reuse(head))
@@ -149,7 +149,7 @@ def every_row(index: Index) -> list[tuple[object, ...]]:
 
 def test_without_the_donors_analysis_the_index_is_analysed_whole() -> None:
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
-    head = Index.build(head_docs, analysis_workers=1)  # keeps nothing
+    head = Index.build(head_docs, analysis_workers=1, donor=True)  # keeps no analysis
     ranked(head)
     reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
     scratch = Index.build(base_docs, analysis_workers=1)
@@ -168,7 +168,7 @@ def test_without_the_donors_analysis_the_index_is_analysed_whole() -> None:
 def test_a_held_document_the_donor_holds_with_other_sections_is_refused_as_a_bug() -> None:
     one = build_document("a.md", "# A\nkettle\n", Diagnostics())
     two = build_document("b.md", "# B\nstove\n", Diagnostics())
-    head = Index.build([one, two], analysis_workers=1, keep_analysis=True)
+    head = Index.build([one, two], analysis_workers=1, keep_analysis=True, donor=True)
     ranked(head)
     # The reader gives a held document only for a path and bytes the head indexed: one the donor
     # does not hold as many chunks, or at all, would take another's rows.
@@ -254,7 +254,7 @@ def test_the_postings_cap_counts_the_postings_the_base_holds_not_the_donors(monk
     monkeypatch.setattr(bm25, "postings_per_chunk", spy)
 
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
-    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True, donor=True)
     ranked(head)
     scratch = Index.build(base_docs, analysis_workers=1)
     scratch.scorer(*DEFAULT_KEY)
@@ -285,7 +285,7 @@ def _default_layers() -> list[tuple[float, ...]]:
 
 def test_a_donor_keeping_only_the_query_terms_ranks_them_as_one_keeping_all() -> None:
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
-    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True, donor=True)
     ranked(head)
     asked = {term for query in QUERIES if (compiled := compile_query(query)) is not None for term, _ in compiled.terms}
     head.keep_only_terms(asked)
@@ -315,7 +315,7 @@ def test_a_donor_told_its_terms_before_the_analysis_keeps_the_same_postings_and_
     monkeypatch.setattr(index_module, "Bm25Scorer", spy)
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
     asked = {term for query in QUERIES if (compiled := compile_query(query)) is not None for term, _ in compiled.terms}
-    before = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    before = Index.build(head_docs, analysis_workers=1, keep_analysis=True, donor=True)
     before.keep_only_terms(asked)
     after = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
     assert ranked(before) == ranked(after)
@@ -363,7 +363,7 @@ def vars_of(layer: object) -> list[np.ndarray]:
 def test_a_donor_told_its_terms_before_the_analysis_holds_each_posting_once_for_its_scorer_and_the_base() -> None:
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
     asked = {term for query in QUERIES if (compiled := compile_query(query)) is not None for term, _ in compiled.terms}
-    told = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    told = Index.build(head_docs, analysis_workers=1, keep_analysis=True, donor=True)
     told.keep_only_terms(asked)
     plain = Index.build(head_docs, analysis_workers=1)
     told.scorer(*DEFAULT_KEY)
@@ -418,7 +418,7 @@ def test_once_every_query_is_answered_the_shared_and_derived_layers_keep_no_impa
 
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
     asked = {term for query in QUERIES if (compiled := compile_query(query)) is not None for term, _ in compiled.terms}
-    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True, donor=True)
     head.keep_only_terms(asked)
     requests = [SearchRequest(f"q{n}", query, 10) for n, query in enumerate(QUERIES)]
     answered = BuiltinRetriever(head).search_all(requests)
@@ -458,7 +458,7 @@ def test_a_derived_layer_keeps_impacts_within_its_budget_and_answers_the_same_wi
     from scanner.search import bm25
 
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
-    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True, donor=True)
     ranked(head)
     scratch = ranked(Index.build(base_docs, analysis_workers=1))
     kept = {}
@@ -511,7 +511,7 @@ def test_an_index_taking_the_donors_analyzer_copies_no_vocabulary_and_ranks_as_o
     monkeypatch.setattr(Analyzer, "copy", counted)
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
     scratch = ranked(Index.build(base_docs, analysis_workers=1))
-    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True, donor=True)
     ranked(head)
     words = len(head.analyzer.vocabulary)
     # The near miss first: a reusing index copies the donor's vocabulary, which stays as it was.
@@ -530,7 +530,7 @@ def test_a_derived_layer_scores_the_donors_postings_where_they_are_and_maps_only
     from scanner.search.bm25 import Bm25Parameters, Bm25Scorer
 
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
-    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True, donor=True)
     ranked(head)
     reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
     ranked(reusing)
@@ -563,7 +563,7 @@ def test_a_derived_layer_scores_the_donors_postings_where_they_are_and_maps_only
 
 def test_a_reusing_index_reads_every_row_where_it_is_as_one_built_from_scratch_reads_its_own() -> None:
     head_docs, base_docs, same = pull_request(edited_head(documents(240)))
-    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True)
+    head = Index.build(head_docs, analysis_workers=1, keep_analysis=True, donor=True)
     ranked(head)
     reusing = Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
     scratch = Index.build(base_docs, analysis_workers=1)
