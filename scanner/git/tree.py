@@ -10,12 +10,14 @@ corpus and the same warnings.
 
 from __future__ import annotations
 
+import binascii
 import posixpath
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from dulwich.errors import ChecksumMismatch
 from dulwich.object_store import DiskObjectStore
-from dulwich.objects import Commit, ObjectID, Tree
+from dulwich.objects import Commit, ObjectID, RawObjectID, Tree, parse_tree
 from dulwich.repo import Repo
 
 from scanner.corpus.kb_files import MAX_DOCUMENT_BYTES, KbFiles, shown, skipped_file, too_large
@@ -104,21 +106,18 @@ def _kb_entries(
     while pending:
         folder, tree_id = pending.pop()
         deadline.check()
-        tree = store[ObjectID(tree_id)]
-        if not isinstance(tree, Tree):
-            raise GitFailed(f"object {tree_id.decode('ascii', 'replace')} is not a tree")
-        for n, item in enumerate(tree.iteritems(), 1):
+        for n, (raw_name, (item_mode, item_sha)) in enumerate(tree_entries(store, tree_id).items(), 1):
             if n % ENTRIES_PER_DEADLINE_CHECK == 0:
                 deadline.check()
-            name = item.path.decode("utf-8", "surrogateescape")
+            name = raw_name.decode("utf-8", "surrogateescape")
             path = folder + name
-            if item.mode == 0o040000:
+            if item_mode == 0o040000:
                 if not rules.prunes_folder(path):
                     folders.add(path)
-                    pending.append((path + "/", item.sha))
+                    pending.append((path + "/", item_sha))
                 continue
-            mode = f"{item.mode:06o}"
-            blob = item.sha.decode("ascii")
+            mode = f"{item_mode:06o}"
+            blob = item_sha.decode("ascii")
             size = 0
             if mode in _FILE_MODES and rules.is_candidate(path):
                 known = sizes.get(blob)
@@ -128,6 +127,35 @@ def _kb_entries(
                     deadline.check()
                     size = object_size(store, blob)
             yield path, mode, blob, size
+
+
+def tree_entries(store: DiskObjectStore, tree_id: bytes) -> dict[bytes, tuple[int, bytes]]:
+    """A tree object's entries, name -> (mode, hex id), as dulwich's Tree holds them (a name given
+    twice: its last entry), the object checked against its id as dulwich checks it. Looked up in
+    the packs first, as git does, then through dulwich's store (loose objects, alternates): the
+    store's own lookup checks for a loose copy and a multi-pack index at every object, and with
+    building a Tree it was half of listing the base of a pull request (6,370 trees at 10,000
+    bench documents: 0.13 s against 0.065 s).
+
+    KeyError when the object is not here; GitFailed when it is not a tree; one of UNREADABLE when
+    it cannot be read or does not match its id."""
+    oid = binascii.unhexlify(tree_id)
+    for pack in store.packs:
+        try:
+            kind, raw = pack.get_raw(RawObjectID(oid))
+            break
+        except KeyError:
+            continue
+    else:
+        kind, raw = store.get_raw(ObjectID(tree_id))
+    if kind != Tree.type_num:
+        raise GitFailed(f"object {tree_id.decode('ascii', 'replace')} is not a tree")
+    hashed = store.object_format.new_hash()
+    hashed.update(b"tree %d\x00" % len(raw))
+    hashed.update(raw)
+    if hashed.digest() != oid:
+        raise ChecksumMismatch(tree_id, hashed.hexdigest())
+    return {name: (mode, sha) for name, mode, sha in parse_tree(raw, len(oid))}
 
 
 def _git_order(path: str) -> bytes:

@@ -129,3 +129,65 @@ def test_the_same_pull_request_in_a_full_clone_is_compared(tmp_path: Path) -> No
     result, report = run_pull_request(clone / "kb", base)
     assert result.exit_code == ExitCode.OK, result.stderr_text
     assert report["comparison"]["status"] == "compared"
+
+
+def _trees(repo: Path, sha: str) -> list[str]:
+    return [line.split()[2] for line in git(repo, "ls-tree", "-r", "-t", sha).splitlines() if line.split()[1] == "tree"]
+
+
+def test_a_tree_is_read_from_the_packs_first_and_holds_what_dulwichs_tree_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dulwich.object_store import DiskObjectStore
+    from dulwich.objects import Tree
+    from dulwich.repo import Repo
+
+    from scanner.git.tree import tree_entries
+
+    repo = new_repo(tmp_path / "packed")
+    for version in range(3):  # three versions of every tree, so the packs hold deltas of them
+        commit(repo, {f"d{n % 4}/e{n % 3}/note-{n}.md": f"# N{n}\nv{version}\n" for n in range(40)}, f"v{version}")
+    git(repo, "gc", "-q", "--aggressive")
+    loose_commit = commit(repo, {"d0/e0/new.md": "# New\nloose\n"}, "loose")  # its trees stay loose
+    store_reads: list[bytes] = []
+    store_raw = DiskObjectStore.get_raw
+
+    def counted(self: DiskObjectStore, name: bytes) -> tuple[int, bytes]:
+        store_reads.append(name)
+        return store_raw(self, name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DiskObjectStore, "get_raw", counted)
+    with Repo(str(repo)) as opened:
+        store = opened.object_store
+        packed = _trees(repo, "HEAD~1")
+        loose = set(_trees(repo, loose_commit)) - set(packed)
+        assert packed and loose
+        for tree_id in [*packed, *loose]:
+            got = tree_entries(store, tree_id.encode("ascii"))
+            store_reads.clear()
+            tree = opened[tree_id.encode("ascii")]
+            assert isinstance(tree, Tree)
+            assert got == {item.path: (item.mode, item.sha) for item in tree.iteritems()}
+        store_reads.clear()
+        for tree_id in packed:
+            tree_entries(store, tree_id.encode("ascii"))
+        assert store_reads == []  # the packs answered; the near miss asks the store for each
+        for tree_id in loose:
+            tree_entries(store, tree_id.encode("ascii"))
+        assert len(store_reads) == len(loose)
+
+
+def test_a_tree_object_that_is_not_what_its_id_names_makes_the_base_unreadable(tmp_path: Path) -> None:
+    import zlib
+
+    repo = new_repo(tmp_path / "planted")
+    sha = commit(repo, {"a.md": "# A\nalpha\n", "sub/b.md": "# B\nbeta\n"}, "base")
+    assert _listing(repo, sha) == ["a.md", "sub/b.md"]  # the near miss: as written, it lists
+    sub = git(repo, "rev-parse", f"{sha}:kb/sub")
+    other = git(repo, "rev-parse", f"{sha}:kb")  # another tree's bytes, under the sub-folder's id
+    raw = subprocess.run(["git", "-C", str(repo), "cat-file", "tree", other], capture_output=True, check=True).stdout
+    path = repo / ".git" / "objects" / sub[:2] / sub[2:]
+    path.chmod(0o644)
+    path.write_bytes(zlib.compress(b"tree %d\x00" % len(raw) + raw))
+    with pytest.raises(GitFailed, match="cannot be read"):
+        _listing(repo, sha)
