@@ -232,10 +232,11 @@ class Index:
         index.keep_analysis = keep_analysis
         index._digest_shares = kept_shares
         if giver is not None and moved:
-            index._reused = _Reused(giver, moved, _joined(fresh), reuse is not None and reuse.take_analyzer)
+            runs = _joined_moves(moved)
+            index._reused = _Reused(giver, runs, _joined(fresh), reuse is not None and reuse.take_analyzer)
             # The donor's rows of the documents taken are read where they are (not copied: at
             # 100,000 bench documents the copy was 3 s of a pull request's base).
-            index._layout = _Layout.of(_joined_moves(moved), _joined(fresh))
+            index._layout = _Layout.of(runs, _joined(fresh))
         return index
 
     def _document_chunks(self, path: str) -> tuple[int, int] | None:
@@ -608,7 +609,8 @@ class _Reused:
 
     donor: Index
     moved: list[tuple[int, int, int]]
-    """(first chunk position in the donor, first chunk position here, chunk count) per document."""
+    """(first chunk position in the donor, first chunk position here, chunk count) of each run of
+    documents taken (adjacent on both sides)."""
     fresh: list[tuple[int, int]]
     """(first chunk position here, chunk count) of each run of documents analysed here."""
     take_analyzer: bool = False
