@@ -664,15 +664,16 @@ def _select(
     *, with_id: bool = False,
 ) -> Iterator[tuple[Any, ...]]:
     """`columns` of the chunks after position `first` up to `last`, in chunk order, from the tables
-    `layout` says (this connection's own table when None); their ids here first, `with_id`."""
-    pieces = [(_OWN_TABLE, 0, first, last)] if layout is None else layout.pieces(first, last)
-    for table, shift, lo, hi in pieces:
-        if with_id:
-            yield from connection.execute(
-                f"SELECT id + ?, {columns} FROM {table} WHERE id > ? AND id <= ? ORDER BY id", (shift, lo, hi)
-            )
-        else:
-            yield from connection.execute(f"SELECT {columns} FROM {table} WHERE id > ? AND id <= ? ORDER BY id", (lo, hi))
+    `layout` says (this connection's own table when None); their ids here first, `with_id`. Each
+    table's cursor is read as it comes (no generator of ours between SQLite and the caller)."""
+    select = f"SELECT {'id + ?, ' if with_id else ''}{columns} FROM {{}} WHERE id > ? AND id <= ? ORDER BY id"
+
+    def cursor(table: str, shift: int, lo: int, hi: int) -> sqlite3.Cursor:
+        return connection.execute(select.format(table), (shift, lo, hi) if with_id else (lo, hi))
+
+    if layout is None:
+        return cursor(_OWN_TABLE, 0, first, last)
+    return chain.from_iterable(cursor(*piece) for piece in layout.pieces(first, last))
 
 
 def _joined_moves(moved: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
