@@ -35,7 +35,7 @@ class CorpusDigest:
     def __init__(self, keep: str | None = None) -> None:
         self._hash = hashlib.sha256()
         self._keep = open(keep, "wb") if keep is not None else None  # noqa: SIM115 - closed by finish/close
-        self._starts = array("q", [0])
+        self._starts = array("q", [0]) if keep is not None else None
         self._source: KeptShares | None = None
         self._source_file: int | None = None
         self._pending: tuple[int, int] | None = None
@@ -45,7 +45,8 @@ class CorpusDigest:
         """The next document's share."""
         self._read_pending()
         self._take(share)
-        self._starts.append(self._starts[-1] + len(share))
+        if self._starts is not None:
+            self._starts.append(self._starts[-1] + len(share))
 
     def add_kept(self, source: KeptShares, document: int) -> None:
         """The next document's share: the `document`-th of `source` (another index's, the same
@@ -61,7 +62,8 @@ class CorpusDigest:
         else:
             self._read_pending()
             self._pending = (start, end)
-        self._starts.append(self._starts[-1] + end - start)
+        if self._starts is not None:
+            self._starts.append(self._starts[-1] + end - start)
 
     def _take(self, data: bytes) -> None:
         self._hash.update(data)
@@ -84,7 +86,7 @@ class CorpusDigest:
         """("sha256:" and the hex digest, the kept shares when they were kept)."""
         self._read_pending()
         kept = None
-        if self._keep is not None:
+        if self._keep is not None and self._starts is not None:
             kept = KeptShares(self._keep.name, self._starts)
         self.close()
         return "sha256:" + self._hash.hexdigest(), kept

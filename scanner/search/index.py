@@ -85,7 +85,7 @@ class Reuse:
     donor, and the donor's folder must outlive it."""
 
     index: Index
-    """Built with `keep_analysis`, and analysed (a scorer built) before this index is searched."""
+    """Built with `donor` (and `keep_analysis`, and analysed, for its analysis to be taken)."""
     take_analyzer: bool = False
     """Take the donor's analyzer as it is instead of a copy: where the donor analyses and searches no
     more (a forked child's copy of the head), copying its vocabulary only doubled it (8 MiB for the
