@@ -395,18 +395,18 @@ class KeptAnalysis:
         """How many postings the chunks at these positions have (before any term was left out).
         Counted over every posting when first asked: a reusing index asks only when the donor's
         total and its own new postings together would pass the corpus cap."""
-        per_chunk = self.per_chunk
-        if per_chunk is None:
-            per_chunk = postings_per_chunk(self.postings.chunks, len(self.postings.lengths))
-        return int(per_chunk[chunks].sum())
+        return int(self._per_chunk()[chunks].sum())
+
+    def _per_chunk(self) -> npt.NDArray[np.int64]:
+        if self.per_chunk is not None:
+            return self.per_chunk
+        return postings_per_chunk(self.postings.chunks, len(self.postings.lengths))
 
     def only(self, terms: frozenset[int]) -> KeptAnalysis:
         """The postings of `terms` alone, in the same term ids (every other term's are empty); each
         chunk's count of every posting is taken first, while they are all here."""
         postings = self.postings
-        per_chunk = self.per_chunk
-        if per_chunk is None:
-            per_chunk = postings_per_chunk(postings.chunks, len(postings.lengths))
+        per_chunk = self._per_chunk()
         known = np.array(sorted(t for t in terms if t + 1 < len(postings.start)), dtype=np.int64)
         df = np.zeros(len(postings.start) - 1, dtype=np.int64)
         df[known] = postings.start[known + 1] - postings.start[known]

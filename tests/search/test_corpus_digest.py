@@ -96,3 +96,11 @@ def test_an_index_not_built_as_a_donor_is_refused_as_a_bug_and_leaves_no_folder(
     with pytest.raises(RuntimeError, match="not built as a donor"):
         Index.build(held(base_docs, same), analysis_workers=1, reuse=Reuse(head))
     assert {name for name in set(os.listdir(tempfile.gettempdir())) - before if name.startswith("kb-eval-index-")} == set()
+
+
+def test_only_an_index_built_as_a_donor_writes_its_digest_shares() -> None:
+    docs = documents(40)
+    plain, donor = Index.build(docs, analysis_workers=1), Index.build(docs, analysis_workers=1, donor=True)
+    assert plain.corpus == donor.corpus
+    assert plain._digest_shares is None and "digest-shares" not in os.listdir(plain.folder)
+    assert donor._digest_shares is not None and os.path.getsize(os.path.join(donor.folder, "digest-shares")) > 0
